@@ -1,0 +1,3 @@
+module github.com/rekuiper/rekuiper
+
+go 1.26.8
