@@ -1,3 +1,326 @@
 package function
 
-func registerObject(r *Registry) {}
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/rekuiper/rekuiper/internal/sql/ast"
+	"github.com/rekuiper/rekuiper/internal/value"
+)
+
+// registerObject adds the object (map) functions. A nil object argument
+// gives nil; results are new maps (inputs are never modified). Functions
+// that list keys (keys, values, items, obj_to_kvpair_array) use sorted key
+// order so results are deterministic.
+func registerObject(r *Registry) {
+	r.MustAdd(
+		&Def{Name: "keys", Kind: Scalar, MinArgs: 1, MaxArgs: 1, Scalar: objectKeys},
+		&Def{Name: "values", Kind: Scalar, MinArgs: 1, MaxArgs: 1, Scalar: objectValues},
+		&Def{Name: "object", Kind: Scalar, MinArgs: 2, MaxArgs: 2, Scalar: objectFromLists},
+		&Def{Name: "object_construct", Kind: Scalar, MinArgs: 0, MaxArgs: -1,
+			Validate: objectValidateConstruct, Scalar: objectConstruct},
+		&Def{Name: "object_concat", Kind: Scalar, MinArgs: 2, MaxArgs: -1, Scalar: objectConcat},
+		&Def{Name: "zip", Kind: Scalar, MinArgs: 1, MaxArgs: 1, Scalar: objectZip},
+		&Def{Name: "items", Kind: Scalar, MinArgs: 1, MaxArgs: 1, Scalar: objectItems},
+		&Def{Name: "erase", Kind: Scalar, MinArgs: 2, MaxArgs: 2, Scalar: objectErase},
+		&Def{Name: "object_pick", Kind: Scalar, MinArgs: 2, MaxArgs: 2, Scalar: objectPick},
+		&Def{Name: "object_size", Kind: Scalar, MinArgs: 1, MaxArgs: 1, Scalar: objectSize},
+		&Def{Name: "obj_to_kvpair_array", Kind: Scalar, MinArgs: 1, MaxArgs: 1, Scalar: objectToKVPairs},
+	)
+}
+
+// objectSortedKeys returns m's keys in ascending order.
+func objectSortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// objectArg returns args[0] as an object; isNil reports a nil argument.
+func objectArg(args []any, msg string) (m map[string]any, isNil bool, err error) {
+	if args[0] == nil {
+		return nil, true, nil
+	}
+	m, ok := args[0].(map[string]any)
+	if !ok {
+		return nil, false, errors.New(fmt.Sprintf(msg, args[0]))
+	}
+	return m, false, nil
+}
+
+func objectKeys(_ Env, args []any) (any, error) {
+	m, isNil, err := objectArg(args, "the argument should be map[string]interface{}, got %v")
+	if isNil || err != nil {
+		return nil, err
+	}
+	out := make([]any, 0, len(m))
+	for _, k := range objectSortedKeys(m) {
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+func objectValues(_ Env, args []any) (any, error) {
+	m, isNil, err := objectArg(args, "the argument should be map[string]interface{}, got %v")
+	if isNil || err != nil {
+		return nil, err
+	}
+	out := make([]any, 0, len(m))
+	for _, k := range objectSortedKeys(m) {
+		out = append(out, m[k])
+	}
+	return out, nil
+}
+
+// objectFromLists pairs a key array with a value array of the same length;
+// empty arrays give nil.
+func objectFromLists(_ Env, args []any) (any, error) {
+	if args[0] == nil || args[1] == nil {
+		return nil, nil
+	}
+	keys, ok := args[0].([]any)
+	if !ok {
+		return nil, fmt.Errorf("first argument should be []string")
+	}
+	vals, ok := args[1].([]any)
+	if !ok {
+		return nil, fmt.Errorf("second argument should be []interface{}")
+	}
+	if len(keys) != len(vals) {
+		return nil, fmt.Errorf("the length of the arguments should be same")
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]any, len(keys))
+	for i, k := range keys {
+		ks, ok := k.(string)
+		if !ok {
+			return nil, fmt.Errorf("first argument should be []string")
+		}
+		out[ks] = vals[i]
+	}
+	return out, nil
+}
+
+// objectValidateConstruct requires key/value pairs with non-literal or
+// string-literal keys.
+func objectValidateConstruct(args []ast.Expr) error {
+	if len(args)%2 != 0 {
+		return fmt.Errorf("the args must be key value pairs")
+	}
+	for i := 0; i < len(args); i += 2 {
+		switch args[i].(type) {
+		case *ast.IntegerLit, *ast.NumberLit, *ast.BoolLit:
+			return fmt.Errorf("expect string type for parameter %d", i+1)
+		}
+	}
+	return nil
+}
+
+// objectConstruct builds {k1: v1, ...}, skipping pairs whose key or value
+// is nil.
+func objectConstruct(_ Env, args []any) (any, error) {
+	if len(args)%2 != 0 {
+		return nil, fmt.Errorf("the args must be key value pairs")
+	}
+	out := make(map[string]any, len(args)/2)
+	for i := 0; i < len(args); i += 2 {
+		if args[i] == nil || args[i+1] == nil {
+			continue
+		}
+		k, ok := args[i].(string)
+		if !ok {
+			return nil, fmt.Errorf("key %v is not a string", args[i])
+		}
+		out[k] = args[i+1]
+	}
+	return out, nil
+}
+
+// objectConcat merges objects left to right (later keys win); nil
+// arguments are skipped.
+func objectConcat(_ Env, args []any) (any, error) {
+	out := map[string]any{}
+	for _, a := range args {
+		if a == nil {
+			continue
+		}
+		m, ok := a.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("the argument should be map[string]interface{}, got %v", a)
+		}
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// objectZip builds an object from [[key, value], ...]; nil items are
+// skipped and an empty list gives nil.
+func objectZip(_ Env, args []any) (any, error) {
+	if args[0] == nil {
+		return nil, nil
+	}
+	list, ok := args[0].([]any)
+	if !ok {
+		return nil, fmt.Errorf("each argument should be [][2]interface{}")
+	}
+	if len(list) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]any, len(list))
+	for _, item := range list {
+		if item == nil {
+			continue
+		}
+		pair, ok := item.([]any)
+		if !ok || len(pair) != 2 {
+			return nil, fmt.Errorf("each argument should be [][2]interface{}")
+		}
+		k, ok := pair[0].(string)
+		if !ok {
+			return nil, fmt.Errorf("the first element in the list item should be string")
+		}
+		out[k] = pair[1]
+	}
+	return out, nil
+}
+
+// objectItems lists [[key, value], ...]; an empty object gives nil.
+func objectItems(_ Env, args []any) (any, error) {
+	m, isNil, err := objectArg(args, "first argument should be map[string]interface{}, got %v")
+	if isNil || err != nil || len(m) == 0 {
+		return nil, err
+	}
+	out := make([]any, 0, len(m))
+	for _, k := range objectSortedKeys(m) {
+		out = append(out, []any{k, m[k]})
+	}
+	return out, nil
+}
+
+// objectKeyList reads erase/object_pick's second argument: a key or an
+// array of keys.
+func objectKeyList(v any) ([]string, error) {
+	switch x := v.(type) {
+	case string:
+		return []string{x}, nil
+	case []any:
+		out := make([]string, len(x))
+		for i, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("the keys should be strings, got %s", value.Describe(e))
+			}
+			out[i] = s
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("the argument should be slice or string")
+}
+
+// objectErase copies the object without the given top-level keys (a key is
+// never split on dots).
+func objectErase(_ Env, args []any) (any, error) {
+	if args[1] == nil {
+		return nil, nil
+	}
+	m, isNil, err := objectArg(args, "the first argument should be map[string]interface{}, got %v")
+	if isNil || err != nil {
+		return nil, err
+	}
+	keys, err := objectKeyList(args[1])
+	if err != nil {
+		return nil, err
+	}
+	drop := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		drop[k] = true
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if !drop[k] {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// objectPick keeps the given keys. A dotted key "a.b" is a path into nested
+// objects and picks only that member, keeping the nesting.
+func objectPick(_ Env, args []any) (any, error) {
+	if args[1] == nil {
+		return nil, nil
+	}
+	m, isNil, err := objectArg(args, "the first argument should be map[string]interface{}, got %v")
+	if isNil || err != nil {
+		return nil, err
+	}
+	keys, err := objectKeyList(args[1])
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	for _, k := range keys {
+		objectPickPath(m, out, strings.Split(k, "."))
+	}
+	return out, nil
+}
+
+// objectPickPath copies src's member at path into dst, creating the
+// intermediate objects; a path that does not exist copies nothing.
+func objectPickPath(src, dst map[string]any, path []string) {
+	v, ok := src[path[0]]
+	if !ok {
+		return
+	}
+	if len(path) == 1 {
+		dst[path[0]] = v
+		return
+	}
+	inner, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	// Copy what is already picked: it may be a map shared with the input.
+	sub := map[string]any{}
+	if prev, ok := dst[path[0]].(map[string]any); ok {
+		for k, x := range prev {
+			sub[k] = x
+		}
+	}
+	objectPickPath(inner, sub, path[1:])
+	if len(sub) > 0 {
+		dst[path[0]] = sub
+	}
+}
+
+// objectSize is the number of keys.
+func objectSize(_ Env, args []any) (any, error) {
+	m, isNil, err := objectArg(args, "the first argument should be map[string]any, got %v")
+	if isNil || err != nil {
+		return nil, err
+	}
+	return int64(len(m)), nil
+}
+
+// objectToKVPairs lists [{"key": k, "value": v}, ...]; an empty object
+// gives nil.
+func objectToKVPairs(_ Env, args []any) (any, error) {
+	m, isNil, err := objectArg(args, "the first argument should be map[string]interface{}, got %v")
+	if isNil || err != nil || len(m) == 0 {
+		return nil, err
+	}
+	out := make([]any, 0, len(m))
+	for _, k := range objectSortedKeys(m) {
+		out = append(out, map[string]any{"key": k, "value": m[k]})
+	}
+	return out, nil
+}

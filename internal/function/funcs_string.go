@@ -1,3 +1,202 @@
 package function
 
-func registerString(r *Registry) {}
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/rekuiper/rekuiper/internal/value"
+)
+
+// registerString adds the string functions. Non-string arguments are
+// converted with value.ToString. Nil handling follows eKuiper per function:
+// concat skips nil arguments; startswith, endswith and regexp_matches give
+// false; indexof gives -1; length and numbytes give 0; the others give nil.
+// Indexes (indexof, substring) count characters (runes), not bytes.
+func registerString(r *Registry) {
+	r.MustAdd(
+		&Def{
+			Name: "concat", Kind: Scalar, MinArgs: 1, MaxArgs: -1,
+			Validate: mathValidateArgs(mathString),
+			Scalar: func(_ Env, args []any) (any, error) {
+				var b strings.Builder
+				for _, a := range args {
+					b.WriteString(value.ToString(a))
+				}
+				return b.String(), nil
+			},
+		},
+		stringPredicate("startswith", strings.HasPrefix),
+		stringPredicate("endswith", strings.HasSuffix),
+		&Def{
+			Name: "indexof", Kind: Scalar, MinArgs: 2, MaxArgs: 2,
+			Validate: mathValidateArgs(mathString, mathString),
+			Scalar: func(_ Env, args []any) (any, error) {
+				if mathHasNil(args) {
+					return int64(-1), nil
+				}
+				s, sub := value.ToString(args[0]), value.ToString(args[1])
+				i := strings.Index(s, sub)
+				if i < 0 {
+					return int64(-1), nil
+				}
+				return int64(utf8.RuneCountInString(s[:i])), nil
+			},
+		},
+		&Def{
+			Name: "length", Kind: Scalar, MinArgs: 1, MaxArgs: 1,
+			Scalar: func(_ Env, args []any) (any, error) {
+				switch v := args[0].(type) {
+				case nil:
+					return int64(0), nil
+				case []any:
+					return int64(len(v)), nil
+				case map[string]any:
+					return int64(len(v)), nil
+				case []byte:
+					return int64(len(v)), nil
+				}
+				return int64(utf8.RuneCountInString(value.ToString(args[0]))), nil
+			},
+		},
+		&Def{
+			Name: "numbytes", Kind: Scalar, MinArgs: 1, MaxArgs: 1,
+			Validate: mathValidateArgs(mathString),
+			Scalar: func(_ Env, args []any) (any, error) {
+				if b, ok := args[0].([]byte); ok {
+					return int64(len(b)), nil
+				}
+				return int64(len(value.ToString(args[0]))), nil
+			},
+		},
+		stringMap("lower", strings.ToLower),
+		stringMap("upper", strings.ToUpper),
+		stringMap("trim", strings.TrimSpace),
+		stringMap("ltrim", func(s string) string { return strings.TrimLeftFunc(s, unicode.IsSpace) }),
+		stringMap("rtrim", func(s string) string { return strings.TrimRightFunc(s, unicode.IsSpace) }),
+		stringMap("reverse", stringReverse),
+		stringPad("lpad", func(s, pad string) string { return pad + s }),
+		stringPad("rpad", func(s, pad string) string { return s + pad }),
+		stringPredicate("regexp_matches", nil),
+		&Def{
+			Name: "regexp_replace", Kind: Scalar, MinArgs: 3, MaxArgs: 3,
+			Validate: mathValidateArgs(mathString, mathString, mathString),
+			Scalar: func(_ Env, args []any) (any, error) {
+				if mathHasNil(args) {
+					return nil, nil
+				}
+				re, err := stringCompile(args[1])
+				if err != nil {
+					return nil, err
+				}
+				return re.ReplaceAllString(value.ToString(args[0]), value.ToString(args[2])), nil
+			},
+		},
+		&Def{
+			Name: "regexp_substr", Aliases: []string{"regexp_substring"},
+			Kind: Scalar, MinArgs: 2, MaxArgs: 2,
+			Validate: mathValidateArgs(mathString, mathString),
+			Scalar: func(_ Env, args []any) (any, error) {
+				if mathHasNil(args) {
+					return nil, nil
+				}
+				re, err := stringCompile(args[1])
+				if err != nil {
+					return nil, err
+				}
+				return re.FindString(value.ToString(args[0])), nil
+			},
+		},
+		&Def{
+			Name: "substring", Kind: Scalar, MinArgs: 2, MaxArgs: 3,
+			Validate: stringValidateSubstring,
+			Scalar:   stringSubstring,
+		},
+		&Def{
+			Name: "split_value", Kind: Scalar, MinArgs: 3, MaxArgs: 3,
+			Validate: stringValidateSplit,
+			Scalar:   stringSplitValue,
+		},
+		&Def{
+			Name: "format", Kind: Scalar, MinArgs: 2, MaxArgs: 3,
+			Validate: mathValidateArgs(mathNumber, mathInt, mathString),
+			Scalar:   stringFormat,
+		},
+	)
+}
+
+// stringMap builds a one-argument string-to-string function (nil gives nil).
+func stringMap(name string, f func(string) string) *Def {
+	return &Def{
+		Name: name, Kind: Scalar, MinArgs: 1, MaxArgs: 1,
+		Validate: mathValidateArgs(mathString),
+		Scalar: func(_ Env, args []any) (any, error) {
+			if args[0] == nil {
+				return nil, nil
+			}
+			return f(value.ToString(args[0])), nil
+		},
+	}
+}
+
+// stringPredicate builds a two-string boolean function that is false when
+// either argument is nil. A nil f means a regular expression match.
+func stringPredicate(name string, f func(s, t string) bool) *Def {
+	return &Def{
+		Name: name, Kind: Scalar, MinArgs: 2, MaxArgs: 2,
+		Validate: mathValidateArgs(mathString, mathString),
+		Scalar: func(_ Env, args []any) (any, error) {
+			if mathHasNil(args) {
+				return false, nil
+			}
+			if f != nil {
+				return f(value.ToString(args[0]), value.ToString(args[1])), nil
+			}
+			re, err := stringCompile(args[1])
+			if err != nil {
+				return nil, err
+			}
+			return re.MatchString(value.ToString(args[0])), nil
+		},
+	}
+}
+
+// stringPad builds lpad/rpad: (s, n) adds n spaces.
+func stringPad(name string, join func(s, pad string) string) *Def {
+	return &Def{
+		Name: name, Kind: Scalar, MinArgs: 2, MaxArgs: 2,
+		Validate: mathValidateArgs(mathString, mathInt),
+		Scalar: func(_ Env, args []any) (any, error) {
+			if mathHasNil(args) {
+				return nil, nil
+			}
+			n, err := mathToInt(args[1])
+			if err != nil {
+				return nil, err
+			}
+			if n < 0 {
+				return nil, fmt.Errorf("the padding length must not be negative, got %d", n)
+			}
+			return join(value.ToString(args[0]), strings.Repeat(" ", int(n))), nil
+		},
+	}
+}
+
+func stringReverse(s string) string {
+	r := []rune(s)
+	for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
+		r[i], r[j] = r[j], r[i]
+	}
+	return string(r)
+}
+
+func stringCompile(pattern any) (*regexp.Regexp, error) {
+	p := value.ToString(pattern)
+	re, err := regexp.Compile(p)
+	if err != nil {
+		return nil, fmt.Errorf("compile regular expression %q: %w", p, err)
+	}
+	return re, nil
+}

@@ -8,7 +8,8 @@ import (
 )
 
 // QuoteIdent back-quotes an identifier when it is a keyword or is not a plain
-// name, so that the printed SQL scans back to the same identifier.
+// name, so that the printed SQL scans back to the same identifier. Inside the
+// back-quotes, ` and \ are escaped with a backslash.
 func QuoteIdent(s string) string {
 	if s == "" {
 		return "``"
@@ -23,7 +24,7 @@ func QuoteIdent(s string) string {
 	if plain {
 		return s
 	}
-	return "`" + strings.ReplaceAll(s, "`", "\\`") + "`"
+	return "`" + strings.NewReplacer("\\", "\\\\", "`", "\\`").Replace(s) + "`"
 }
 
 // QuoteString prints a string literal in double quotes with escapes the
@@ -106,7 +107,11 @@ func (e *UnaryExpr) String() string {
 	if e.Op == token.NOT {
 		return "NOT " + e.X.String()
 	}
-	return "-" + e.X.String()
+	x := e.X.String()
+	if strings.HasPrefix(x, "-") {
+		return "- " + x // "--" would start a comment
+	}
+	return "-" + x
 }
 
 func (e *BinaryExpr) String() string {
@@ -203,7 +208,11 @@ func (w *Window) String() string {
 	for _, a := range w.Args {
 		args = append(args, a.String())
 	}
-	s := w.Type.String() + "(" + strings.Join(args, ", ") + ")"
+	name := w.Name
+	if name == "" {
+		name = w.Type.String()
+	}
+	s := name + "(" + strings.Join(args, ", ") + ")"
 	if w.Filter != nil {
 		s += " FILTER (WHERE " + w.Filter.String() + ")"
 	}

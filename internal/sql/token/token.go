@@ -61,6 +61,7 @@ const (
 	COMMA     // ,
 	SEMICOLON // ;
 	COLON     // :
+	HASH      // # (only inside MQTT-topic-like stream names)
 
 	keywordBeg
 	SELECT
@@ -136,7 +137,7 @@ var names = [...]string{
 	EQ: "=", NEQ: "!=", LT: "<", LTE: "<=", GT: ">", GTE: ">=",
 	IN: "IN", NOTIN: "NOT IN", BETWEEN: "BETWEEN", NOTBETWEEN: "NOT BETWEEN",
 	LIKE: "LIKE", NOTLIKE: "NOT LIKE", SUBSET: "[]",
-	LPAREN: "(", RPAREN: ")", LBRACKET: "[", RBRACKET: "]", COMMA: ",", SEMICOLON: ";", COLON: ":",
+	LPAREN: "(", RPAREN: ")", LBRACKET: "[", RBRACKET: "]", COMMA: ",", SEMICOLON: ";", COLON: ":", HASH: "#",
 	SELECT: "SELECT", FROM: "FROM", WHERE: "WHERE", GROUP: "GROUP", BY: "BY", HAVING: "HAVING",
 	ORDER: "ORDER", ASC: "ASC", DESC: "DESC", LIMIT: "LIMIT", AS: "AS", FILTER: "FILTER",
 	OVER: "OVER", PARTITION: "PARTITION", WHEN: "WHEN", THEN: "THEN", ELSE: "ELSE", END: "END",

@@ -1,0 +1,125 @@
+package catalog
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migration moves the schema from version-1 to version.
+type migration struct {
+	version int
+	name    string
+	stmts   []string
+}
+
+// migrations returns the schema history in order. Append only: a released
+// migration is never edited.
+func migrations() []migration {
+	return []migration{{
+		version: 1,
+		name:    "initial catalog",
+		stmts: []string{
+			`CREATE TABLE streams (
+				name       TEXT PRIMARY KEY,
+				kind       TEXT NOT NULL CHECK (kind IN ('stream', 'table')),
+				sql        TEXT NOT NULL,
+				created_at INTEGER NOT NULL,
+				updated_at INTEGER NOT NULL
+			) STRICT`,
+			`CREATE TABLE rules (
+				id         TEXT PRIMARY KEY,
+				definition TEXT NOT NULL CHECK (json_valid(definition)),
+				state      TEXT NOT NULL CHECK (state IN ('running', 'stopped')),
+				version    TEXT NOT NULL DEFAULT '',
+				tags       TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(tags)),
+				created_at INTEGER NOT NULL,
+				updated_at INTEGER NOT NULL
+			) STRICT`,
+			`CREATE TABLE connections (
+				id         TEXT PRIMARY KEY,
+				type       TEXT NOT NULL,
+				props      TEXT NOT NULL CHECK (json_valid(props)),
+				created_at INTEGER NOT NULL,
+				updated_at INTEGER NOT NULL
+			) STRICT`,
+			`CREATE TABLE conf_keys (
+				category   TEXT NOT NULL CHECK (category IN ('source', 'sink', 'connection')),
+				type       TEXT NOT NULL,
+				key        TEXT NOT NULL,
+				props      TEXT NOT NULL CHECK (json_valid(props)),
+				created_at INTEGER NOT NULL,
+				updated_at INTEGER NOT NULL,
+				PRIMARY KEY (category, type, key)
+			) STRICT`,
+			`CREATE TABLE schemas (
+				type       TEXT NOT NULL,
+				name       TEXT NOT NULL,
+				content    TEXT NOT NULL,
+				file       TEXT NOT NULL,
+				so_file    TEXT NOT NULL,
+				version    TEXT NOT NULL,
+				created_at INTEGER NOT NULL,
+				updated_at INTEGER NOT NULL,
+				PRIMARY KEY (type, name)
+			) STRICT`,
+			`CREATE TABLE uploads (
+				name       TEXT PRIMARY KEY,
+				path       TEXT NOT NULL,
+				size       INTEGER NOT NULL,
+				sha256     TEXT NOT NULL,
+				created_at INTEGER NOT NULL,
+				updated_at INTEGER NOT NULL
+			) STRICT`,
+		},
+	}}
+}
+
+// latestVersion is the schema version this code writes.
+func latestVersion() int {
+	ms := migrations()
+	return ms[len(ms)-1].version
+}
+
+// migrate brings db to the latest schema in one transaction, so a crash
+// leaves either the old or the new schema. A database written by a newer
+// version is refused.
+func migrate(ctx context.Context, db *sql.DB, nowMilli int64) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate: begin: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT NOT NULL,
+		applied_at INTEGER NOT NULL
+	) STRICT`); err != nil {
+		return fmt.Errorf("migrate: create schema_version: %w", err)
+	}
+	var current int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&current); err != nil {
+		return fmt.Errorf("migrate: read version: %w", err)
+	}
+	if current > latestVersion() {
+		return fmt.Errorf("migrate: database schema version %d is newer than this program's %d", current, latestVersion())
+	}
+	for _, m := range migrations() {
+		if m.version <= current {
+			continue
+		}
+		for _, stmt := range m.stmts {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("migrate to %d (%s): %w", m.version, m.name, err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)`,
+			m.version, m.name, nowMilli); err != nil {
+			return fmt.Errorf("migrate to %d: record version: %w", m.version, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate: commit: %w", err)
+	}
+	return nil
+}

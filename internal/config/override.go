@@ -1,0 +1,288 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/rekuiper/rekuiper/internal/value"
+)
+
+var durationType = reflect.TypeFor[Duration]()
+
+// structType returns the struct type dst points to.
+func structType(dst any) reflect.Type {
+	t := reflect.TypeOf(dst)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
+}
+
+// yamlName returns the key a struct field is read from, "" for skipped fields.
+func yamlName(f reflect.StructField) string {
+	if !f.IsExported() {
+		return ""
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if name == "-" {
+		return ""
+	}
+	if name == "" {
+		return strings.ToLower(f.Name)
+	}
+	return name
+}
+
+// fieldByKey finds the field of struct type t whose YAML name equals key
+// case-insensitively.
+func fieldByKey(t reflect.Type, key string) (int, string, bool) {
+	for i := range t.NumField() {
+		name := yamlName(t.Field(i))
+		if name != "" && strings.EqualFold(name, key) {
+			return i, name, true
+		}
+	}
+	return 0, "", false
+}
+
+// canonicalizeKeys rewrites the mapping keys under n to the exact YAML names
+// of type t's fields, so that keys match case-insensitively, and returns a
+// warning for every key that names no field.
+func canonicalizeKeys(n *yaml.Node, t reflect.Type, path, file string) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var warns []string
+	switch {
+	case t == durationType:
+	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			idx, name, ok := fieldByKey(t, k.Value)
+			if !ok {
+				warns = append(warns, fmt.Sprintf("%s:%d: unknown key %q ignored", file, k.Line, path+k.Value))
+				continue
+			}
+			k.Value = name
+			warns = append(warns, canonicalizeKeys(v, t.Field(idx).Type, path+name+".", file)...)
+		}
+	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
+		for i, e := range n.Content {
+			warns = append(warns, canonicalizeKeys(e, t.Elem(), fmt.Sprintf("%s%d.", path, i), file)...)
+		}
+	}
+	return warns
+}
+
+// applyEnvToStruct applies every <prefix>__KEY__SUBKEY=value variable of
+// environ to the struct dst points to. Key segments match YAML names
+// case-insensitively; a free-form map field takes the remaining segments as
+// lower-cased nested keys. Unknown keys are warnings; a value that does not
+// parse as the field's type is an error naming the variable.
+func applyEnvToStruct(dst any, prefix string, environ []string) ([]string, error) {
+	var warns []string
+	for _, kv := range environ {
+		name, val, ok := strings.Cut(kv, "=")
+		rest, found := strings.CutPrefix(name, prefix+"__")
+		if !ok || !found {
+			continue
+		}
+		w, err := applyOneEnv(reflect.ValueOf(dst).Elem(), name, strings.Split(rest, "__"), val)
+		if err != nil {
+			return nil, err
+		}
+		if w != "" {
+			warns = append(warns, w)
+		}
+	}
+	return warns, nil
+}
+
+func applyOneEnv(v reflect.Value, name string, segs []string, val string) (string, error) {
+	path := ""
+	for i, seg := range segs {
+		if seg == "" {
+			return fmt.Sprintf("environment variable %s: empty key segment, ignored", name), nil
+		}
+		if v.Type() == durationType || (v.Kind() != reflect.Struct && v.Kind() != reflect.Map) {
+			return fmt.Sprintf("environment variable %s: unknown key %s, ignored", name, path+strings.ToLower(seg)), nil
+		}
+		if v.Kind() == reflect.Map {
+			if v.Type() != reflect.TypeFor[map[string]any]() {
+				return fmt.Sprintf("environment variable %s: key %s cannot be overridden, ignored", name, strings.TrimSuffix(path, ".")), nil
+			}
+			if v.IsNil() {
+				v.Set(reflect.ValueOf(map[string]any{}))
+			}
+			lower := make([]string, len(segs)-i)
+			for j, s := range segs[i:] {
+				lower[j] = strings.ToLower(s)
+			}
+			if w := setMapPath(v.Interface().(map[string]any), lower, val, false); w != "" {
+				return fmt.Sprintf("environment variable %s: %s, ignored", name, w), nil
+			}
+			return "", nil
+		}
+		idx, key, ok := fieldByKey(v.Type(), seg)
+		if !ok {
+			return fmt.Sprintf("environment variable %s: unknown key %s, ignored", name, path+strings.ToLower(seg)), nil
+		}
+		v = v.Field(idx)
+		path += key + "."
+	}
+	path = strings.TrimSuffix(path, ".")
+	if v.Kind() == reflect.Struct && v.Type() != durationType {
+		return fmt.Sprintf("environment variable %s: %s is a section, not a key, ignored", name, path), nil
+	}
+	if err := setLeaf(v, val); err != nil {
+		return "", fmt.Errorf("environment variable %s (%s): %w", name, path, err)
+	}
+	return "", nil
+}
+
+// setLeaf parses s into v according to v's type.
+func setLeaf(v reflect.Value, s string) error {
+	if v.Type() == durationType {
+		d, err := ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		v.SetInt(int64(d))
+		return nil
+	}
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(s)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("want true or false, got %q", s)
+		}
+		v.SetBool(b)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, v.Type().Bits())
+		if err != nil {
+			return fmt.Errorf("want an integer, got %q", s)
+		}
+		v.SetInt(n)
+	case reflect.Float32, reflect.Float64:
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), v.Type().Bits())
+		if err != nil {
+			return fmt.Errorf("want a number, got %q", s)
+		}
+		v.SetFloat(f)
+	case reflect.Slice:
+		return setSlice(v, s)
+	case reflect.Map:
+		m := map[string]any{}
+		if err := json.Unmarshal([]byte(s), &m); err != nil {
+			return fmt.Errorf("want a JSON object, got %q", s)
+		}
+		v.Set(reflect.ValueOf(value.Normalize(m)))
+	default:
+		return fmt.Errorf("keys of type %s cannot be overridden", v.Type())
+	}
+	return nil
+}
+
+// setSlice accepts a JSON array, or for string lists a comma-separated list.
+func setSlice(v reflect.Value, s string) error {
+	t := strings.TrimSpace(s)
+	if strings.HasPrefix(t, "[") {
+		p := reflect.New(v.Type())
+		if err := json.Unmarshal([]byte(t), p.Interface()); err != nil {
+			return fmt.Errorf("want a JSON array of %s, got %q", v.Type().Elem(), s)
+		}
+		v.Set(p.Elem())
+		return nil
+	}
+	if v.Type().Elem().Kind() != reflect.String {
+		return fmt.Errorf("want a JSON array, got %q", s)
+	}
+	out := reflect.MakeSlice(v.Type(), 0, 0)
+	if t != "" {
+		for _, part := range strings.Split(t, ",") {
+			out = reflect.Append(out, reflect.ValueOf(strings.TrimSpace(part)).Convert(v.Type().Elem()))
+		}
+	}
+	v.Set(out)
+	return nil
+}
+
+// inferValue types an environment value the way eKuiper does: integer,
+// then float, then true/false, else string.
+func inferValue(s string) any {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return f
+	}
+	switch strings.ToLower(s) {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	return s
+}
+
+// setMapPath sets root[segs[0]][segs[1]]... = val, matching existing keys
+// case-insensitively and keeping their spelling; new keys are spelled as in
+// segs. When defaultCasing is set and a property (second level) is new, its
+// spelling is taken from root["default"] if that has it. A value replacing
+// an existing string stays a string; otherwise it is type-inferred. It
+// returns a description of the problem when an intermediate value is not a
+// mapping.
+func setMapPath(root map[string]any, segs []string, val string, defaultCasing bool) string {
+	m := root
+	for i, seg := range segs {
+		key := matchKey(m, seg)
+		if key == "" && i == 1 && defaultCasing {
+			if def, ok := root[matchKey(root, "default")].(map[string]any); ok {
+				key = matchKey(def, seg)
+			}
+		}
+		if key == "" {
+			key = seg
+		}
+		if i == len(segs)-1 {
+			if _, isString := m[key].(string); isString {
+				m[key] = val
+			} else {
+				m[key] = inferValue(val)
+			}
+			return ""
+		}
+		next, exists := m[key]
+		if !exists || next == nil {
+			next = map[string]any{}
+			m[key] = next
+		}
+		nm, ok := next.(map[string]any)
+		if !ok {
+			return fmt.Sprintf("key %s is not a mapping", strings.Join(segs[:i+1], "."))
+		}
+		m = nm
+	}
+	return ""
+}
+
+// matchKey returns the key of m equal to k case-insensitively, preferring
+// an exact match, or "" when there is none.
+func matchKey(m map[string]any, k string) string {
+	if _, ok := m[k]; ok {
+		return k
+	}
+	for mk := range m {
+		if strings.EqualFold(mk, k) {
+			return mk
+		}
+	}
+	return ""
+}

@@ -1,0 +1,269 @@
+package eval
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/rekuiper/rekuiper/internal/sql/ast"
+	"github.com/rekuiper/rekuiper/internal/sql/token"
+	"github.com/rekuiper/rekuiper/internal/value"
+)
+
+var arithOps = map[token.Token]value.Op{
+	token.ADD: value.Add, token.SUB: value.Sub, token.MUL: value.Mul, token.DIV: value.Div,
+	token.MOD: value.Mod, token.BITAND: value.BitAnd, token.BITOR: value.BitOr, token.BITXOR: value.BitXor,
+}
+
+var cmpOps = map[token.Token]value.Op{
+	token.EQ: value.Eq, token.NEQ: value.Neq, token.LT: value.Lt, token.LTE: value.Lte,
+	token.GT: value.Gt, token.GTE: value.Gte,
+}
+
+func (c *Compiler) compileBinary(n *ast.BinaryExpr) (Expr, error) {
+	switch n.Op {
+	case token.ARROW:
+		key, ok := n.RHS.(*ast.FieldRef)
+		if !ok {
+			return nil, errAt(n.RHS, "expected a key name after ->, found %s", n.RHS)
+		}
+		lhs, err := c.Compile(n.LHS)
+		if err != nil {
+			return nil, err
+		}
+		name := key.Name
+		if key.Stream != "" {
+			// a->b.c is a->b->c
+			inner := &ast.BinaryExpr{P: n.P, Op: token.ARROW, LHS: n.LHS, RHS: &ast.FieldRef{P: key.P, Name: key.Stream}}
+			outer := &ast.BinaryExpr{P: n.P, Op: token.ARROW, LHS: inner, RHS: &ast.FieldRef{P: key.P, Name: key.Name}}
+			return c.compileBinary(outer)
+		}
+		return func(ctx *Ctx) (any, error) {
+			v, err := lhs(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return arrow(v, name), nil
+		}, nil
+	case token.BETWEEN, token.NOTBETWEEN:
+		return c.compileBetween(n)
+	case token.IN, token.NOTIN:
+		return c.compileIn(n)
+	case token.LIKE, token.NOTLIKE:
+		return c.compileLike(n)
+	}
+	lhs, err := c.Compile(n.LHS)
+	if err != nil {
+		return nil, err
+	}
+	rhs, err := c.Compile(n.RHS)
+	if err != nil {
+		return nil, err
+	}
+	switch n.Op {
+	case token.AND, token.OR:
+		isAnd := n.Op == token.AND
+		return func(ctx *Ctx) (any, error) {
+			l, err := lhs(ctx)
+			if err != nil {
+				return nil, err
+			}
+			lb, err := logicOperand(l, n.Op, l, nil)
+			if err != nil {
+				return nil, err
+			}
+			if isAnd && !lb {
+				return false, nil
+			}
+			if !isAnd && lb {
+				return true, nil
+			}
+			r, err := rhs(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return logicOperand(r, n.Op, l, r)
+		}, nil
+	}
+	if op, ok := arithOps[n.Op]; ok {
+		return func(ctx *Ctx) (any, error) {
+			l, err := lhs(ctx)
+			if err != nil {
+				return nil, err
+			}
+			r, err := rhs(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return value.Arith(op, l, r)
+		}, nil
+	}
+	if op, ok := cmpOps[n.Op]; ok {
+		return func(ctx *Ctx) (any, error) {
+			l, err := lhs(ctx)
+			if err != nil {
+				return nil, err
+			}
+			r, err := rhs(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return value.Compare(op, l, r)
+		}, nil
+	}
+	return nil, errAt(n, "unsupported operator %s", n.Op)
+}
+
+// logicOperand reads an AND/OR operand: nil counts as false.
+func logicOperand(v any, op token.Token, l, r any) (bool, error) {
+	switch b := v.(type) {
+	case nil:
+		return false, nil
+	case bool:
+		return b, nil
+	}
+	return false, fmt.Errorf("invalid operation %s %s %s", value.Describe(l), op, value.Describe(r))
+}
+
+func (c *Compiler) compileBetween(n *ast.BinaryExpr) (Expr, error) {
+	rng, ok := n.RHS.(*ast.BetweenRange)
+	if !ok {
+		return nil, errAt(n.RHS, "expected lo AND hi after BETWEEN, found %s", n.RHS)
+	}
+	x, err := c.Compile(n.LHS)
+	if err != nil {
+		return nil, err
+	}
+	lo, err := c.Compile(rng.Lo)
+	if err != nil {
+		return nil, err
+	}
+	hi, err := c.Compile(rng.Hi)
+	if err != nil {
+		return nil, err
+	}
+	not := n.Op == token.NOTBETWEEN
+	return func(ctx *Ctx) (any, error) {
+		v, err := x(ctx)
+		if err != nil {
+			return nil, err
+		}
+		l, err := lo(ctx)
+		if err != nil {
+			return nil, err
+		}
+		h, err := hi(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if v == nil || l == nil || h == nil {
+			return false, nil
+		}
+		ge, err := value.Compare(value.Gte, v, l)
+		if err != nil {
+			return nil, err
+		}
+		le, err := value.Compare(value.Lte, v, h)
+		if err != nil {
+			return nil, err
+		}
+		return (ge && le) != not, nil
+	}, nil
+}
+
+func (c *Compiler) compileIn(n *ast.BinaryExpr) (Expr, error) {
+	x, err := c.Compile(n.LHS)
+	if err != nil {
+		return nil, err
+	}
+	set, err := c.Compile(n.RHS)
+	if err != nil {
+		return nil, err
+	}
+	not := n.Op == token.NOTIN
+	return func(ctx *Ctx) (any, error) {
+		v, err := x(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s, err := set(ctx)
+		if err != nil {
+			return nil, err
+		}
+		arr, ok := s.([]any)
+		if !ok {
+			if s == nil {
+				return false, nil
+			}
+			return nil, fmt.Errorf("invalid operation %s IN %s", value.Describe(v), value.Describe(s))
+		}
+		if v == nil {
+			return false, nil
+		}
+		found := false
+		for _, it := range arr {
+			if value.Equal(v, it) {
+				found = true
+				break
+			}
+		}
+		return found != not, nil
+	}, nil
+}
+
+func (c *Compiler) compileLike(n *ast.BinaryExpr) (Expr, error) {
+	x, err := c.Compile(n.LHS)
+	if err != nil {
+		return nil, err
+	}
+	not := n.Op == token.NOTLIKE
+	if lit, ok := n.RHS.(*ast.StringLit); ok {
+		re, err := likeRegexp(lit.Val)
+		if err != nil {
+			return nil, errAt(lit, "invalid LIKE pattern %q: %v", lit.Val, err)
+		}
+		return func(ctx *Ctx) (any, error) {
+			v, err := x(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return likeMatch(v, re, not)
+		}, nil
+	}
+	pat, err := c.Compile(n.RHS)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx *Ctx) (any, error) {
+		v, err := x(ctx)
+		if err != nil {
+			return nil, err
+		}
+		p, err := pat(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ps, ok := p.(string)
+		if !ok {
+			if p == nil {
+				return false, nil
+			}
+			return nil, fmt.Errorf("invalid LIKE pattern %s", value.Describe(p))
+		}
+		re, err := likeRegexp(ps)
+		if err != nil {
+			return nil, err
+		}
+		return likeMatch(v, re, not)
+	}, nil
+}
+
+func likeMatch(v any, re *regexp.Regexp, not bool) (any, error) {
+	if v == nil {
+		return false, nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return nil, fmt.Errorf("LIKE operator left operand expects string, but found %s", value.Describe(v))
+	}
+	return re.MatchString(s) != not, nil
+}

@@ -1,0 +1,101 @@
+package operator
+
+import (
+	"fmt"
+
+	"github.com/rekuiper/rekuiper/internal/eval"
+	"github.com/rekuiper/rekuiper/internal/row"
+)
+
+// Filter drops rows whose WHERE condition is not true. On tuples it filters
+// each tuple (a failing condition emits an error for that tuple); on a set it
+// filters the set's rows. Rows that pass update the rule's last-hit counters.
+type Filter struct {
+	Cond eval.Expr
+}
+
+func (f *Filter) Name() string { return "filter" }
+
+func (f *Filter) Process(ctx *Context, it Item, emit Emit) error {
+	if it.Kind != Data || it.Input > 0 {
+		forward(it, emit)
+		return nil
+	}
+	if it.Set != nil {
+		kept := make([]row.Row, 0, len(it.Set.Rows))
+		for _, r := range it.Set.Rows {
+			ok, err := f.test(ctx, r)
+			if err != nil {
+				return err
+			}
+			if ok {
+				kept = append(kept, r)
+			}
+		}
+		set := *it.Set
+		set.Rows = kept
+		it.Set = &set
+		emit(it)
+		return nil
+	}
+	var firstErr error
+	out := make([]*row.Tuple, 0, len(it.Tuples))
+	for _, t := range it.Tuples {
+		ok, err := f.test(ctx, t)
+		if err != nil {
+			// Pass earlier rows on, then report this one.
+			if len(out) > 0 {
+				emit(Item{Kind: Data, Tuples: out})
+				out = nil
+			}
+			emitError(ctx, fmt.Errorf("run Where error: %w", err), emit)
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if ok {
+			ctx.Rule.HitCount++
+			ctx.Rule.HitTime = t.Timestamp
+			out = append(out, t)
+		}
+	}
+	if len(out) > 0 {
+		emit(Item{Kind: Data, Tuples: out})
+	}
+	return reported(firstErr)
+}
+
+func (f *Filter) test(ctx *Context, r row.Row) (bool, error) {
+	v, err := f.Cond(evalCtx(ctx, r))
+	if err != nil {
+		return false, err
+	}
+	return eval.Truthy(v)
+}
+
+// errReported marks an error already forwarded downstream, so the runtime
+// only counts it.
+type errReported struct{ err error }
+
+func (e errReported) Error() string { return e.err.Error() }
+func (e errReported) Unwrap() error { return e.err }
+
+func reported(err error) error {
+	if err == nil {
+		return nil
+	}
+	return errReported{err}
+}
+
+// IsReported tells the runtime an operator already forwarded this error.
+func IsReported(err error) bool {
+	_, ok := err.(errReported)
+	return ok
+}
+
+func emitError(ctx *Context, err error, emit Emit) {
+	if ctx.SendError {
+		emit(Item{Kind: Error, Err: err})
+	}
+}

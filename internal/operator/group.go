@@ -1,0 +1,218 @@
+package operator
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/rekuiper/rekuiper/internal/eval"
+	"github.com/rekuiper/rekuiper/internal/row"
+	"github.com/rekuiper/rekuiper/internal/value"
+)
+
+// GroupBy splits a set's rows into groups by the GROUP BY expressions, in
+// order of first appearance. With no expressions the whole set is one group
+// (aggregates over the window).
+type GroupBy struct {
+	Dims []eval.Expr
+}
+
+func (g *GroupBy) Name() string { return "aggregate" }
+
+func (g *GroupBy) Process(ctx *Context, it Item, emit Emit) error {
+	if it.Kind != Data || it.Set == nil {
+		forward(it, emit)
+		return nil
+	}
+	set := *it.Set
+	if len(g.Dims) == 0 {
+		if len(set.Rows) > 0 {
+			set.Groups = []*row.Group{{Rows: set.Rows}}
+		} else {
+			set.Groups = nil
+		}
+		it.Set = &set
+		emit(it)
+		return nil
+	}
+	index := map[string]*row.Group{}
+	var groups []*row.Group
+	for _, r := range set.Rows {
+		ec := evalCtx(ctx, r)
+		ec.Window, ec.HasWindow = set.Window, true
+		parts := make([]string, len(g.Dims))
+		for i, d := range g.Dims {
+			v, err := d(ec)
+			if err != nil {
+				return fmt.Errorf("run Group By error: %w", err)
+			}
+			parts[i] = fmt.Sprintf("%v", v)
+		}
+		key := strings.Join(parts, ",")
+		grp, ok := index[key]
+		if !ok {
+			grp = &row.Group{Key: key}
+			index[key] = grp
+			groups = append(groups, grp)
+		}
+		grp.Rows = append(grp.Rows, r)
+	}
+	set.Groups = groups
+	it.Set = &set
+	emit(it)
+	return nil
+}
+
+// Having keeps groups (or rows, when not grouped) whose condition is true.
+type Having struct {
+	Cond    eval.Expr
+	Grouped bool
+}
+
+func (h *Having) Name() string { return "having" }
+
+func (h *Having) Process(ctx *Context, it Item, emit Emit) error {
+	if it.Kind != Data || it.Set == nil {
+		forward(it, emit)
+		return nil
+	}
+	set := *it.Set
+	if h.Grouped {
+		var kept []*row.Group
+		for _, g := range set.Groups {
+			ec := &eval.Ctx{Row: first(g.Rows), Group: g, Window: set.Window, HasWindow: true, Env: ctx.Env, Rule: ctx.Rule}
+			v, err := h.Cond(ec)
+			if err != nil {
+				return fmt.Errorf("run Having error: %w", err)
+			}
+			ok, err := eval.Truthy(v)
+			if err != nil {
+				return fmt.Errorf("run Having error: %w", err)
+			}
+			if ok {
+				kept = append(kept, g)
+			}
+		}
+		if len(kept) > 0 {
+			ctx.Rule.AggHitCount++
+			ctx.Rule.AggHitTime = ctx.NowMS()
+		}
+		set.Groups = kept
+	} else {
+		var kept []row.Row
+		for _, r := range set.Rows {
+			ec := &eval.Ctx{Row: r, Window: set.Window, HasWindow: true, Env: ctx.Env, Rule: ctx.Rule}
+			v, err := h.Cond(ec)
+			if err != nil {
+				return fmt.Errorf("run Having error: %w", err)
+			}
+			ok, err := eval.Truthy(v)
+			if err != nil {
+				return fmt.Errorf("run Having error: %w", err)
+			}
+			if ok {
+				kept = append(kept, r)
+			}
+		}
+		if len(kept) > 0 {
+			ctx.Rule.AggHitCount++
+			ctx.Rule.AggHitTime = ctx.NowMS()
+		}
+		set.Rows = kept
+	}
+	it.Set = &set
+	emit(it)
+	return nil
+}
+
+func first(rows []row.Row) row.Row {
+	if len(rows) == 0 {
+		return nil
+	}
+	return rows[0]
+}
+
+// SortKey is one compiled ORDER BY item.
+type SortKey struct {
+	Expr eval.Expr
+	Desc bool
+}
+
+// Order sorts a set's groups (Grouped) or rows by the ORDER BY keys; the sort
+// is stable so ties keep arrival order.
+type Order struct {
+	Keys    []SortKey
+	Grouped bool
+}
+
+func (o *Order) Name() string { return "order" }
+
+func (o *Order) Process(ctx *Context, it Item, emit Emit) error {
+	if it.Kind != Data || it.Set == nil {
+		forward(it, emit)
+		return nil
+	}
+	set := *it.Set
+	n := len(set.Rows)
+	if o.Grouped {
+		n = len(set.Groups)
+	}
+	keys := make([][]any, n)
+	for i := 0; i < n; i++ {
+		ec := &eval.Ctx{Window: set.Window, HasWindow: true, Env: ctx.Env, Rule: ctx.Rule}
+		if o.Grouped {
+			ec.Group = set.Groups[i]
+			ec.Row = first(set.Groups[i].Rows)
+		} else {
+			ec.Row = set.Rows[i]
+		}
+		keys[i] = make([]any, len(o.Keys))
+		for j, k := range o.Keys {
+			v, err := k.Expr(ec)
+			if err != nil {
+				return fmt.Errorf("run Order By error: %w", err)
+			}
+			keys[i][j] = v
+		}
+	}
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		ka, kb := keys[idx[a]], keys[idx[b]]
+		for j, k := range o.Keys {
+			if sortLess(ka[j], kb[j]) {
+				return !k.Desc
+			}
+			if sortLess(kb[j], ka[j]) {
+				return k.Desc
+			}
+		}
+		return false
+	})
+	if o.Grouped {
+		groups := make([]*row.Group, n)
+		for i, j := range idx {
+			groups[i] = set.Groups[j]
+		}
+		set.Groups = groups
+	} else {
+		rows := make([]row.Row, n)
+		for i, j := range idx {
+			rows[i] = set.Rows[j]
+		}
+		set.Rows = rows
+	}
+	it.Set = &set
+	emit(it)
+	return nil
+}
+
+// sortLess orders ORDER BY keys; nil sorts after every value.
+func sortLess(a, b any) bool {
+	if a == nil || b == nil {
+		return a != nil && b == nil
+	}
+	return value.Less(a, b)
+}

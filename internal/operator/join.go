@@ -1,0 +1,173 @@
+package operator
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/rekuiper/rekuiper/internal/eval"
+	"github.com/rekuiper/rekuiper/internal/row"
+	"github.com/rekuiper/rekuiper/internal/sql/ast"
+)
+
+// JoinSpec is one JOIN of a rule.
+type JoinSpec struct {
+	Type   ast.JoinType
+	Stream string // emitter of the right side
+	On     eval.Expr
+	// Table sides are fed on input port Input and hold their latest rows.
+	Table  bool
+	Input  int
+	Retain int // rows kept for a table; 0 keeps the latest batch
+}
+
+// Join joins the rows of a window set (or one stream tuple) with the other
+// streams of the set and with tables.
+type Join struct {
+	Left  string
+	Joins []JoinSpec
+
+	tables map[string][]*row.Tuple
+}
+
+func (j *Join) Name() string { return "join" }
+
+func (j *Join) Process(ctx *Context, it Item, emit Emit) error {
+	if it.Kind != Data {
+		forward(it, emit)
+		return nil
+	}
+	if it.Tuples != nil && it.Input > 0 {
+		j.updateTable(it)
+		return nil
+	}
+	if it.Set != nil {
+		rows, err := j.join(ctx, it.Set.Rows)
+		if err != nil {
+			return err
+		}
+		set := *it.Set
+		set.Rows = rows
+		it.Set = &set
+		emit(it)
+		return nil
+	}
+	for _, t := range it.Tuples {
+		rows, err := j.join(ctx, []row.Row{t})
+		if err != nil {
+			return err
+		}
+		if len(rows) > 0 {
+			emit(Item{Kind: Data, Set: &row.Set{Rows: rows}})
+		}
+	}
+	return nil
+}
+
+func (j *Join) updateTable(it Item) {
+	if j.tables == nil {
+		j.tables = map[string][]*row.Tuple{}
+	}
+	for _, spec := range j.Joins {
+		if !spec.Table || spec.Input != it.Input {
+			continue
+		}
+		if spec.Retain <= 0 {
+			j.tables[spec.Stream] = append([]*row.Tuple(nil), it.Tuples...)
+			return
+		}
+		rows := append(j.tables[spec.Stream], it.Tuples...)
+		if len(rows) > spec.Retain {
+			rows = append([]*row.Tuple(nil), rows[len(rows)-spec.Retain:]...)
+		}
+		j.tables[spec.Stream] = rows
+	}
+}
+
+func byEmitter(rows []row.Row, emitter string) []*row.Tuple {
+	var out []*row.Tuple
+	for _, r := range rows {
+		if t, ok := r.(*row.Tuple); ok && t.Emitter == emitter {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (j *Join) join(ctx *Context, rows []row.Row) ([]row.Row, error) {
+	var acc []*row.Joined
+	for _, t := range byEmitter(rows, j.Left) {
+		acc = append(acc, &row.Joined{Tuples: []*row.Tuple{t}})
+	}
+	for _, spec := range j.Joins {
+		right := j.tables[spec.Stream]
+		if !spec.Table {
+			right = byEmitter(rows, spec.Stream)
+		}
+		next, err := joinOne(ctx, acc, right, spec)
+		if err != nil {
+			return nil, fmt.Errorf("run Join error: %w", err)
+		}
+		acc = next
+	}
+	out := make([]row.Row, len(acc))
+	for i, r := range acc {
+		out[i] = r
+	}
+	return out, nil
+}
+
+func joinOne(ctx *Context, left []*row.Joined, right []*row.Tuple, spec JoinSpec) ([]*row.Joined, error) {
+	var out []*row.Joined
+	width := 1
+	if len(left) > 0 {
+		width = len(left[0].Tuples)
+	}
+	matchedRight := make([]bool, len(right))
+	for _, l := range left {
+		matched := false
+		for ri, r := range right {
+			cand := &row.Joined{Tuples: append(append([]*row.Tuple(nil), l.Tuples...), r)}
+			ok := true
+			if spec.Type != ast.CrossJoin && spec.On != nil {
+				v, err := spec.On(evalCtx(ctx, cand))
+				if err != nil {
+					return nil, err
+				}
+				if ok, err = eval.Truthy(v); err != nil {
+					return nil, err
+				}
+			}
+			if ok {
+				matched = true
+				matchedRight[ri] = true
+				out = append(out, cand)
+			}
+		}
+		if !matched && (spec.Type == ast.LeftJoin || spec.Type == ast.FullJoin) {
+			out = append(out, &row.Joined{Tuples: append(append([]*row.Tuple(nil), l.Tuples...), nil)})
+		}
+	}
+	if spec.Type == ast.RightJoin || spec.Type == ast.FullJoin {
+		for ri, r := range right {
+			if !matchedRight[ri] {
+				tuples := make([]*row.Tuple, width+1)
+				tuples[width] = r
+				out = append(out, &row.Joined{Tuples: tuples})
+			}
+		}
+	}
+	return out, nil
+}
+
+// Snapshot encodes the table contents held by the join.
+func (j *Join) Snapshot() ([]byte, error) { return json.Marshal(j.tables) }
+
+// Restore loads table contents from a snapshot.
+func (j *Join) Restore(data []byte) error {
+	var t map[string][]*row.Tuple
+	if err := json.Unmarshal(data, &t); err != nil {
+		return fmt.Errorf("restore join: %w", err)
+	}
+	j.tables = t
+	return nil
+}

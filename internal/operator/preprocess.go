@@ -1,0 +1,212 @@
+package operator
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/rekuiper/rekuiper/internal/row"
+	"github.com/rekuiper/rekuiper/internal/sql/ast"
+	"github.com/rekuiper/rekuiper/internal/sql/token"
+	"github.com/rekuiper/rekuiper/internal/value"
+)
+
+// StreamSchema is what the preprocessor knows about one input stream.
+type StreamSchema struct {
+	// Strict validates and converts the Columns listed in Check.
+	Strict bool
+	Fields map[string]*ast.DataType
+	// Check lists the declared columns the rule uses (all when SELECT *).
+	Check []string
+	// TimestampField, when set, gives the tuple's event time.
+	TimestampField string
+}
+
+// Preprocess gives each tuple a per-rule copy, validates typed columns under
+// STRICT_VALIDATION and sets event time from the TIMESTAMP column.
+type Preprocess struct {
+	Schemas  map[string]*StreamSchema
+	Location *time.Location
+}
+
+func (p *Preprocess) Name() string { return "preprocess" }
+
+func (p *Preprocess) Process(ctx *Context, it Item, emit Emit) error {
+	if it.Kind != Data || it.Tuples == nil {
+		forward(it, emit)
+		return nil
+	}
+	out := make([]*row.Tuple, 0, len(it.Tuples))
+	var firstErr error
+	for _, t := range it.Tuples {
+		c, err := p.one(t)
+		if err != nil {
+			if len(out) > 0 {
+				emit(Item{Kind: Data, Input: it.Input, Tuples: out})
+				out = nil
+			}
+			emitError(ctx, fmt.Errorf("error in preprocessor: %w", err), emit)
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		out = append(out, c)
+	}
+	if len(out) > 0 {
+		emit(Item{Kind: Data, Input: it.Input, Tuples: out})
+	}
+	return reported(firstErr)
+}
+
+func (p *Preprocess) one(t *row.Tuple) (*row.Tuple, error) {
+	c := t.Clone()
+	s := p.Schemas[t.Emitter]
+	if s == nil {
+		return c, nil
+	}
+	if s.Strict && len(s.Check) > 0 {
+		msg := make(map[string]any, len(t.Message))
+		for k, v := range t.Message {
+			msg[k] = v
+		}
+		for _, name := range s.Check {
+			v, ok := msg[name]
+			if !ok {
+				return nil, fmt.Errorf("field %s is not found", name)
+			}
+			cv, err := convertTo(v, s.Fields[name], p.Location)
+			if err != nil {
+				return nil, fmt.Errorf("field %s type mismatch: %w", name, err)
+			}
+			msg[name] = cv
+		}
+		c.Message = msg
+	}
+	if s.TimestampField != "" {
+		v, ok := c.Message[s.TimestampField]
+		if !ok || v == nil {
+			return nil, fmt.Errorf("cannot find timestamp field %s in tuple %v", s.TimestampField, c.Message)
+		}
+		ts, err := toEpochMS(v, p.Location)
+		if err != nil {
+			return nil, fmt.Errorf("invalid timestamp field %s: %w", s.TimestampField, err)
+		}
+		c.Timestamp = ts
+	}
+	return c, nil
+}
+
+func toEpochMS(v any, loc *time.Location) (int64, error) {
+	switch x := v.(type) {
+	case int64:
+		return x, nil
+	case float64:
+		return int64(x), nil
+	}
+	t, err := value.ToTime(v, loc)
+	if err != nil {
+		return 0, err
+	}
+	return t.UnixMilli(), nil
+}
+
+// convertTo coerces v to a declared column type the way strict validation
+// does. Unlike eKuiper, a BIGINT column refuses a float with a fraction
+// instead of truncating it (docs/compatibility.md).
+func convertTo(v any, dt *ast.DataType, loc *time.Location) (any, error) {
+	if dt == nil {
+		return v, nil
+	}
+	switch dt.Kind {
+	case token.BIGINT:
+		switch x := v.(type) {
+		case int64:
+			return x, nil
+		case float64:
+			if x != math.Trunc(x) {
+				return nil, fmt.Errorf("cannot convert %s to int64 without losing its fraction", value.Describe(v))
+			}
+			return int64(x), nil
+		}
+		return nil, fmt.Errorf("cannot convert %s to int64", value.Describe(v))
+	case token.FLOAT:
+		switch x := v.(type) {
+		case float64:
+			return x, nil
+		case int64:
+			return float64(x), nil
+		}
+		return nil, fmt.Errorf("cannot convert %s to float64", value.Describe(v))
+	case token.STRINGTYPE:
+		if s, ok := v.(string); ok {
+			return s, nil
+		}
+		return nil, fmt.Errorf("cannot convert %s to string", value.Describe(v))
+	case token.BOOLEAN:
+		if b, ok := v.(bool); ok {
+			return b, nil
+		}
+		return nil, fmt.Errorf("cannot convert %s to bool", value.Describe(v))
+	case token.DATETIME:
+		return toDatetime(v, loc)
+	case token.BYTEA:
+		switch x := v.(type) {
+		case []byte:
+			return x, nil
+		}
+		return nil, fmt.Errorf("cannot convert %s to bytea", value.Describe(v))
+	case token.ARRAY:
+		arr, ok := v.([]any)
+		if !ok {
+			return nil, fmt.Errorf("cannot convert %s to array", value.Describe(v))
+		}
+		out := make([]any, len(arr))
+		for i, e := range arr {
+			ce, err := convertTo(e, dt.Elem, loc)
+			if err != nil {
+				return nil, fmt.Errorf("array element %d: %w", i, err)
+			}
+			out[i] = ce
+		}
+		return out, nil
+	case token.STRUCT:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("cannot convert %s to struct", value.Describe(v))
+		}
+		out := make(map[string]any, len(m))
+		for k, e := range m {
+			out[k] = e
+		}
+		for _, f := range dt.Fields {
+			if e, ok := m[f.Name]; ok {
+				ce, err := convertTo(e, f.Type, loc)
+				if err != nil {
+					return nil, fmt.Errorf("struct field %s: %w", f.Name, err)
+				}
+				out[f.Name] = ce
+			}
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+func toDatetime(v any, loc *time.Location) (any, error) {
+	switch x := v.(type) {
+	case time.Time:
+		return x, nil
+	case int64:
+		return time.UnixMilli(x).In(loc), nil
+	case float64:
+		return time.UnixMilli(int64(x)).In(loc), nil
+	case string:
+		t, err := value.ToTime(x, loc)
+		if err != nil {
+			return nil, fmt.Errorf("Can't parse string as time: %s", x)
+		}
+		return t, nil
+	}
+	return nil, fmt.Errorf("cannot convert %s to datetime", value.Describe(v))
+}

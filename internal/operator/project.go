@@ -1,0 +1,213 @@
+package operator
+
+import (
+	"fmt"
+
+	"github.com/rekuiper/rekuiper/internal/eval"
+	"github.com/rekuiper/rekuiper/internal/row"
+)
+
+// ProjField is one compiled SELECT field.
+type ProjField struct {
+	Name      string
+	Expr      eval.Expr
+	Invisible bool
+	// Wildcard fields copy the columns of Stream ("" = all), minus Except,
+	// with Replace fields evaluated over them.
+	Wildcard bool
+	Stream   string
+	Except   map[string]bool
+	Replace  []ProjField
+	// Multi fields return an object whose entries become columns.
+	Multi bool
+	// SRF fields return an array (or object) expanded into several rows.
+	SRF bool
+}
+
+// Project shapes output rows. On tuples it emits one emission per tuple; on
+// a set one emission with a row per group (Grouped) or per row.
+type Project struct {
+	Fields  []ProjField
+	Grouped bool
+	// Limit truncates each emission's rows when HasLimit.
+	Limit    int64
+	HasLimit bool
+	// SendNil keeps selected fields whose value is nil.
+	SendNil bool
+}
+
+func (p *Project) Name() string { return "project" }
+
+func (p *Project) Process(ctx *Context, it Item, emit Emit) error {
+	if it.Kind != Data {
+		forward(it, emit)
+		return nil
+	}
+	if it.Set != nil {
+		return p.processSet(ctx, it.Set, emit)
+	}
+	var firstErr error
+	for _, t := range it.Tuples {
+		ec := evalCtx(ctx, t)
+		ec.RowNumber = 1
+		rows, err := p.rows(ec)
+		if err != nil {
+			emitError(ctx, fmt.Errorf("run Select error: %w", err), emit)
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if p.hasSRF() {
+			for _, r := range p.limit(rows) {
+				emit(Item{Kind: Data, Results: []map[string]any{r}})
+			}
+			continue
+		}
+		emit(Item{Kind: Data, Results: p.limit(rows)})
+	}
+	return reported(firstErr)
+}
+
+func (p *Project) processSet(ctx *Context, set *row.Set, emit Emit) error {
+	var out []map[string]any
+	add := func(ec *eval.Ctx) error {
+		rows, err := p.rows(ec)
+		if err != nil {
+			return err
+		}
+		out = append(out, rows...)
+		return nil
+	}
+	if p.Grouped {
+		for _, g := range set.Groups {
+			if len(g.Rows) == 0 {
+				continue
+			}
+			ec := &eval.Ctx{Row: g.Rows[0], Group: g, Window: set.Window, HasWindow: true, Env: ctx.Env, Rule: ctx.Rule, RowNumber: 1}
+			if err := add(ec); err != nil {
+				emitError(ctx, fmt.Errorf("run Select error: %w", err), emit)
+				return reported(err)
+			}
+		}
+	} else {
+		for i, r := range set.Rows {
+			ec := &eval.Ctx{Row: r, Window: set.Window, HasWindow: true, Env: ctx.Env, Rule: ctx.Rule, RowNumber: int64(i + 1)}
+			if err := add(ec); err != nil {
+				emitError(ctx, fmt.Errorf("run Select error: %w", err), emit)
+				return reported(err)
+			}
+		}
+	}
+	if out == nil {
+		out = []map[string]any{}
+	}
+	emit(Item{Kind: Data, Results: p.limit(out)})
+	return nil
+}
+
+func (p *Project) hasSRF() bool {
+	for _, f := range p.Fields {
+		if f.SRF {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Project) limit(rows []map[string]any) []map[string]any {
+	if p.HasLimit && int64(len(rows)) > p.Limit {
+		return rows[:p.Limit]
+	}
+	return rows
+}
+
+// rows evaluates the fields for one row or group; several rows come out only
+// when a set-returning function expands.
+func (p *Project) rows(ec *eval.Ctx) ([]map[string]any, error) {
+	out := make(map[string]any, len(p.Fields))
+	var srfVals []any
+	srfName := ""
+	srfIndex := -1
+	for i, f := range p.Fields {
+		if f.Wildcard {
+			if err := p.wildcard(ec, f, out); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		v, err := f.Expr(ec)
+		if err != nil {
+			return nil, fmt.Errorf("alias: %s expr: %w", f.Name, err)
+		}
+		if f.Invisible {
+			continue
+		}
+		switch {
+		case f.SRF:
+			arr, ok := v.([]any)
+			if !ok {
+				if m, isMap := v.(map[string]any); isMap {
+					for k, x := range m {
+						out[k] = x
+					}
+					continue
+				}
+				if v == nil {
+					return nil, nil
+				}
+				return nil, fmt.Errorf("the argument for the unnest function should be array")
+			}
+			srfVals, srfName, srfIndex = arr, f.Name, i
+		case f.Multi:
+			if m, ok := v.(map[string]any); ok {
+				for k, x := range m {
+					out[k] = x
+				}
+			}
+		default:
+			if v != nil || p.SendNil {
+				out[f.Name] = v
+			}
+		}
+	}
+	if srfIndex < 0 {
+		return []map[string]any{out}, nil
+	}
+	rows := make([]map[string]any, 0, len(srfVals))
+	for _, el := range srfVals {
+		r := make(map[string]any, len(out)+1)
+		for k, x := range out {
+			r[k] = x
+		}
+		if m, ok := el.(map[string]any); ok {
+			for k, x := range m {
+				r[k] = x
+			}
+		} else if el != nil || p.SendNil {
+			r[srfName] = el
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+func (p *Project) wildcard(ec *eval.Ctx, f ProjField, out map[string]any) error {
+	for k, v := range ec.Row.Columns(f.Stream) {
+		if !f.Except[k] {
+			out[k] = v
+		}
+	}
+	for _, r := range f.Replace {
+		v, err := r.Expr(ec)
+		if err != nil {
+			return fmt.Errorf("alias: %s expr: %w", r.Name, err)
+		}
+		if v != nil {
+			out[r.Name] = v
+		} else {
+			delete(out, r.Name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,232 @@
+package operator
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rekuiper/rekuiper/internal/eval"
+	"github.com/rekuiper/rekuiper/internal/row"
+)
+
+func (w *Window) cond(ctx *Context, e eval.Expr, t *row.Tuple) (bool, error) {
+	v, err := e(evalCtx(ctx, t))
+	if err != nil {
+		return false, err
+	}
+	return eval.Truthy(v)
+}
+
+// addSliding buffers a row and, when it triggers, emits the rows of
+// (t-size, t] at once or, with a delay, (t-size, t+delay] after the delay.
+func (w *Window) addSliding(ctx *Context, t *row.Tuple, emit Emit) error {
+	w.st.Rows = append(w.st.Rows, t)
+	trigger := true
+	if w.Spec.Trigger != nil {
+		ok, err := w.cond(ctx, w.Spec.Trigger, t)
+		if err != nil {
+			return fmt.Errorf("run Window error: %w", err)
+		}
+		trigger = ok
+	}
+	if trigger {
+		ctx.Rule.HitCount++
+		ctx.Rule.HitTime = t.Timestamp
+		if w.Spec.Delay == 0 {
+			w.emitSliding(t.Timestamp, emit)
+		} else {
+			w.st.Pending = append(w.st.Pending, t.Timestamp)
+			if !w.Spec.EventTime {
+				ctx.Timers.At(t.Timestamp + w.Spec.Delay)
+			}
+		}
+	}
+	w.trimSliding(t.Timestamp)
+	return nil
+}
+
+func (w *Window) emitSliding(trig int64, emit Emit) {
+	start, end := trig-w.Spec.Size, trig+w.Spec.Delay
+	var in []row.Row
+	for _, r := range w.st.Rows {
+		if r.Timestamp > start && r.Timestamp <= end {
+			in = append(in, r)
+		}
+	}
+	emit(Item{Kind: Data, Set: &row.Set{Rows: in, Window: row.Window{Start: start, End: end, Trigger: trig}}})
+}
+
+// fireSlidingDue fires delayed sliding triggers due by now.
+func (w *Window) fireSlidingDue(now int64, emit Emit) {
+	kept := w.st.Pending[:0]
+	for _, trig := range w.st.Pending {
+		if trig+w.Spec.Delay <= now {
+			w.emitSliding(trig, emit)
+		} else {
+			kept = append(kept, trig)
+		}
+	}
+	w.st.Pending = kept
+	w.trimSliding(now)
+}
+
+func (w *Window) trimSliding(now int64) {
+	oldest := now
+	for _, trig := range w.st.Pending {
+		if trig < oldest {
+			oldest = trig
+		}
+	}
+	w.dropAtOrBefore(oldest - w.Spec.Size)
+}
+
+func (w *Window) dropAtOrBefore(ts int64) {
+	w.dropBefore(ts + 1)
+}
+
+// addSession closes a session the row falls outside of, then adds the row.
+func (w *Window) addSession(ctx *Context, t *row.Tuple, emit Emit) {
+	w.sessionTick(ctx, t.Timestamp, emit)
+	if w.st.SessStart == 0 {
+		w.st.SessStart = t.Timestamp
+		if !w.Spec.EventTime {
+			ctx.Timers.At(alignUp(t.Timestamp, w.Spec.Size))
+		}
+	}
+	w.st.SessLast = t.Timestamp
+	w.st.Rows = append(w.st.Rows, t)
+	if !w.Spec.EventTime {
+		ctx.Timers.At(t.Timestamp + w.Spec.Timeout)
+	}
+}
+
+// sessionTick closes the open session if it timed out or reached its
+// maximum duration at a boundary at or before now.
+func (w *Window) sessionTick(ctx *Context, now int64, emit Emit) {
+	for w.st.SessStart != 0 {
+		timeoutAt := w.st.SessLast + w.Spec.Timeout
+		boundary := alignUp(w.st.SessStart, w.Spec.Size)
+		for boundary-w.st.SessStart < w.Spec.Size {
+			boundary += w.Spec.Size
+		}
+		end := int64(0)
+		switch {
+		case boundary <= now && boundary <= timeoutAt:
+			end = boundary
+		case timeoutAt <= now:
+			end = timeoutAt
+		}
+		if end == 0 {
+			if !w.Spec.EventTime && now%w.Spec.Size == 0 && now >= w.st.SessStart {
+				ctx.Timers.At(now + w.Spec.Size)
+			}
+			return
+		}
+		var in []row.Row
+		var rest []*row.Tuple
+		for _, r := range w.st.Rows {
+			if r.Timestamp <= end {
+				in = append(in, r)
+			} else {
+				rest = append(rest, r)
+			}
+		}
+		emit(Item{Kind: Data, Set: &row.Set{Rows: in, Window: row.Window{Start: w.st.SessStart, End: end, Trigger: end}}})
+		w.st.Rows = rest
+		w.st.SessStart, w.st.SessLast = 0, 0
+		if len(rest) > 0 {
+			w.st.SessStart = rest[0].Timestamp
+			w.st.SessLast = rest[len(rest)-1].Timestamp
+		}
+	}
+}
+
+// addCount implements COUNTWINDOW(n) and COUNTWINDOW(n, step).
+func (w *Window) addCount(t *row.Tuple, emit Emit) {
+	w.st.Rows = append(w.st.Rows, t)
+	w.st.Counter++
+	n, step := w.Spec.Length, w.Spec.Step
+	if step <= 0 || step == n {
+		if len(w.st.Rows) >= n {
+			w.emitRows(w.st.Rows, emit)
+			w.st.Rows = nil
+			w.st.Counter = 0
+		}
+		return
+	}
+	if len(w.st.Rows) > n {
+		w.st.Rows = append([]*row.Tuple(nil), w.st.Rows[len(w.st.Rows)-n:]...)
+	}
+	if w.st.Counter >= step && len(w.st.Rows) >= n {
+		w.emitRows(w.st.Rows, emit)
+		w.st.Counter = 0
+	}
+}
+
+func (w *Window) emitRows(ts []*row.Tuple, emit Emit) {
+	in := make([]row.Row, len(ts))
+	for i, t := range ts {
+		in[i] = t
+	}
+	var win row.Window
+	if len(ts) > 0 {
+		win = row.Window{Start: ts[0].Timestamp, End: ts[len(ts)-1].Timestamp, Trigger: ts[len(ts)-1].Timestamp}
+	}
+	emit(Item{Kind: Data, Set: &row.Set{Rows: in, Window: win}})
+}
+
+// addState implements STATEWINDOW(begin, emit) and STATEWINDOW(cond).
+func (w *Window) addState(ctx *Context, t *row.Tuple, emit Emit) error {
+	key := ""
+	if len(w.Spec.Partition) > 0 {
+		parts := make([]string, len(w.Spec.Partition))
+		for i, p := range w.Spec.Partition {
+			v, err := p(evalCtx(ctx, t))
+			if err != nil {
+				return fmt.Errorf("run Window error: %w", err)
+			}
+			parts[i] = fmt.Sprintf("%v", v)
+		}
+		key = strings.Join(parts, "\x00")
+	}
+	if w.st.Parts == nil {
+		w.st.Parts = map[string]*part{}
+	}
+	p, ok := w.st.Parts[key]
+	if !ok {
+		p = &part{}
+		w.st.Parts[key] = p
+	}
+	begin, err := w.cond(ctx, w.Spec.Begin, t)
+	if err != nil {
+		return fmt.Errorf("run Window error: %w", err)
+	}
+	if w.Spec.EmitCond == nil {
+		if begin {
+			if p.Collecting && len(p.Rows) > 0 {
+				w.emitRows(p.Rows, emit)
+			}
+			p.Rows = []*row.Tuple{t}
+			p.Collecting = true
+		} else if p.Collecting {
+			p.Rows = append(p.Rows, t)
+		}
+		return nil
+	}
+	if !p.Collecting && begin {
+		p.Collecting = true
+	}
+	if !p.Collecting {
+		return nil
+	}
+	p.Rows = append(p.Rows, t)
+	end, err := w.cond(ctx, w.Spec.EmitCond, t)
+	if err != nil {
+		return fmt.Errorf("run Window error: %w", err)
+	}
+	if end {
+		w.emitRows(p.Rows, emit)
+		p.Rows = nil
+		p.Collecting = false
+	}
+	return nil
+}

@@ -1,0 +1,231 @@
+package planner
+
+import (
+	"strconv"
+
+	"github.com/rekuiper/rekuiper/internal/eval"
+	"github.com/rekuiper/rekuiper/internal/function"
+	"github.com/rekuiper/rekuiper/internal/operator"
+	"github.com/rekuiper/rekuiper/internal/sql/ast"
+)
+
+func (b *builder) chain() ([]operator.Operator, error) {
+	s := b.stmt
+	var ops []operator.Operator
+	ops = append(ops, b.preprocess())
+	if b.opts.IsEventTime {
+		var streams []string
+		for _, in := range b.inputs {
+			if !in.Table {
+				streams = append(streams, in.Name)
+			}
+		}
+		ops = append(ops, &operator.EventTime{Streams: streams, LateTolerance: b.opts.LateTolerance.Milliseconds()})
+	}
+	fields, err := b.fields()
+	if err != nil {
+		return nil, err
+	}
+	var where eval.Expr
+	if s.Where != nil {
+		if where, err = b.comp.Compile(s.Where); err != nil {
+			return nil, err
+		}
+	}
+	b.grouped = s.Window != nil && (len(s.Dimensions) > 0 || b.anyAggregate())
+	if s.Window == nil {
+		if sites := b.comp.Sites(); len(sites) > 0 {
+			ops = append(ops, &operator.Analytic{Sites: sites, Store: b.comp.Analytic})
+		}
+		if join, err := b.join(); err != nil {
+			return nil, err
+		} else if join != nil {
+			ops = append(ops, join)
+		}
+		if where != nil {
+			ops = append(ops, &operator.Filter{Cond: where})
+		}
+		ops = append(ops, b.project(fields))
+		return ops, nil
+	}
+	win, err := b.window()
+	if err != nil {
+		return nil, err
+	}
+	pushDown := where != nil && len(s.Joins) == 0 && !b.opts.IsEventTime && win.Spec.Kind != operator.Count
+	if pushDown {
+		ops = append(ops, &operator.Filter{Cond: where})
+	}
+	ops = append(ops, win)
+	if join, err := b.join(); err != nil {
+		return nil, err
+	} else if join != nil {
+		ops = append(ops, join)
+	}
+	if where != nil && !pushDown {
+		ops = append(ops, &operator.Filter{Cond: where})
+	}
+	if b.grouped {
+		dims := make([]eval.Expr, len(s.Dimensions))
+		for i, d := range s.Dimensions {
+			if dims[i], err = b.comp.Compile(d); err != nil {
+				return nil, err
+			}
+		}
+		ops = append(ops, &operator.GroupBy{Dims: dims})
+	}
+	if s.Having != nil {
+		cond, err := b.comp.Compile(s.Having)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, &operator.Having{Cond: cond, Grouped: b.grouped})
+	}
+	if len(s.OrderBy) > 0 {
+		keys := make([]operator.SortKey, len(s.OrderBy))
+		for i, o := range s.OrderBy {
+			x, err := b.comp.Compile(o.Expr)
+			if err != nil {
+				return nil, err
+			}
+			keys[i] = operator.SortKey{Expr: x, Desc: o.Desc}
+		}
+		ops = append(ops, &operator.Order{Keys: keys, Grouped: b.grouped})
+	}
+	ops = append(ops, b.project(fields))
+	return ops, nil
+}
+
+func (b *builder) anyAggregate() bool {
+	for _, f := range b.stmt.Fields {
+		if b.comp.IsAggregate(f.Expr) {
+			return true
+		}
+	}
+	return b.stmt.Having != nil && b.comp.IsAggregate(b.stmt.Having)
+}
+
+func (b *builder) project(fields []operator.ProjField) *operator.Project {
+	return &operator.Project{
+		Fields:   fields,
+		Grouped:  b.grouped,
+		Limit:    b.stmt.Limit,
+		HasLimit: b.stmt.HasLimit,
+		SendNil:  b.opts.SendNilField,
+	}
+}
+
+func (b *builder) fields() ([]operator.ProjField, error) {
+	var out []operator.ProjField
+	srf := 0
+	for i, f := range b.stmt.Fields {
+		if w, ok := f.Expr.(*ast.Wildcard); ok {
+			pf := operator.ProjField{Wildcard: true, Except: map[string]bool{}}
+			if w.Stream != "" {
+				pf.Stream = b.streams[w.Stream]
+			}
+			for _, e := range w.Except {
+				pf.Except[e] = true
+			}
+			for _, r := range w.Replace {
+				x, err := b.comp.Compile(r.Expr)
+				if err != nil {
+					return nil, err
+				}
+				pf.Replace = append(pf.Replace, operator.ProjField{Name: r.Alias, Expr: x})
+			}
+			out = append(out, pf)
+			continue
+		}
+		name := fieldName(f, i)
+		var x eval.Expr
+		var err error
+		if f.Alias != "" {
+			x, err = b.comp.CompileAlias(f.Alias)
+		} else {
+			x, err = b.comp.Compile(f.Expr)
+		}
+		if err != nil {
+			return nil, err
+		}
+		pf := operator.ProjField{Name: name, Expr: x, Invisible: f.Invisible, Multi: eval.IsMultiColumn(f.Expr), SRF: b.comp.IsSRF(f.Expr)}
+		if pf.SRF {
+			srf++
+			if srf > 1 {
+				return nil, errAt(f.Expr, "only one set-returning function is allowed in SELECT")
+			}
+		}
+		out = append(out, pf)
+	}
+	if err := b.checkFunctionPlacement(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// checkFunctionPlacement rejects aggregates and set-returning functions where
+// they cannot run.
+func (b *builder) checkFunctionPlacement() error {
+	s := b.stmt
+	var bad error
+	check := func(where string, e ast.Expr, allowAgg bool) {
+		ast.Walk(e, func(n ast.Expr) bool {
+			c, ok := n.(*ast.Call)
+			if !ok || bad != nil {
+				return bad == nil
+			}
+			d, ok := b.funcs.Lookup(c.Name)
+			if !ok {
+				return true
+			}
+			switch {
+			case d.Kind == function.Aggregate && !allowAgg:
+				bad = errAt(c, "aggregate function %s is not allowed in %s", c.Name, where)
+			case d.Kind == function.SRF:
+				bad = errAt(c, "set-returning function %s is only allowed in SELECT", c.Name)
+			}
+			return true
+		})
+	}
+	check("WHERE", s.Where, false)
+	for _, d := range s.Dimensions {
+		check("GROUP BY", d, false)
+	}
+	for _, j := range s.Joins {
+		check("ON", j.On, false)
+	}
+	return bad
+}
+
+func (b *builder) join() (operator.Operator, error) {
+	s := b.stmt
+	if len(s.Joins) == 0 {
+		return nil, nil
+	}
+	j := &operator.Join{Left: s.From.Name}
+	for i, spec := range s.Joins {
+		in := b.inputs[i+1]
+		js := operator.JoinSpec{Type: spec.Type, Stream: spec.Name, Table: in.Table, Input: in.Port}
+		if spec.Type == ast.CrossJoin && spec.On != nil {
+			return nil, errAt(spec.On, "CROSS JOIN must not have an ON condition")
+		}
+		if spec.On != nil {
+			x, err := b.comp.Compile(spec.On)
+			if err != nil {
+				return nil, err
+			}
+			js.On = x
+		}
+		if in.Table {
+			if v, ok := in.Def.Option("RETAIN_SIZE"); ok {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 0 {
+					return nil, errAt(in.Def, "RETAIN_SIZE of table %s must be a non-negative integer, found %q", in.Name, v)
+				}
+				js.Retain = n
+			}
+		}
+		j.Joins = append(j.Joins, js)
+	}
+	return j, nil
+}

@@ -1,0 +1,201 @@
+// Package planner turns a parsed rule query and the definitions of the
+// streams it reads into an operator chain: preprocess → [watermark] →
+// [analytic] → [filter] → [window] → [join] → [filter] → [group] →
+// [having] → [order] → project. It validates the query on the way, so that
+// everything that can be checked is checked at rule creation.
+package planner
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rekuiper/rekuiper/internal/eval"
+	"github.com/rekuiper/rekuiper/internal/function"
+	"github.com/rekuiper/rekuiper/internal/operator"
+	"github.com/rekuiper/rekuiper/internal/sql/ast"
+	"github.com/rekuiper/rekuiper/internal/sql/token"
+)
+
+// Options are the rule options that shape the plan.
+type Options struct {
+	IsEventTime   bool
+	LateTolerance time.Duration
+	SendNilField  bool
+}
+
+// Input is one stream or table the rule reads.
+type Input struct {
+	Name  string
+	Def   *ast.CreateStreamStmt
+	Table bool
+	// Port is 0 for streams; tables are fed on their own port.
+	Port int
+}
+
+// Plan is a rule's operator chain and the inputs that feed it.
+type Plan struct {
+	Ops      []operator.Operator
+	Inputs   []Input
+	Analytic *eval.AnalyticStore
+}
+
+// Error is a planning error, with the position of the offending node when
+// there is one.
+type Error struct {
+	Pos token.Pos
+	Msg string
+}
+
+func (e *Error) Error() string {
+	if e.Pos.IsValid() {
+		return e.Pos.String() + ": " + e.Msg
+	}
+	return e.Msg
+}
+
+func errAt(n ast.Node, format string, args ...any) error {
+	var pos token.Pos
+	if n != nil {
+		pos = n.Pos()
+	}
+	return &Error{Pos: pos, Msg: fmt.Sprintf(format, args...)}
+}
+
+type builder struct {
+	stmt    *ast.SelectStmt
+	opts    Options
+	funcs   *function.Registry
+	loc     *time.Location
+	inputs  []Input
+	streams map[string]string // name or alias → stream name
+	comp    *eval.Compiler
+	grouped bool
+}
+
+// Build plans stmt. defs maps stream and table names to their definitions.
+func Build(stmt *ast.SelectStmt, defs map[string]*ast.CreateStreamStmt, opts Options, funcs *function.Registry, loc *time.Location) (*Plan, error) {
+	if loc == nil {
+		loc = time.UTC
+	}
+	b := &builder{stmt: stmt, opts: opts, funcs: funcs, loc: loc, streams: map[string]string{}}
+	if err := b.resolveInputs(defs); err != nil {
+		return nil, err
+	}
+	if err := b.validate(); err != nil {
+		return nil, err
+	}
+	aliases := map[string]ast.Expr{}
+	for _, f := range stmt.Fields {
+		if f.Alias != "" {
+			aliases[f.Alias] = f.Expr
+		}
+	}
+	b.comp = eval.NewCompiler(funcs, b.streams, aliases)
+	ops, err := b.chain()
+	if err != nil {
+		return nil, err
+	}
+	return &Plan{Ops: ops, Inputs: b.inputs, Analytic: b.comp.Analytic}, nil
+}
+
+func (b *builder) resolveInputs(defs map[string]*ast.CreateStreamStmt) error {
+	add := func(n ast.Node, name, alias string, port int) error {
+		def, ok := defs[name]
+		if !ok {
+			return errAt(n, "stream %s not found", name)
+		}
+		table := def.Kind == ast.KindTable
+		if table && port == 0 && len(b.inputs) == 0 {
+			return errAt(n, "table %s cannot be the FROM source of a rule; join it with a stream", name)
+		}
+		in := Input{Name: name, Def: def, Table: table}
+		if table {
+			in.Port = port
+		}
+		b.inputs = append(b.inputs, in)
+		b.streams[name] = name
+		if alias != "" {
+			b.streams[alias] = name
+		}
+		return nil
+	}
+	s := b.stmt
+	if err := add(s, s.From.Name, s.From.Alias, 0); err != nil {
+		return err
+	}
+	for i, j := range s.Joins {
+		if err := add(s, j.Name, j.Alias, i+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *builder) validate() error {
+	s := b.stmt
+	if len(s.Dimensions) > 0 && s.Window == nil {
+		return errAt(s, "select stmt group by should be used with window")
+	}
+	streamsRead := 0
+	for _, in := range b.inputs {
+		if !in.Table {
+			streamsRead++
+		}
+	}
+	if streamsRead > 1 && s.Window == nil {
+		return errAt(s, "a time window or count window is required to join multiple streams")
+	}
+	if b.opts.IsEventTime {
+		for _, in := range b.inputs {
+			if in.Table {
+				continue
+			}
+			if _, ok := in.Def.Option("TIMESTAMP"); !ok {
+				return errAt(s, "stream %s has no TIMESTAMP option, required by isEventTime", in.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// unitMS converts a window time unit to milliseconds.
+func unitMS(u token.Token) (int64, bool) {
+	switch u {
+	case token.DD:
+		return 24 * 3600 * 1000, true
+	case token.HH:
+		return 3600 * 1000, true
+	case token.MI:
+		return 60 * 1000, true
+	case token.SS:
+		return 1000, true
+	case token.MS:
+		return 1, true
+	}
+	return 0, false
+}
+
+func intArg(w *ast.Window, i int) (int64, error) {
+	if i >= len(w.Args) {
+		return 0, errAt(w, "%s expects more arguments", w.Type)
+	}
+	lit, ok := w.Args[i].(*ast.IntegerLit)
+	if !ok {
+		return 0, errAt(w.Args[i], "expected an integer literal as argument %d of %s, found %s", i+2, w.Type, w.Args[i])
+	}
+	if lit.Val <= 0 {
+		return 0, errAt(w.Args[i], "%s argument must be positive, found %d", w.Type, lit.Val)
+	}
+	return lit.Val, nil
+}
+
+func fieldName(f ast.Field, i int) string {
+	if n := f.Name(); n != "" {
+		return n
+	}
+	return "kuiper_field_" + strconv.Itoa(i)
+}
+
+func lower(s string) string { return strings.ToLower(s) }

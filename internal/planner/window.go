@@ -1,0 +1,192 @@
+package planner
+
+import (
+	"strings"
+
+	"github.com/rekuiper/rekuiper/internal/eval"
+	"github.com/rekuiper/rekuiper/internal/operator"
+	"github.com/rekuiper/rekuiper/internal/sql/ast"
+)
+
+func (b *builder) window() (*operator.Window, error) {
+	w := b.stmt.Window
+	spec := operator.WindowSpec{EventTime: b.opts.IsEventTime}
+	var err error
+	unit := int64(0)
+	switch w.Type {
+	case ast.TumblingWindow, ast.HoppingWindow, ast.SlidingWindow, ast.SessionWindow:
+		u, ok := unitMS(w.Unit)
+		if !ok {
+			return nil, errAt(w, "the first argument of %s must be a time unit (DD, HH, MI, SS or MS)", w.Type)
+		}
+		unit = u
+	}
+	arg := func(i int) (int64, error) {
+		v, err := intArg(w, i)
+		return v * max(unit, 1), err
+	}
+	switch w.Type {
+	case ast.TumblingWindow:
+		spec.Kind = operator.Tumbling
+		if spec.Size, err = arg(0); err != nil {
+			return nil, err
+		}
+	case ast.HoppingWindow:
+		spec.Kind = operator.Hopping
+		if spec.Size, err = arg(0); err != nil {
+			return nil, err
+		}
+		if spec.Hop, err = arg(1); err != nil {
+			return nil, err
+		}
+	case ast.SlidingWindow:
+		spec.Kind = operator.Sliding
+		if spec.Size, err = arg(0); err != nil {
+			return nil, err
+		}
+		if len(w.Args) > 1 {
+			if spec.Delay, err = arg(1); err != nil {
+				return nil, err
+			}
+		}
+	case ast.SessionWindow:
+		spec.Kind = operator.Session
+		if spec.Size, err = arg(0); err != nil {
+			return nil, err
+		}
+		if spec.Timeout, err = arg(1); err != nil {
+			return nil, err
+		}
+	case ast.CountWindow:
+		spec.Kind = operator.Count
+		n, err := intArg(w, 0)
+		if err != nil {
+			return nil, err
+		}
+		spec.Length = int(n)
+		if len(w.Args) > 1 {
+			step, err := intArg(w, 1)
+			if err != nil {
+				return nil, err
+			}
+			if step > n {
+				return nil, errAt(w, "the step of COUNTWINDOW must not be larger than its length")
+			}
+			spec.Step = int(step)
+		}
+	case ast.StateWindow:
+		spec.Kind = operator.State
+		if len(w.Args) == 0 || len(w.Args) > 2 {
+			return nil, errAt(w, "STATEWINDOW expects one or two conditions")
+		}
+		if spec.Begin, err = b.comp.Compile(w.Args[0]); err != nil {
+			return nil, err
+		}
+		if len(w.Args) == 2 {
+			if spec.EmitCond, err = b.comp.Compile(w.Args[1]); err != nil {
+				return nil, err
+			}
+		}
+	default:
+		return nil, errAt(w, "unknown window %s", w.Name)
+	}
+	if w.Filter != nil {
+		if spec.Filter, err = b.comp.Compile(w.Filter); err != nil {
+			return nil, err
+		}
+	}
+	if w.TriggerCond != nil {
+		if spec.Trigger, err = b.comp.Compile(w.TriggerCond); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range w.Partition {
+		x, err := b.comp.Compile(p)
+		if err != nil {
+			return nil, err
+		}
+		spec.Partition = append(spec.Partition, x)
+	}
+	return &operator.Window{Spec: spec}, nil
+}
+
+func (b *builder) preprocess() *operator.Preprocess {
+	p := &operator.Preprocess{Schemas: map[string]*operator.StreamSchema{}, Location: b.loc}
+	used := b.usedColumns()
+	for _, in := range b.inputs {
+		s := &operator.StreamSchema{Fields: map[string]*ast.DataType{}}
+		for _, f := range in.Def.Fields {
+			s.Fields[f.Name] = f.Type
+		}
+		if v, ok := in.Def.Option("STRICT_VALIDATION"); ok && strings.EqualFold(v, "true") && len(in.Def.Fields) > 0 {
+			s.Strict = true
+			for _, f := range in.Def.Fields {
+				if used.all[in.Name] || used.all[""] || used.cols[f.Name] || used.qualified[in.Name+"."+f.Name] {
+					s.Check = append(s.Check, f.Name)
+				}
+			}
+		}
+		if b.opts.IsEventTime && !in.Table {
+			s.TimestampField, _ = in.Def.Option("TIMESTAMP")
+		}
+		p.Schemas[in.Name] = s
+	}
+	return p
+}
+
+type columnUse struct {
+	cols      map[string]bool // unqualified names
+	qualified map[string]bool // stream.name
+	all       map[string]bool // stream ("" = every stream) read with *
+}
+
+// usedColumns finds the columns the query reads, to validate only those.
+func (b *builder) usedColumns() columnUse {
+	u := columnUse{cols: map[string]bool{}, qualified: map[string]bool{}, all: map[string]bool{}}
+	visit := func(e ast.Expr) {
+		ast.Walk(e, func(n ast.Expr) bool {
+			switch x := n.(type) {
+			case *ast.FieldRef:
+				if s, ok := b.streams[x.Stream]; ok && x.Stream != "" {
+					u.qualified[s+"."+x.Name] = true
+				} else if x.Stream != "" {
+					u.cols[x.Stream] = true
+				} else {
+					u.cols[x.Name] = true
+				}
+			case *ast.Wildcard:
+				u.all[b.streams[x.Stream]] = true
+			case *ast.Call:
+				if n := lower(x.Name); n == "meta" || n == "mqtt" {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	s := b.stmt
+	for _, f := range s.Fields {
+		visit(f.Expr)
+	}
+	visit(s.Where)
+	visit(s.Having)
+	for _, d := range s.Dimensions {
+		visit(d)
+	}
+	for _, j := range s.Joins {
+		visit(j.On)
+	}
+	for _, o := range s.OrderBy {
+		visit(o.Expr)
+	}
+	if w := s.Window; w != nil {
+		for _, a := range w.Args {
+			visit(a)
+		}
+		visit(w.Filter)
+		visit(w.TriggerCond)
+	}
+	return u
+}
+
+var _ = eval.Truthy

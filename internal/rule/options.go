@@ -1,0 +1,103 @@
+// Package rule defines rule definitions (eKuiper rule JSON) and their
+// options, with validation that names the offending field.
+package rule
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Duration accepts a Go duration string ("5s") or integer milliseconds and
+// marshals back as a string.
+type Duration time.Duration
+
+// UnmarshalJSON reads "5s" or 5000.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("invalid duration %q: %w", s, err)
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var ms int64
+	if err := json.Unmarshal(b, &ms); err != nil {
+		return fmt.Errorf("invalid duration %s: want a string like \"5s\" or milliseconds", b)
+	}
+	*d = Duration(time.Duration(ms) * time.Millisecond)
+	return nil
+}
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// RestartStrategy controls automatic restarts of a rule stopped by an error.
+type RestartStrategy struct {
+	Attempts     int      `json:"attempts"`
+	Delay        Duration `json:"delay"`
+	Multiplier   float64  `json:"multiplier"`
+	MaxDelay     Duration `json:"maxDelay"`
+	JitterFactor float64  `json:"jitterFactor"`
+}
+
+// Options are a rule's options (eKuiper names).
+type Options struct {
+	Debug                     bool            `json:"debug"`
+	LogFilename               string          `json:"logFilename,omitempty"`
+	IsEventTime               bool            `json:"isEventTime"`
+	LateTolerance             Duration        `json:"lateTolerance"`
+	Concurrency               int             `json:"concurrency"`
+	BufferLength              int             `json:"bufferLength"`
+	SendMetaToSink            bool            `json:"sendMetaToSink"`
+	SendNilField              bool            `json:"sendNilField"`
+	SendError                 bool            `json:"sendError"`
+	Qos                       int             `json:"qos"`
+	CheckpointInterval        Duration        `json:"checkpointInterval"`
+	RestartStrategy           RestartStrategy `json:"restartStrategy"`
+	Cron                      string          `json:"cron,omitempty"`
+	Duration                  string          `json:"duration,omitempty"`
+	DisableBufferFullDiscard  bool            `json:"disableBufferFullDiscard"`
+	EnableSaveStateBeforeStop bool            `json:"enableSaveStateBeforeStop"`
+	PlanOptimizeStrategy      map[string]any  `json:"planOptimizeStrategy,omitempty"`
+	NotifySub                 bool            `json:"notifySub,omitempty"`
+}
+
+// Validate checks option ranges.
+func (o *Options) Validate() error {
+	switch {
+	case o.Qos < 0 || o.Qos > 2:
+		return fmt.Errorf("invalid rule option qos %d: must be 0, 1 or 2", o.Qos)
+	case o.BufferLength < 0:
+		return fmt.Errorf("invalid rule option bufferLength %d: must not be negative", o.BufferLength)
+	case o.Concurrency < 0:
+		return fmt.Errorf("invalid rule option concurrency %d: must not be negative", o.Concurrency)
+	case o.LateTolerance < 0:
+		return fmt.Errorf("invalid rule option lateTolerance %s: must not be negative", time.Duration(o.LateTolerance))
+	case o.RestartStrategy.Attempts < 0:
+		return fmt.Errorf("invalid rule option restartStrategy.attempts %d: must not be negative", o.RestartStrategy.Attempts)
+	case o.RestartStrategy.JitterFactor < 0 || o.RestartStrategy.JitterFactor >= 1:
+		if o.RestartStrategy.JitterFactor != 0 {
+			return fmt.Errorf("invalid rule option restartStrategy.jitterFactor %v: must be in [0, 1)", o.RestartStrategy.JitterFactor)
+		}
+	}
+	return nil
+}
+
+// ParseOptions overlays a JSON options object onto base.
+func ParseOptions(base Options, raw map[string]any) (Options, error) {
+	o := base
+	if raw == nil {
+		return o, nil
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return o, fmt.Errorf("encode rule options: %w", err)
+	}
+	if err := json.Unmarshal(b, &o); err != nil {
+		return o, fmt.Errorf("decode rule options: %w", err)
+	}
+	return o, o.Validate()
+}
