@@ -210,19 +210,28 @@ func TestStoreValidation(t *testing.T) {
 	}{
 		{"stream empty name", func() error { _, err := s.PutStream(ctx, Stream{Kind: KindStream}, Upsert); return err }},
 		{"stream bad kind", func() error { _, err := s.PutStream(ctx, Stream{Name: "a", Kind: "view"}, Upsert); return err }},
-		{"rule empty id", func() error { _, err := s.PutRule(ctx, Rule{Definition: []byte("{}"), State: RuleRunning}, Upsert); return err }},
+		{"rule empty id", func() error {
+			_, err := s.PutRule(ctx, Rule{Definition: []byte("{}"), State: RuleRunning}, Upsert)
+			return err
+		}},
 		{"rule bad json", func() error {
 			_, err := s.PutRule(ctx, Rule{ID: "r", Definition: []byte("{"), State: RuleRunning}, Upsert)
 			return err
 		}},
-		{"rule bad state", func() error { _, err := s.PutRule(ctx, Rule{ID: "r", Definition: []byte("{}"), State: "paused"}, Upsert); return err }},
+		{"rule bad state", func() error {
+			_, err := s.PutRule(ctx, Rule{ID: "r", Definition: []byte("{}"), State: "paused"}, Upsert)
+			return err
+		}},
 		{"rule set bad state", func() error { _, err := s.SetRuleState(ctx, "r", "paused"); return err }},
 		{"connection no type", func() error { _, err := s.PutConnection(ctx, Connection{ID: "c"}, Upsert); return err }},
 		{"connection bad props", func() error {
 			_, err := s.PutConnection(ctx, Connection{ID: "c", Type: "mqtt", Props: map[string]any{"f": func() {}}}, Upsert)
 			return err
 		}},
-		{"conf key bad category", func() error { _, err := s.PutConfKey(ctx, ConfKey{Category: "x", Type: "t", Key: "k"}, Upsert); return err }},
+		{"conf key bad category", func() error {
+			_, err := s.PutConfKey(ctx, ConfKey{Category: "x", Type: "t", Key: "k"}, Upsert)
+			return err
+		}},
 		{"conf key no key", func() error { _, err := s.PutConfKey(ctx, ConfKey{Category: ConfSink, Type: "t"}, Upsert); return err }},
 		{"schema no name", func() error { _, err := s.PutSchema(ctx, Schema{Type: "protobuf"}, Upsert); return err }},
 		{"upload no name", func() error { _, err := s.PutUpload(ctx, Upload{}, Upsert); return err }},

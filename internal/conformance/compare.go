@@ -92,12 +92,18 @@ func normalizeActual(v any) any {
 		_ = json.Unmarshal(b, &s)
 		return s
 	case []any:
+		if x == nil {
+			return nil
+		}
 		out := make([]any, len(x))
 		for i, e := range x {
 			out[i] = normalizeActual(e)
 		}
 		return out
 	case map[string]any:
+		if x == nil {
+			return nil
+		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
 			out[k] = normalizeActual(e)

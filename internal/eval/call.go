@@ -109,26 +109,31 @@ func (c *Compiler) compileSpecial(name string, n *ast.Call) (Expr, bool, error) 
 	case "window_start":
 		return noArgs(func(ctx *Ctx) (any, error) {
 			if !ctx.HasWindow {
-				return int64(0), nil
+				return nil, nil
 			}
 			return ctx.Window.Start, nil
 		})
 	case "window_end":
 		return noArgs(func(ctx *Ctx) (any, error) {
 			if !ctx.HasWindow {
-				return int64(0), nil
+				return nil, nil
 			}
 			return ctx.Window.End, nil
 		})
 	case "window_trigger":
 		return noArgs(func(ctx *Ctx) (any, error) {
 			if !ctx.HasWindow {
-				return int64(0), nil
+				return nil, nil
 			}
 			return ctx.Window.Trigger, nil
 		})
 	case "event_time":
 		return noArgs(func(ctx *Ctx) (any, error) {
+			// In an aggregate over a window, the group's event time is the
+			// window's end.
+			if ctx.Group != nil && ctx.HasWindow {
+				return ctx.Window.End, nil
+			}
 			if ctx.Row == nil {
 				return nil, nil
 			}
@@ -152,7 +157,10 @@ func (c *Compiler) compileSpecial(name string, n *ast.Call) (Expr, bool, error) 
 		if len(n.Args) != 1 {
 			return nil, true, errAt(n, "the arguments for props should be 1")
 		}
-		return func(*Ctx) (any, error) { return nil, nil }, true, nil
+		// No global properties are configured yet: every key is missing.
+		return func(*Ctx) (any, error) {
+			return nil, fmt.Errorf("call func props error: property %s not found", n.Args[0])
+		}, true, nil
 	}
 	return nil, false, nil
 }

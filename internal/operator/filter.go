@@ -39,15 +39,9 @@ func (f *Filter) Process(ctx *Context, it Item, emit Emit) error {
 		return nil
 	}
 	var firstErr error
-	out := make([]*row.Tuple, 0, len(it.Tuples))
 	for _, t := range it.Tuples {
 		ok, err := f.test(ctx, t)
 		if err != nil {
-			// Pass earlier rows on, then report this one.
-			if len(out) > 0 {
-				emit(Item{Kind: Data, Tuples: out})
-				out = nil
-			}
 			emitError(ctx, fmt.Errorf("run Where error: %w", err), emit)
 			if firstErr == nil {
 				firstErr = err
@@ -55,13 +49,12 @@ func (f *Filter) Process(ctx *Context, it Item, emit Emit) error {
 			continue
 		}
 		if ok {
+			// Emit before counting the hit: the SELECT of this row reads the
+			// previous last_hit_count() and last_hit_time().
+			emit(Item{Kind: Data, Tuples: []*row.Tuple{t}})
 			ctx.Rule.HitCount++
 			ctx.Rule.HitTime = t.Timestamp
-			out = append(out, t)
 		}
-	}
-	if len(out) > 0 {
-		emit(Item{Kind: Data, Tuples: out})
 	}
 	return reported(firstErr)
 }

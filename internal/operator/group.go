@@ -26,11 +26,9 @@ func (g *GroupBy) Process(ctx *Context, it Item, emit Emit) error {
 	}
 	set := *it.Set
 	if len(g.Dims) == 0 {
-		if len(set.Rows) > 0 {
-			set.Groups = []*row.Group{{Rows: set.Rows}}
-		} else {
-			set.Groups = nil
-		}
+		// The whole window is one group, even when empty: aggregates over
+		// an empty window still produce a row.
+		set.Groups = []*row.Group{{Rows: set.Rows}}
 		it.Set = &set
 		emit(it)
 		return nil
@@ -93,10 +91,6 @@ func (h *Having) Process(ctx *Context, it Item, emit Emit) error {
 				kept = append(kept, g)
 			}
 		}
-		if len(kept) > 0 {
-			ctx.Rule.AggHitCount++
-			ctx.Rule.AggHitTime = ctx.NowMS()
-		}
 		set.Groups = kept
 	} else {
 		var kept []row.Row
@@ -114,10 +108,6 @@ func (h *Having) Process(ctx *Context, it Item, emit Emit) error {
 				kept = append(kept, r)
 			}
 		}
-		if len(kept) > 0 {
-			ctx.Rule.AggHitCount++
-			ctx.Rule.AggHitTime = ctx.NowMS()
-		}
 		set.Rows = kept
 	}
 	it.Set = &set
@@ -125,9 +115,10 @@ func (h *Having) Process(ctx *Context, it Item, emit Emit) error {
 	return nil
 }
 
+// first returns the first row of a group, or an empty row for an empty group.
 func first(rows []row.Row) row.Row {
 	if len(rows) == 0 {
-		return nil
+		return &row.Tuple{}
 	}
 	return rows[0]
 }

@@ -45,6 +45,10 @@ func (j *Join) Process(ctx *Context, it Item, emit Emit) error {
 		if err != nil {
 			return err
 		}
+		if len(rows) == 0 {
+			// Nothing joined: the window emits nothing.
+			return nil
+		}
 		set := *it.Set
 		set.Rows = rows
 		it.Set = &set

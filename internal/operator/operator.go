@@ -77,6 +77,13 @@ type Stateful interface {
 	Restore(data []byte) error
 }
 
+// Counters is implemented by operators that count records they dropped by
+// policy (late events, for example); the figures appear in rule status.
+// Counters is called from the operator's own goroutine.
+type Counters interface {
+	Counters() map[string]int64
+}
+
 // Starter operators need to act when the rule starts (e.g. schedule the first
 // processing-time window boundary).
 type Starter interface {

@@ -22,6 +22,9 @@ type ProjField struct {
 	Multi bool
 	// SRF fields return an array (or object) expanded into several rows.
 	SRF bool
+	// Column is set when the field is a plain column reference: a column
+	// present with a null value is output as null, an absent one omitted.
+	Column *ColumnRef
 }
 
 // Project shapes output rows. On tuples it emits one emission per tuple; on
@@ -81,10 +84,7 @@ func (p *Project) processSet(ctx *Context, set *row.Set, emit Emit) error {
 	}
 	if p.Grouped {
 		for _, g := range set.Groups {
-			if len(g.Rows) == 0 {
-				continue
-			}
-			ec := &eval.Ctx{Row: g.Rows[0], Group: g, Window: set.Window, HasWindow: true, Env: ctx.Env, Rule: ctx.Rule, RowNumber: 1}
+			ec := &eval.Ctx{Row: first(g.Rows), Group: g, Window: set.Window, HasWindow: true, Env: ctx.Env, Rule: ctx.Rule, RowNumber: 1}
 			if err := add(ec); err != nil {
 				emitError(ctx, fmt.Errorf("run Select error: %w", err), emit)
 				return reported(err)
@@ -166,7 +166,7 @@ func (p *Project) rows(ec *eval.Ctx) ([]map[string]any, error) {
 				}
 			}
 		default:
-			if v != nil || p.SendNil {
+			if v != nil || p.SendNil || f.Column.present(ec) {
 				out[f.Name] = v
 			}
 		}
@@ -210,4 +210,18 @@ func (p *Project) wildcard(ec *eval.Ctx, f ProjField, out map[string]any) error 
 		}
 	}
 	return nil
+}
+
+// ColumnRef names a column of a stream ("" any stream).
+type ColumnRef struct {
+	Stream string
+	Name   string
+}
+
+func (c *ColumnRef) present(ec *eval.Ctx) bool {
+	if c == nil || ec.Row == nil {
+		return false
+	}
+	_, ok := ec.Row.Value(c.Stream, c.Name)
+	return ok
 }

@@ -31,9 +31,6 @@ type eventTimeState struct {
 
 func (e *EventTime) Name() string { return "watermark" }
 
-// Late is the number of tuples dropped for arriving behind the watermark.
-func (e *EventTime) Late() int64 { return e.st.Late }
-
 func (e *EventTime) Process(ctx *Context, it Item, emit Emit) error {
 	if it.Kind != Data || it.Tuples == nil || it.Input > 0 {
 		forward(it, emit)
@@ -43,23 +40,23 @@ func (e *EventTime) Process(ctx *Context, it Item, emit Emit) error {
 		e.st.Max = map[string]int64{}
 		e.st.Watermark = math.MinInt64
 	}
-	var late int
 	for _, t := range it.Tuples {
 		if prev, ok := e.st.Max[t.Emitter]; !ok || t.Timestamp > prev {
 			e.st.Max[t.Emitter] = t.Timestamp
 		}
 		if t.Timestamp < e.st.Watermark {
 			e.st.Late++
-			late++
 			continue
 		}
 		e.st.Held = append(e.st.Held, t)
 		e.advance(emit)
 	}
-	if late > 0 {
-		return fmt.Errorf("%d late event(s) dropped behind watermark %d", late, e.st.Watermark)
-	}
 	return nil
+}
+
+// Counters reports late drops for rule status and metrics.
+func (e *EventTime) Counters() map[string]int64 {
+	return map[string]int64{"late_records_dropped_total": e.st.Late}
 }
 
 func (e *EventTime) advance(emit Emit) {

@@ -23,6 +23,7 @@ const (
 // WindowSpec configures a window operator. Durations are in ms.
 type WindowSpec struct {
 	Kind     WindowKind
+	Unit     int64 // ms in the window's time unit (1 for MS)
 	Size     int64 // tumbling/hopping/sliding length; session max duration
 	Hop      int64 // hopping interval
 	Delay    int64 // sliding delay
@@ -51,9 +52,12 @@ type windowState struct {
 	Rows       []*row.Tuple     `json:"rows"`
 	Next       int64            `json:"next"`       // next boundary (time windows)
 	Started    bool             `json:"started"`    // event time: first window known
+	First      int64            `json:"first"`      // event time: first row's time
 	Pending    []int64          `json:"pending"`    // sliding delay triggers
 	SessStart  int64            `json:"sessStart"`  // session start (0: none)
 	SessLast   int64            `json:"sessLast"`   // session last row time
+	CutAt      int64            `json:"cutAt"`      // session cut at max duration
+	CutUntil   int64            `json:"cutUntil"`   // a row before this continues the cut session
 	Counter    int              `json:"counter"`    // count window rows since last emission
 	Collecting bool             `json:"collecting"` // state window open
 	Parts      map[string]*part `json:"parts"`      // partitioned state windows
@@ -74,12 +78,31 @@ func (w *Window) Start(ctx *Context) {
 	now := ctx.NowMS()
 	switch w.Spec.Kind {
 	case Tumbling:
-		w.st.Next = alignUp(now, w.Spec.Size)
+		w.st.Next = alignedEnd(now, w.Spec.Size, w.Spec.Unit)
 		ctx.Timers.At(w.st.Next)
 	case Hopping:
-		w.st.Next = alignUp(now, w.Spec.Hop)
+		w.st.Next = alignedEnd(now, w.Spec.Hop, w.Spec.Unit)
 		ctx.Timers.At(w.st.Next)
 	}
+}
+
+// alignedEnd returns the end of the first processing-time window after now.
+// Windows align to the enclosing clock boundary of their unit: seconds
+// windows to the minute, minutes to the hour, hours and days to the day
+// (UTC); millisecond windows start at now.
+func alignedEnd(now, size, unit int64) int64 {
+	var base int64
+	switch {
+	case unit >= 3600*1000:
+		base = now - now%(24*3600*1000)
+	case unit >= 60*1000:
+		base = now - now%(3600*1000)
+	case unit >= 1000:
+		base = now - now%(60*1000)
+	default:
+		return now + size
+	}
+	return base + size*((now-base)/size+1)
 }
 
 // alignUp returns the first multiple of size strictly after t.
@@ -133,6 +156,7 @@ func (w *Window) add(ctx *Context, t *row.Tuple, emit Emit) error {
 		w.st.Rows = append(w.st.Rows, t)
 		if w.Spec.EventTime && !w.st.Started {
 			w.st.Started = true
+			w.st.First = t.Timestamp
 			step := w.Spec.Size
 			if w.Spec.Kind == Hopping {
 				step = w.Spec.Hop
@@ -213,7 +237,14 @@ func (w *Window) watermark(ctx *Context, wm int64, emit Emit) error {
 		}
 		for w.st.Next <= wm {
 			end := w.st.Next
-			w.emitRange(end-w.Spec.Size, end, end, emit)
+			start := end - w.Spec.Size
+			if w.st.First > start {
+				// eKuiper reports the first window as starting at the first
+				// event it saw, not at the aligned boundary.
+				start = w.st.First
+			}
+			w.st.First = 0
+			w.emitRange(start, end, end, emit)
 			if w.Spec.Kind == Hopping {
 				w.st.Next += w.Spec.Hop
 			} else {

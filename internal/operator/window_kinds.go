@@ -88,6 +88,11 @@ func (w *Window) addSession(ctx *Context, t *row.Tuple, emit Emit) {
 	w.sessionTick(ctx, t.Timestamp, emit)
 	if w.st.SessStart == 0 {
 		w.st.SessStart = t.Timestamp
+		if w.st.CutAt != 0 && t.Timestamp < w.st.CutUntil {
+			// The session was cut at its maximum duration and goes on:
+			// the continuation starts at the cut.
+			w.st.SessStart = w.st.CutAt
+		}
 		if !w.Spec.EventTime {
 			ctx.Timers.At(alignUp(t.Timestamp, w.Spec.Size))
 		}
@@ -105,7 +110,7 @@ func (w *Window) sessionTick(ctx *Context, now int64, emit Emit) {
 	for w.st.SessStart != 0 {
 		timeoutAt := w.st.SessLast + w.Spec.Timeout
 		boundary := alignUp(w.st.SessStart, w.Spec.Size)
-		for boundary-w.st.SessStart < w.Spec.Size {
+		for boundary-w.st.SessStart <= w.Spec.Size {
 			boundary += w.Spec.Size
 		}
 		end := int64(0)
@@ -131,6 +136,10 @@ func (w *Window) sessionTick(ctx *Context, now int64, emit Emit) {
 			}
 		}
 		emit(Item{Kind: Data, Set: &row.Set{Rows: in, Window: row.Window{Start: w.st.SessStart, End: end, Trigger: end}}})
+		w.st.CutAt, w.st.CutUntil = 0, 0
+		if end != timeoutAt {
+			w.st.CutAt, w.st.CutUntil = end, timeoutAt
+		}
 		w.st.Rows = rest
 		w.st.SessStart, w.st.SessLast = 0, 0
 		if len(rest) > 0 {
@@ -162,6 +171,8 @@ func (w *Window) addCount(t *row.Tuple, emit Emit) {
 	}
 }
 
+// emitRows emits a count or state window. A count window's bounds are both
+// the time of its last row; a state window spans its first to last row.
 func (w *Window) emitRows(ts []*row.Tuple, emit Emit) {
 	in := make([]row.Row, len(ts))
 	for i, t := range ts {
@@ -169,7 +180,11 @@ func (w *Window) emitRows(ts []*row.Tuple, emit Emit) {
 	}
 	var win row.Window
 	if len(ts) > 0 {
-		win = row.Window{Start: ts[0].Timestamp, End: ts[len(ts)-1].Timestamp, Trigger: ts[len(ts)-1].Timestamp}
+		last := ts[len(ts)-1].Timestamp
+		win = row.Window{Start: last, End: last, Trigger: last}
+		if w.Spec.Kind == State {
+			win.Start = ts[0].Timestamp
+		}
 	}
 	emit(Item{Kind: Data, Set: &row.Set{Rows: in, Window: win}})
 }

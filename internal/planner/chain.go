@@ -149,6 +149,9 @@ func (b *builder) fields() ([]operator.ProjField, error) {
 			return nil, err
 		}
 		pf := operator.ProjField{Name: name, Expr: x, Invisible: f.Invisible, Multi: eval.IsMultiColumn(f.Expr), SRF: b.comp.IsSRF(f.Expr)}
+		if ref, ok := f.Expr.(*ast.FieldRef); ok && b.isColumn(ref, f.Alias) {
+			pf.Column = &operator.ColumnRef{Stream: b.streams[ref.Stream], Name: ref.Name}
+		}
 		if pf.SRF {
 			srf++
 			if srf > 1 {
@@ -228,4 +231,15 @@ func (b *builder) join() (operator.Operator, error) {
 		j.Joins = append(j.Joins, js)
 	}
 	return j, nil
+}
+
+// isColumn reports whether ref, inside the field aliased self, names a
+// stream column rather than another SELECT alias or an object key.
+func (b *builder) isColumn(ref *ast.FieldRef, self string) bool {
+	if ref.Stream != "" {
+		_, ok := b.streams[ref.Stream]
+		return ok
+	}
+	_, aliased := b.comp.Aliases[ref.Name]
+	return !aliased || ref.Name == self
 }

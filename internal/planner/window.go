@@ -10,7 +10,7 @@ import (
 
 func (b *builder) window() (*operator.Window, error) {
 	w := b.stmt.Window
-	spec := operator.WindowSpec{EventTime: b.opts.IsEventTime}
+	spec := operator.WindowSpec{EventTime: b.opts.IsEventTime, Unit: 1}
 	var err error
 	unit := int64(0)
 	switch w.Type {
@@ -20,6 +20,7 @@ func (b *builder) window() (*operator.Window, error) {
 			return nil, errAt(w, "the first argument of %s must be a time unit (DD, HH, MI, SS or MS)", w.Type)
 		}
 		unit = u
+		spec.Unit = u
 	}
 	arg := func(i int) (int64, error) {
 		v, err := intArg(w, i)

@@ -113,9 +113,9 @@ func (p *parser) parseUnary() ast.Expr {
 		p.next()
 		if lit := p.tok(); (lit.Tok == token.INTEGER || lit.Tok == token.NUMBER) && !postfixFollows(p.peek(1).Tok) {
 			p.next()
-			return negativeLiteral(p, it.Pos, lit.Lit)
+			return p.negativeLiteral(it.Pos, lit.Lit)
 		}
-		return &ast.UnaryExpr{P: it.Pos, Op: token.SUB, X: p.parseUnary()}
+		return p.negate(it.Pos, p.parseUnary())
 	case token.NOT:
 		p.next()
 		return &ast.UnaryExpr{P: it.Pos, Op: token.NOT, X: p.parseBinary(comparePrec)}
@@ -130,11 +130,31 @@ func postfixFollows(t token.Token) bool {
 }
 
 // negativeLiteral builds the literal `-text` positioned at the minus sign.
-func negativeLiteral(p *parser, pos token.Pos, text string) ast.Expr {
+func (p *parser) negativeLiteral(pos token.Pos, text string) ast.Expr {
 	if v, err := strconv.ParseInt("-"+text, 10, 64); err == nil {
 		return &ast.IntegerLit{P: pos, Val: v}
 	}
 	return p.numberLit(pos, "-"+text)
+}
+
+// negate builds `-x` at pos. A numeric literal (itself a folded negative
+// literal, as in `- -1`) is negated in place so that the tree prints back
+// without a unary minus the scanner would fold differently.
+func (p *parser) negate(pos token.Pos, x ast.Expr) ast.Expr {
+	switch lit := x.(type) {
+	case *ast.IntegerLit:
+		if lit.Val != math.MinInt64 {
+			return &ast.IntegerLit{P: pos, Val: -lit.Val}
+		}
+		return p.numberLit(pos, strings.TrimPrefix(strconv.FormatInt(lit.Val, 10), "-"))
+	case *ast.NumberLit:
+		raw, neg := strings.CutPrefix(lit.Raw, "-")
+		if !neg {
+			raw = "-" + raw
+		}
+		return &ast.NumberLit{P: pos, Val: -lit.Val, Raw: raw}
+	}
+	return &ast.UnaryExpr{P: pos, Op: token.SUB, X: x}
 }
 
 // numberLit parses a float literal (or an integer too large for int64).

@@ -5,6 +5,14 @@
 //
 // Errors are *Error values positioned at the offending token, worded
 // "expected X, found Y". The parser stops at the first error.
+//
+// Beyond eKuiper the dialect accepts a NULL literal, `x IS [NOT] NULL`, a
+// prefix `NOT x` (binding below comparisons: `NOT a = b` is `NOT (a = b)`),
+// `<>` for `!=`, and unary minus on any operand. Index, slice, `->` and `.`
+// are postfix operators binding tighter than any binary operator. Only
+// eKuiper's reserved words (see reserved) need back-quotes to be used as
+// names; other keywords such as STREAM or the column types are names
+// wherever a name is expected.
 package parser
 
 import (

@@ -1,0 +1,92 @@
+package connector
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rekuiper/rekuiper/internal/clock"
+)
+
+// Get returns the validated property name as T, or T's zero value when it is
+// absent. Validate guarantees the type of declared properties, so a failed
+// assertion means a spec/constructor mismatch and also yields the zero value.
+func Get[T any](props map[string]any, name string) T {
+	v, _ := props[name].(T)
+	return v
+}
+
+// Wait blocks until d has passed on c or ctx is done, whichever is first; it
+// returns ctx.Err() in the latter case. It never uses the wall clock
+// directly, so virtual clocks drive it in tests.
+func Wait(ctx context.Context, c clock.Clock, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	fired := make(chan struct{})
+	t := c.AfterFunc(d, func() { close(fired) })
+	select {
+	case <-fired:
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	}
+}
+
+// WaitUntil blocks until c reads at least due, or ctx is done.
+func WaitUntil(ctx context.Context, c clock.Clock, due time.Time) error {
+	return Wait(ctx, c, due.Sub(c.Now()))
+}
+
+// Mux is an HTTPMux and http.Handler whose routes can be added and removed
+// while it serves. Routes match the request path exactly. The daemon mounts
+// it on its push-endpoint server. It is safe for concurrent use.
+type Mux struct {
+	mu     sync.RWMutex
+	routes map[string]http.Handler
+}
+
+var _ HTTPMux = (*Mux)(nil)
+
+// NewMux returns an empty Mux.
+func NewMux() *Mux { return &Mux{routes: map[string]http.Handler{}} }
+
+// Handle serves h at the exact path pattern, which must start with "/".
+func (m *Mux) Handle(pattern string, h http.Handler) error {
+	if !strings.HasPrefix(pattern, "/") {
+		return fmt.Errorf("handle %q: path must start with /", pattern)
+	}
+	if h == nil {
+		return fmt.Errorf("handle %q: nil handler", pattern)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.routes[pattern]; ok {
+		return fmt.Errorf("handle %q: path already in use", pattern)
+	}
+	m.routes[pattern] = h
+	return nil
+}
+
+// Unhandle removes the route at pattern.
+func (m *Mux) Unhandle(pattern string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.routes, pattern)
+}
+
+// ServeHTTP dispatches to the route for r.URL.Path, or answers 404.
+func (m *Mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m.mu.RLock()
+	h := m.routes[r.URL.Path]
+	m.mu.RUnlock()
+	if h == nil {
+		http.NotFound(w, r)
+		return
+	}
+	h.ServeHTTP(w, r)
+}

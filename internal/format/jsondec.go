@@ -1,0 +1,352 @@
+package format
+
+import (
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
+
+const (
+	// maxDepth bounds nesting so hostile payloads cannot exhaust the stack.
+	maxDepth = 1000
+	// maxInterned bounds the field-name cache of one codec.
+	maxInterned = 4096
+	// maxSharedPayload is the largest payload whose string values share one
+	// copy of the payload; larger payloads copy each string so that a small
+	// retained value does not pin a large buffer.
+	maxSharedPayload = 4096
+)
+
+// SyntaxError is a malformed JSON payload.
+type SyntaxError struct {
+	Msg    string
+	Offset int // byte offset in the payload where the problem was found
+}
+
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("decode json: %s at offset %d", e.Msg, e.Offset)
+}
+
+// JSONCodec decodes and encodes JSON. It interns field names across calls;
+// it is not safe for concurrent use.
+type JSONCodec struct {
+	keys  map[string]string
+	stack []any  // array elements under construction, all depths
+	esc   []byte // unescaped string scratch
+	hint  int    // field count of the last top-level object
+	w     jsonWriter
+
+	// per-Decode state
+	data  []byte
+	pos   int
+	str   string // lazily string(data), shared by unescaped string values
+	depth int
+}
+
+// NewJSON returns a JSON codec.
+func NewJSON() *JSONCodec {
+	return &JSONCodec{keys: make(map[string]string)}
+}
+
+// Decode decodes a JSON object into one record or a JSON array of objects
+// into one record per element. Any other top-level value is an error.
+func (c *JSONCodec) Decode(payload []byte) ([]map[string]any, error) {
+	c.data, c.pos, c.str, c.depth = payload, 0, "", 0
+	defer func() { c.data, c.str = nil, "" }()
+	c.skipWS()
+	if c.pos >= len(c.data) {
+		return nil, c.errEOF()
+	}
+	switch c.data[c.pos] {
+	case '{':
+		m, err := c.object(c.hint)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.end(); err != nil {
+			return nil, err
+		}
+		c.hint = len(m)
+		return []map[string]any{m}, nil
+	case '[':
+		start := c.pos
+		v, err := c.array()
+		if err != nil {
+			return nil, err
+		}
+		if err := c.end(); err != nil {
+			return nil, err
+		}
+		arr := v.([]any)
+		out := make([]map[string]any, len(arr))
+		for i, e := range arr {
+			m, ok := e.(map[string]any)
+			if !ok {
+				return nil, &SyntaxError{Msg: fmt.Sprintf("array element %d is %s, expected an object", i, jsonKind(e)), Offset: start}
+			}
+			out[i] = m
+		}
+		return out, nil
+	}
+	v, err := c.value()
+	if err != nil {
+		return nil, err
+	}
+	return nil, &SyntaxError{Msg: fmt.Sprintf("expected an object or an array of objects, found %s", jsonKind(v)), Offset: 0}
+}
+
+// DecodeValue decodes any single JSON value into the value model.
+func (c *JSONCodec) DecodeValue(payload []byte) (any, error) {
+	c.data, c.pos, c.str, c.depth = payload, 0, "", 0
+	defer func() { c.data, c.str = nil, "" }()
+	v, err := c.value()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.end(); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case int64, float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	}
+	return "an object"
+}
+
+func (c *JSONCodec) end() error {
+	c.skipWS()
+	if c.pos < len(c.data) {
+		return c.errChar("after top-level value")
+	}
+	return nil
+}
+
+func (c *JSONCodec) errEOF() error {
+	return &SyntaxError{Msg: "unexpected end of JSON input", Offset: len(c.data)}
+}
+
+// errChar reports the byte at c.pos as invalid in the given context.
+func (c *JSONCodec) errChar(context string) error {
+	if c.pos >= len(c.data) {
+		return c.errEOF()
+	}
+	return &SyntaxError{Msg: fmt.Sprintf("invalid character %s %s", quoteChar(c.data[c.pos]), context), Offset: c.pos}
+}
+
+func quoteChar(b byte) string {
+	switch {
+	case b == '\'':
+		return `'\''`
+	case b == '"':
+		return `'"'`
+	case b < 0x20 || b >= 0x7f:
+		return strconv.Quote(string(rune(b)))
+	}
+	return "'" + string(rune(b)) + "'"
+}
+
+func (c *JSONCodec) skipWS() {
+	for c.pos < len(c.data) {
+		switch c.data[c.pos] {
+		case ' ', '\t', '\n', '\r':
+			c.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (c *JSONCodec) value() (any, error) {
+	c.skipWS()
+	if c.pos >= len(c.data) {
+		return nil, c.errEOF()
+	}
+	switch b := c.data[c.pos]; b {
+	case '{':
+		m, err := c.object(0)
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
+	case '[':
+		return c.array()
+	case '"':
+		s, err := c.stringValue()
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	case 't':
+		return true, c.literal("true")
+	case 'f':
+		return false, c.literal("false")
+	case 'n':
+		return nil, c.literal("null")
+	default:
+		if b == '-' || (b >= '0' && b <= '9') {
+			return c.number()
+		}
+	}
+	return nil, c.errChar("looking for beginning of value")
+}
+
+func (c *JSONCodec) literal(lit string) error {
+	for i := 0; i < len(lit); i++ {
+		if c.pos >= len(c.data) {
+			return c.errEOF()
+		}
+		if c.data[c.pos] != lit[i] {
+			return c.errChar("in literal " + lit + " (expecting " + quoteChar(lit[i]) + ")")
+		}
+		c.pos++
+	}
+	return nil
+}
+
+func (c *JSONCodec) object(hint int) (map[string]any, error) {
+	c.depth++
+	if c.depth > maxDepth {
+		return nil, &SyntaxError{Msg: "exceeded max depth", Offset: c.pos}
+	}
+	c.pos++ // '{'
+	m := make(map[string]any, hint)
+	c.skipWS()
+	if c.pos < len(c.data) && c.data[c.pos] == '}' {
+		c.pos++
+		c.depth--
+		return m, nil
+	}
+	for {
+		c.skipWS()
+		if c.pos >= len(c.data) {
+			return nil, c.errEOF()
+		}
+		if c.data[c.pos] != '"' {
+			return nil, c.errChar("looking for beginning of object key string")
+		}
+		k, err := c.key()
+		if err != nil {
+			return nil, err
+		}
+		c.skipWS()
+		if c.pos >= len(c.data) {
+			return nil, c.errEOF()
+		}
+		if c.data[c.pos] != ':' {
+			return nil, c.errChar("after object key")
+		}
+		c.pos++
+		v, err := c.value()
+		if err != nil {
+			return nil, err
+		}
+		m[k] = v
+		c.skipWS()
+		if c.pos >= len(c.data) {
+			return nil, c.errEOF()
+		}
+		switch c.data[c.pos] {
+		case ',':
+			c.pos++
+		case '}':
+			c.pos++
+			c.depth--
+			return m, nil
+		default:
+			return nil, c.errChar("after object key:value pair")
+		}
+	}
+}
+
+func (c *JSONCodec) array() (any, error) {
+	c.depth++
+	if c.depth > maxDepth {
+		return nil, &SyntaxError{Msg: "exceeded max depth", Offset: c.pos}
+	}
+	c.pos++ // '['
+	base := len(c.stack)
+	c.skipWS()
+	if c.pos < len(c.data) && c.data[c.pos] == ']' {
+		c.pos++
+		c.depth--
+		return []any{}, nil
+	}
+	for {
+		v, err := c.value()
+		if err != nil {
+			c.clearStack(base)
+			return nil, err
+		}
+		c.stack = append(c.stack, v)
+		c.skipWS()
+		if c.pos >= len(c.data) {
+			c.clearStack(base)
+			return nil, c.errEOF()
+		}
+		switch c.data[c.pos] {
+		case ',':
+			c.pos++
+		case ']':
+			c.pos++
+			c.depth--
+			out := make([]any, len(c.stack)-base)
+			copy(out, c.stack[base:])
+			c.clearStack(base)
+			return out, nil
+		default:
+			c.clearStack(base)
+			return nil, c.errChar("after array element")
+		}
+	}
+}
+
+// clearStack pops the stack to base, dropping references so decoded values
+// are not retained by the codec.
+func (c *JSONCodec) clearStack(base int) {
+	clear(c.stack[base:])
+	c.stack = c.stack[:base]
+}
+
+// scanString scans the string starting at the opening quote at c.pos. For a
+// string without escapes or invalid UTF-8 it returns the content bounds and
+// simple=true, leaving c.pos after the closing quote. Otherwise it returns
+// simple=false with c.pos unchanged.
+func (c *JSONCodec) scanString() (start, end int, simple bool, err error) {
+	start = c.pos + 1
+	i := start
+	for i < len(c.data) {
+		b := c.data[i]
+		switch {
+		case b == '"':
+			c.pos = i + 1
+			return start, i, true, nil
+		case b == '\\':
+			return 0, 0, false, nil
+		case b < 0x20:
+			c.pos = i
+			return 0, 0, false, c.errChar("in string literal")
+		case b < utf8.RuneSelf:
+			i++
+		default:
+			r, size := utf8.DecodeRune(c.data[i:])
+			if r == utf8.RuneError && size == 1 {
+				return 0, 0, false, nil
+			}
+			i += size
+		}
+	}
+	c.pos = len(c.data)
+	return 0, 0, false, c.errEOF()
+}
