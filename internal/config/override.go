@@ -12,7 +12,8 @@ import (
 	"github.com/rekuiper/rekuiper/internal/value"
 )
 
-var durationType = reflect.TypeFor[Duration]()
+// isDuration reports whether t is Duration, which is a leaf, not an int.
+func isDuration(t reflect.Type) bool { return t == reflect.TypeFor[Duration]() }
 
 // structType returns the struct type dst points to.
 func structType(dst any) reflect.Type {
@@ -59,7 +60,7 @@ func canonicalizeKeys(n *yaml.Node, t reflect.Type, path, file string) []string 
 	}
 	var warns []string
 	switch {
-	case t == durationType:
+	case isDuration(t):
 	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
@@ -109,7 +110,7 @@ func applyOneEnv(v reflect.Value, name string, segs []string, val string) (strin
 		if seg == "" {
 			return fmt.Sprintf("environment variable %s: empty key segment, ignored", name), nil
 		}
-		if v.Type() == durationType || (v.Kind() != reflect.Struct && v.Kind() != reflect.Map) {
+		if isDuration(v.Type()) || (v.Kind() != reflect.Struct && v.Kind() != reflect.Map) {
 			return fmt.Sprintf("environment variable %s: unknown key %s, ignored", name, path+strings.ToLower(seg)), nil
 		}
 		if v.Kind() == reflect.Map {
@@ -136,7 +137,7 @@ func applyOneEnv(v reflect.Value, name string, segs []string, val string) (strin
 		path += key + "."
 	}
 	path = strings.TrimSuffix(path, ".")
-	if v.Kind() == reflect.Struct && v.Type() != durationType {
+	if v.Kind() == reflect.Struct && !isDuration(v.Type()) {
 		return fmt.Sprintf("environment variable %s: %s is a section, not a key, ignored", name, path), nil
 	}
 	if err := setLeaf(v, val); err != nil {
@@ -147,7 +148,7 @@ func applyOneEnv(v reflect.Value, name string, segs []string, val string) (strin
 
 // setLeaf parses s into v according to v's type.
 func setLeaf(v reflect.Value, s string) error {
-	if v.Type() == durationType {
+	if isDuration(v.Type()) {
 		d, err := ParseDuration(s)
 		if err != nil {
 			return err

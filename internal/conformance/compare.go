@@ -87,10 +87,7 @@ func RowEqual(e, a map[string]any) bool {
 func normalizeActual(v any) any {
 	switch x := v.(type) {
 	case time.Time:
-		b, _ := json.Marshal(x)
-		var s string
-		_ = json.Unmarshal(b, &s)
-		return s
+		return x.Format(value.JSONTimeLayout)
 	case []any:
 		if x == nil {
 			return nil

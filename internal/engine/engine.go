@@ -68,6 +68,7 @@ func BuildStmt(s Spec, stmt *ast.SelectStmt) (*Built, error) {
 		IsEventTime:   s.Options.IsEventTime,
 		LateTolerance: time.Duration(s.Options.LateTolerance),
 		SendNilField:  s.Options.SendNilField,
+		SendMeta:      s.Options.SendMetaToSink,
 	}, s.Funcs, loc)
 	if err != nil {
 		return nil, fmt.Errorf("plan rule %s: %w", s.ID, err)

@@ -151,8 +151,11 @@ func quoteChar(b byte) string {
 		return `'\''`
 	case b == '"':
 		return `'"'`
-	case b < 0x20 || b >= 0x7f:
-		return strconv.Quote(string(rune(b)))
+	case b >= utf8.RuneSelf:
+		return fmt.Sprintf(`'\x%02x'`, b)
+	case b < 0x20 || b == 0x7f:
+		q := strconv.Quote(string(rune(b)))
+		return "'" + q[1:len(q)-1] + "'"
 	}
 	return "'" + string(rune(b)) + "'"
 }

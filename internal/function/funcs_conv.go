@@ -146,6 +146,11 @@ func convCast(env Env, args []any) (any, error) {
 		case []byte:
 			return x, nil
 		case string:
+			// eKuiper reads a string that is valid standard base64 as
+			// encoded bytes, and any other string as its UTF-8 bytes.
+			if b, err := base64.StdEncoding.DecodeString(x); err == nil {
+				return b, nil
+			}
 			return []byte(x), nil
 		}
 		return nil, fmt.Errorf("cannot convert %s to bytea", value.Describe(v))

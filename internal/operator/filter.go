@@ -32,6 +32,10 @@ func (f *Filter) Process(ctx *Context, it Item, emit Emit) error {
 				kept = append(kept, r)
 			}
 		}
+		if len(kept) == 0 {
+			// A window whose rows all fail WHERE emits nothing.
+			return nil
+		}
 		set := *it.Set
 		set.Rows = kept
 		it.Set = &set

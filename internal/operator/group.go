@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/rekuiper/rekuiper/internal/eval"
 	"github.com/rekuiper/rekuiper/internal/row"
@@ -110,8 +111,15 @@ func (h *Having) Process(ctx *Context, it Item, emit Emit) error {
 		}
 		set.Rows = kept
 	}
+	if (h.Grouped && len(set.Groups) == 0) || (!h.Grouped && len(set.Rows) == 0) {
+		return nil
+	}
 	it.Set = &set
 	emit(it)
+	// Count the hit after emitting, so the SELECT of this window still
+	// reads the previous last_agg_hit_count() and last_agg_hit_time().
+	ctx.Rule.AggHitCount++
+	ctx.Rule.AggHitTime = set.Window.End
 	return nil
 }
 
@@ -166,6 +174,9 @@ func (o *Order) Process(ctx *Context, it Item, emit Emit) error {
 			keys[i][j] = v
 		}
 	}
+	if err := comparableKeys(keys, len(o.Keys)); err != nil {
+		return fmt.Errorf("run Order By error: %w", err)
+	}
 	idx := make([]int, n)
 	for i := range idx {
 		idx[i] = i
@@ -206,4 +217,56 @@ func sortLess(a, b any) bool {
 		return a != nil && b == nil
 	}
 	return value.Less(a, b)
+}
+
+// comparableKeys checks that each ORDER BY key holds values of one kind
+// (numbers, strings, ...), ignoring nulls.
+func comparableKeys(keys [][]any, width int) error {
+	for j := 0; j < width; j++ {
+		var first any
+		for _, k := range keys {
+			v := k[j]
+			if v == nil {
+				continue
+			}
+			if first == nil {
+				first = v
+				continue
+			}
+			if kindRank(first) != kindRank(v) {
+				return fmt.Errorf("incompatible types for comparison: %s and %s", kindName(first), kindName(v))
+			}
+		}
+	}
+	return nil
+}
+
+func kindRank(v any) int {
+	switch v.(type) {
+	case int64, float64:
+		return 1
+	case string:
+		return 2
+	case bool:
+		return 3
+	case time.Time:
+		return 4
+	}
+	return 5
+}
+
+func kindName(v any) string {
+	switch v.(type) {
+	case int64:
+		return "int"
+	case float64:
+		return "float"
+	case string:
+		return "string"
+	case bool:
+		return "bool"
+	case time.Time:
+		return "datetime"
+	}
+	return value.TypeName(v)
 }

@@ -37,6 +37,8 @@ type Project struct {
 	HasLimit bool
 	// SendNil keeps selected fields whose value is nil.
 	SendNil bool
+	// SendMeta adds the row's metadata as "__meta" (non-window rules).
+	SendMeta bool
 }
 
 func (p *Project) Name() string { return "project" }
@@ -169,6 +171,11 @@ func (p *Project) rows(ec *eval.Ctx) ([]map[string]any, error) {
 			if v != nil || p.SendNil || f.Column.present(ec) {
 				out[f.Name] = v
 			}
+		}
+	}
+	if p.SendMeta && ec.Row != nil {
+		if m := ec.Row.MetaAll(""); m != nil {
+			out["__meta"] = m
 		}
 	}
 	if srfIndex < 0 {

@@ -238,10 +238,11 @@ func (w *Window) watermark(ctx *Context, wm int64, emit Emit) error {
 		for w.st.Next <= wm {
 			end := w.st.Next
 			start := end - w.Spec.Size
-			if w.st.First > start {
-				// eKuiper reports the first window as starting at the first
-				// event it saw, not at the aligned boundary.
-				start = w.st.First
+			if first := w.firstStart(); first > start {
+				// eKuiper reports the first event-time window as starting at
+				// the first event (tumbling) or one hop before it (hopping),
+				// not at the aligned boundary.
+				start = first
 			}
 			w.st.First = 0
 			w.emitRange(start, end, end, emit)
@@ -258,6 +259,16 @@ func (w *Window) watermark(ctx *Context, wm int64, emit Emit) error {
 	}
 	emit(Item{Kind: Watermark, TS: wm})
 	return nil
+}
+
+func (w *Window) firstStart() int64 {
+	if w.st.First == 0 {
+		return 0
+	}
+	if w.Spec.Kind == Hopping {
+		return w.st.First - w.Spec.Hop
+	}
+	return w.st.First
 }
 
 // Snapshot encodes the window's buffered rows and timers.

@@ -48,7 +48,8 @@ func (w *Window) emitSliding(trig int64, emit Emit) {
 	start, end := trig-w.Spec.Size, trig+w.Spec.Delay
 	var in []row.Row
 	for _, r := range w.st.Rows {
-		if r.Timestamp > start && r.Timestamp <= end {
+		// (t-size, t] without delay; (t-size, t+delay) with one.
+		if r.Timestamp > start && (r.Timestamp <= trig || r.Timestamp < end) {
 			in = append(in, r)
 		}
 	}

@@ -112,6 +112,7 @@ func (b *builder) project(fields []operator.ProjField) *operator.Project {
 		Limit:    b.stmt.Limit,
 		HasLimit: b.stmt.HasLimit,
 		SendNil:  b.opts.SendNilField,
+		SendMeta: b.opts.SendMeta,
 	}
 }
 

@@ -23,6 +23,7 @@ type Options struct {
 	IsEventTime   bool
 	LateTolerance time.Duration
 	SendNilField  bool
+	SendMeta      bool
 }
 
 // Input is one stream or table the rule reads.
@@ -135,6 +136,9 @@ func (b *builder) resolveInputs(defs map[string]*ast.CreateStreamStmt) error {
 
 func (b *builder) validate() error {
 	s := b.stmt
+	if b.opts.SendMeta && s.Window != nil {
+		return errAt(s, "option sendMetaToSink cannot be used with a window")
+	}
 	if len(s.Dimensions) > 0 && s.Window == nil {
 		return errAt(s, "select stmt group by should be used with window")
 	}

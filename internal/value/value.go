@@ -203,6 +203,11 @@ func ToString(v any) string {
 	return fmt.Sprint(v)
 }
 
+// JSONTimeLayout is how sinks write datetimes in JSON (and how the
+// conformance corpus records them): "2023-11-14 22:13:20", with a fraction
+// only when it is not zero.
+const JSONTimeLayout = "2006-01-02 15:04:05.999999999"
+
 // DefaultTimeLayout is eKuiper's default datetime string layout.
 const DefaultTimeLayout = "2006-01-02T15:04:05.000Z07:00"
 

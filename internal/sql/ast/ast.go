@@ -463,6 +463,9 @@ func Walk(e Expr, fn func(Expr) bool) {
 			for _, p := range n.Over.Partition {
 				Walk(p, fn)
 			}
+			for _, o := range n.Over.OrderBy {
+				Walk(o.Expr, fn)
+			}
 			Walk(n.Over.When, fn)
 		}
 	}

@@ -1,0 +1,254 @@
+package format
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// jsonWriter appends JSON to buf. Object keys are written sorted, as
+// encoding/json writes maps; keys is a stack of key scratch shared by all
+// nesting levels.
+type jsonWriter struct {
+	buf  []byte
+	keys []string
+}
+
+// AppendJSON appends the JSON encoding of v to dst. It writes what
+// encoding/json writes for the same value, except that it does not escape
+// '<', '>' and '&': map keys sorted, int64 as integers, float64 in
+// encoding/json's shortest form (3.0 is written 3), []byte as standard
+// base64, time.Time as RFC 3339 with nanoseconds. NaN and infinities are an
+// error. Types outside the value model are marshalled with encoding/json.
+func AppendJSON(dst []byte, v any) ([]byte, error) {
+	w := jsonWriter{buf: dst}
+	err := w.value(v)
+	return w.buf, err
+}
+
+// Encode encodes rows as a JSON array.
+func (c *JSONCodec) Encode(rows []map[string]any) ([]byte, error) {
+	c.w.buf = append(c.w.buf[:0], '[')
+	for i, r := range rows {
+		if i > 0 {
+			c.w.buf = append(c.w.buf, ',')
+		}
+		if err := c.w.object(r); err != nil {
+			return nil, err
+		}
+	}
+	c.w.buf = append(c.w.buf, ']')
+	return c.w.result(), nil
+}
+
+// EncodeRow encodes one row as a JSON object.
+func (c *JSONCodec) EncodeRow(row map[string]any) ([]byte, error) {
+	c.w.buf = c.w.buf[:0]
+	if err := c.w.object(row); err != nil {
+		return nil, err
+	}
+	return c.w.result(), nil
+}
+
+// EncodeValue encodes any value as JSON.
+func (c *JSONCodec) EncodeValue(v any) ([]byte, error) {
+	c.w.buf = c.w.buf[:0]
+	if err := c.w.value(v); err != nil {
+		return nil, err
+	}
+	return c.w.result(), nil
+}
+
+// result returns a caller-owned copy of the buffer, so the scratch buffer
+// can be reused by the next call.
+func (w *jsonWriter) result() []byte {
+	out := make([]byte, len(w.buf))
+	copy(out, w.buf)
+	if cap(w.buf) > 1<<20 {
+		w.buf = nil // do not keep a huge buffer after one large message
+	}
+	return out
+}
+
+func (w *jsonWriter) value(v any) error {
+	switch x := v.(type) {
+	case nil:
+		w.buf = append(w.buf, "null"...)
+	case string:
+		w.buf = appendString(w.buf, x)
+	case int64:
+		w.buf = strconv.AppendInt(w.buf, x, 10)
+	case float64:
+		b, err := appendFloat(w.buf, x)
+		if err != nil {
+			return err
+		}
+		w.buf = b
+	case bool:
+		w.buf = strconv.AppendBool(w.buf, x)
+	case map[string]any:
+		return w.object(x)
+	case []any:
+		if x == nil {
+			w.buf = append(w.buf, "null"...)
+			return nil
+		}
+		w.buf = append(w.buf, '[')
+		for i, e := range x {
+			if i > 0 {
+				w.buf = append(w.buf, ',')
+			}
+			if err := w.value(e); err != nil {
+				return err
+			}
+		}
+		w.buf = append(w.buf, ']')
+	case []byte:
+		if x == nil {
+			w.buf = append(w.buf, "null"...)
+			return nil
+		}
+		w.buf = append(w.buf, '"')
+		w.buf = base64.StdEncoding.AppendEncode(w.buf, x)
+		w.buf = append(w.buf, '"')
+	case time.Time:
+		if y := x.Year(); y < 0 || y >= 10000 {
+			return fmt.Errorf("encode json: datetime year %d outside of range [0,9999]", y)
+		}
+		w.buf = append(w.buf, '"')
+		w.buf = x.AppendFormat(w.buf, time.RFC3339Nano)
+		w.buf = append(w.buf, '"')
+	case []map[string]any:
+		w.buf = append(w.buf, '[')
+		for i, e := range x {
+			if i > 0 {
+				w.buf = append(w.buf, ',')
+			}
+			if err := w.object(e); err != nil {
+				return err
+			}
+		}
+		w.buf = append(w.buf, ']')
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("encode json: %w", err)
+		}
+		w.buf = append(w.buf, b...)
+	}
+	return nil
+}
+
+func (w *jsonWriter) object(m map[string]any) error {
+	if m == nil {
+		w.buf = append(w.buf, "null"...)
+		return nil
+	}
+	base := len(w.keys)
+	for k := range m {
+		w.keys = append(w.keys, k)
+	}
+	keys := w.keys[base:]
+	slices.Sort(keys)
+	w.buf = append(w.buf, '{')
+	for i, k := range keys {
+		if i > 0 {
+			w.buf = append(w.buf, ',')
+		}
+		w.buf = appendString(w.buf, k)
+		w.buf = append(w.buf, ':')
+		if err := w.value(m[k]); err != nil {
+			clear(w.keys[base:])
+			w.keys = w.keys[:base]
+			return err
+		}
+	}
+	w.buf = append(w.buf, '}')
+	clear(w.keys[base:])
+	w.keys = w.keys[:base]
+	return nil
+}
+
+// appendFloat formats f as encoding/json does.
+func appendFloat(dst []byte, f float64) ([]byte, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return dst, fmt.Errorf("encode json: unsupported value %s", strconv.FormatFloat(f, 'g', -1, 64))
+	}
+	abs := math.Abs(f)
+	fmtc := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		fmtc = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, fmtc, -1, 64)
+	if fmtc == 'e' {
+		// e-09 → e-9, as encoding/json writes
+		n := len(dst)
+		if n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst, nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD and
+// U+2028/U+2029 are escaped, as encoding/json does; HTML characters are not
+// escaped.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
