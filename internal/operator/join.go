@@ -23,8 +23,11 @@ type JoinSpec struct {
 // Join joins the rows of a window set (or one stream tuple) with the other
 // streams of the set and with tables.
 type Join struct {
-	Left  string
-	Joins []JoinSpec
+	Left string
+	// LeftTable is set when the FROM side is a table fed on LeftInput.
+	LeftTable bool
+	LeftInput int
+	Joins     []JoinSpec
 
 	tables map[string][]*row.Tuple
 }
@@ -71,6 +74,10 @@ func (j *Join) updateTable(it Item) {
 	if j.tables == nil {
 		j.tables = map[string][]*row.Tuple{}
 	}
+	if j.LeftTable && it.Input == j.LeftInput {
+		j.tables[j.Left] = append([]*row.Tuple(nil), it.Tuples...)
+		return
+	}
 	for _, spec := range j.Joins {
 		if !spec.Table || spec.Input != it.Input {
 			continue
@@ -99,7 +106,11 @@ func byEmitter(rows []row.Row, emitter string) []*row.Tuple {
 
 func (j *Join) join(ctx *Context, rows []row.Row) ([]row.Row, error) {
 	var acc []*row.Joined
-	for _, t := range byEmitter(rows, j.Left) {
+	left := byEmitter(rows, j.Left)
+	if j.LeftTable {
+		left = j.tables[j.Left]
+	}
+	for _, t := range left {
 		acc = append(acc, &row.Joined{Tuples: []*row.Tuple{t}})
 	}
 	for _, spec := range j.Joins {

@@ -117,6 +117,9 @@ func (w *Window) Process(ctx *Context, it Item, emit Emit) error {
 			forward(it, emit)
 			return nil
 		}
+		if w.Spec.Kind == Sliding && w.Spec.EventTime {
+			return w.addSlidingBatch(ctx, it.Tuples, emit)
+		}
 		for _, t := range it.Tuples {
 			if err := w.add(ctx, t, emit); err != nil {
 				return err

@@ -17,9 +17,36 @@ func (w *Window) cond(ctx *Context, e eval.Expr, t *row.Tuple) (bool, error) {
 }
 
 // addSliding buffers a row and, when it triggers, emits the rows of
-// (t-size, t] at once or, with a delay, (t-size, t+delay] after the delay.
+// [t-size, t] at once or, with a delay, [t-size, t+delay) after the delay.
 func (w *Window) addSliding(ctx *Context, t *row.Tuple, emit Emit) error {
 	w.st.Rows = append(w.st.Rows, t)
+	return w.triggerSliding(ctx, t, emit)
+}
+
+// addSlidingBatch handles rows released together by a watermark: all of them
+// join the window before any of them triggers, so each window sees every
+// released row up to its trigger time.
+func (w *Window) addSlidingBatch(ctx *Context, ts []*row.Tuple, emit Emit) error {
+	var in []*row.Tuple
+	for _, t := range ts {
+		ok, err := w.pass(ctx, t)
+		if err != nil {
+			return fmt.Errorf("run Window error: %w", err)
+		}
+		if ok {
+			in = append(in, t)
+			w.st.Rows = append(w.st.Rows, t)
+		}
+	}
+	for _, t := range in {
+		if err := w.triggerSliding(ctx, t, emit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *Window) triggerSliding(ctx *Context, t *row.Tuple, emit Emit) error {
 	trigger := true
 	if w.Spec.Trigger != nil {
 		ok, err := w.cond(ctx, w.Spec.Trigger, t)
@@ -29,8 +56,6 @@ func (w *Window) addSliding(ctx *Context, t *row.Tuple, emit Emit) error {
 		trigger = ok
 	}
 	if trigger {
-		ctx.Rule.HitCount++
-		ctx.Rule.HitTime = t.Timestamp
 		if w.Spec.Delay == 0 {
 			w.emitSliding(t.Timestamp, emit)
 		} else {
@@ -39,6 +64,8 @@ func (w *Window) addSliding(ctx *Context, t *row.Tuple, emit Emit) error {
 				ctx.Timers.At(t.Timestamp + w.Spec.Delay)
 			}
 		}
+		ctx.Rule.HitCount++
+		ctx.Rule.HitTime = t.Timestamp
 	}
 	w.trimSliding(t.Timestamp)
 	return nil
@@ -48,8 +75,8 @@ func (w *Window) emitSliding(trig int64, emit Emit) {
 	start, end := trig-w.Spec.Size, trig+w.Spec.Delay
 	var in []row.Row
 	for _, r := range w.st.Rows {
-		// (t-size, t] without delay; (t-size, t+delay) with one.
-		if r.Timestamp > start && (r.Timestamp <= trig || r.Timestamp < end) {
+		// [t-size, t] without delay; [t-size, t+delay) with one.
+		if r.Timestamp >= start && (r.Timestamp <= trig || r.Timestamp < end) {
 			in = append(in, r)
 		}
 	}
@@ -77,11 +104,7 @@ func (w *Window) trimSliding(now int64) {
 			oldest = trig
 		}
 	}
-	w.dropAtOrBefore(oldest - w.Spec.Size)
-}
-
-func (w *Window) dropAtOrBefore(ts int64) {
-	w.dropBefore(ts + 1)
+	w.dropBefore(oldest - w.Spec.Size)
 }
 
 // addSession closes a session the row falls outside of, then adds the row.

@@ -206,7 +206,7 @@ func (b *builder) join() (operator.Operator, error) {
 	if len(s.Joins) == 0 {
 		return nil, nil
 	}
-	j := &operator.Join{Left: s.From.Name}
+	j := &operator.Join{Left: s.From.Name, LeftTable: b.inputs[0].Table, LeftInput: b.inputs[0].Port}
 	for i, spec := range s.Joins {
 		in := b.inputs[i+1]
 		js := operator.JoinSpec{Type: spec.Type, Stream: spec.Name, Table: in.Table, Input: in.Port}

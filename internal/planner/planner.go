@@ -108,9 +108,6 @@ func (b *builder) resolveInputs(defs map[string]*ast.CreateStreamStmt) error {
 			return errAt(n, "stream %s not found", name)
 		}
 		table := def.Kind == ast.KindTable
-		if table && port == 0 && len(b.inputs) == 0 {
-			return errAt(n, "table %s cannot be the FROM source of a rule; join it with a stream", name)
-		}
 		in := Input{Name: name, Def: def, Table: table}
 		if table {
 			in.Port = port
@@ -123,7 +120,8 @@ func (b *builder) resolveInputs(defs map[string]*ast.CreateStreamStmt) error {
 		return nil
 	}
 	s := b.stmt
-	if err := add(s, s.From.Name, s.From.Alias, 0); err != nil {
+	// Streams are fed on port 0, each table on a port of its own.
+	if err := add(s, s.From.Name, s.From.Alias, len(s.Joins)+1); err != nil {
 		return err
 	}
 	for i, j := range s.Joins {
@@ -131,7 +129,12 @@ func (b *builder) resolveInputs(defs map[string]*ast.CreateStreamStmt) error {
 			return err
 		}
 	}
-	return nil
+	for _, in := range b.inputs {
+		if !in.Table {
+			return nil
+		}
+	}
+	return errAt(s, "a rule must read at least one stream; %s is a table", s.From.Name)
 }
 
 func (b *builder) validate() error {

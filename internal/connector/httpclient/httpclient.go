@@ -30,6 +30,10 @@ func Methods() []any { return []any{"GET", "POST", "PUT", "DELETE"} }
 // ResponseTypes are the accepted values of the responseType property.
 func ResponseTypes() []any { return []any{"code", "body"} }
 
+// ErrNoCode is returned for responseType body when the response body is not
+// a JSON object with a numeric code field.
+var ErrNoCode = errors.New("response body has no code field")
+
 // MaxResponse bounds how much of a response body is read.
 const MaxResponse = 64 << 20
 
@@ -147,7 +151,7 @@ func Do(c *http.Client, req *http.Request, responseType string) (int, []byte, er
 			Code *json.Number `json:"code"`
 		}
 		if err := json.Unmarshal(body, &r); err != nil || r.Code == nil {
-			return resp.StatusCode, body, errors.New("response body has no code field (responseType is body)")
+			return resp.StatusCode, body, ErrNoCode
 		}
 		code, err := r.Code.Int64()
 		if err != nil || code < 200 || code > 299 {

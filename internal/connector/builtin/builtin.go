@@ -1,0 +1,39 @@
+// Package builtin registers every connector compiled into rekuiper. The
+// daemon calls Register once on its registry at startup.
+package builtin
+
+import (
+	"fmt"
+
+	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/file"
+	"github.com/rekuiper/rekuiper/internal/connector/httppull"
+	"github.com/rekuiper/rekuiper/internal/connector/httppush"
+	"github.com/rekuiper/rekuiper/internal/connector/logsink"
+	"github.com/rekuiper/rekuiper/internal/connector/memory"
+	"github.com/rekuiper/rekuiper/internal/connector/nop"
+	"github.com/rekuiper/rekuiper/internal/connector/rest"
+	"github.com/rekuiper/rekuiper/internal/connector/simulator"
+)
+
+// Register adds all built-in connectors to r.
+func Register(r *connector.Registry) error {
+	for _, reg := range []struct {
+		name string
+		f    func(*connector.Registry) error
+	}{
+		{memory.Type, memory.Register},
+		{simulator.Type, simulator.Register},
+		{file.Type, file.Register},
+		{httppull.Type, httppull.Register},
+		{httppush.Type, httppush.Register},
+		{rest.Type, rest.Register},
+		{logsink.Type, logsink.Register},
+		{nop.Type, nop.Register},
+	} {
+		if err := reg.f(r); err != nil {
+			return fmt.Errorf("register %s connector: %w", reg.name, err)
+		}
+	}
+	return nil
+}
