@@ -223,3 +223,18 @@ func show(b *strings.Builder, v any) {
 		b.Write(j)
 	}
 }
+
+// AsExpected converts engine emissions to the form decoded expectations
+// have (datetimes as strings, typed nil arrays as nil), so that one run's
+// output can serve as another's expectation.
+func AsExpected(emissions [][]map[string]any) [][]map[string]any {
+	out := make([][]map[string]any, len(emissions))
+	for i, em := range emissions {
+		rows := make([]map[string]any, len(em))
+		for j, r := range em {
+			rows[j], _ = normalizeActual(r).(map[string]any)
+		}
+		out[i] = rows
+	}
+	return out
+}

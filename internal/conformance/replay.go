@@ -12,6 +12,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/row"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/runtime"
+	"github.com/rekuiper/rekuiper/internal/sql/ast"
 )
 
 // collector is the sink of a replay: it records emissions in order.
@@ -32,6 +33,14 @@ func (c *collector) Collect(_ context.Context, rows []map[string]any) error {
 // Replay runs case c with one option variant on a virtual clock and returns
 // the emissions the rule produced (FORMAT.md §3).
 func Replay(c *Case, variant map[string]any, funcs *function.Registry) ([][]map[string]any, error) {
+	return ReplayWithRestart(c, variant, funcs, -1)
+}
+
+// ReplayWithRestart is Replay with a checkpoint taken after timeline step
+// cut: the rule is stopped, a fresh rule is built, the checkpoint restored
+// into it, and the replay goes on. A correct engine produces the same
+// emissions as an uninterrupted replay. cut < 0 replays without a restart.
+func ReplayWithRestart(c *Case, variant map[string]any, funcs *function.Registry, cut int) ([][]map[string]any, error) {
 	opts, err := rule.ParseOptions(rule.Options{}, variant)
 	if err != nil {
 		return nil, err
@@ -40,48 +49,105 @@ func Replay(c *Case, variant map[string]any, funcs *function.Registry) ([][]map[
 	if err != nil {
 		return nil, err
 	}
-	vc := clock.NewVirtual(c.StartTime)
-	tracker := runtime.NewTracker()
-	sink := &collector{}
-	id := c.Rule.ID
-	if id == "" {
-		id = "rule_" + c.Name
-	}
-	built, err := engine.Build(engine.Spec{
-		ID: id, SQL: c.Rule.SQL, Options: opts, Defs: defs, Funcs: funcs,
-		Clock: vc, Sinks: []runtime.Sink{sink}, Tracker: tracker,
-	})
-	if err != nil {
+	p := &replayer{c: c, opts: opts, defs: defs, funcs: funcs,
+		clock: clock.NewVirtual(c.StartTime), tracker: runtime.NewTracker(), sink: &collector{}}
+	if err := p.build(); err != nil {
 		return nil, err
 	}
-	ports := map[string]int{}
-	for _, in := range built.Plan.Inputs {
-		ports[in.Name] = in.Port
+	p.rule.Start()
+	defer func() { p.rule.Stop() }()
+	p.loadTables()
+	for i, step := range c.Timeline {
+		if err := p.deliver(step); err != nil {
+			return nil, err
+		}
+		if i == cut {
+			if err := p.restart(); err != nil {
+				return nil, err
+			}
+		}
 	}
-	r := built.Rule
-	r.Start()
-	defer r.Stop()
-	for name, rows := range c.Tables {
+	p.rule.Stop()
+	p.sink.mu.Lock()
+	defer p.sink.mu.Unlock()
+	return p.sink.rows, nil
+}
+
+type replayer struct {
+	c       *Case
+	opts    rule.Options
+	defs    map[string]*ast.CreateStreamStmt
+	funcs   *function.Registry
+	clock   *clock.Virtual
+	tracker *runtime.Tracker
+	sink    *collector
+	rule    *runtime.Rule
+	ports   map[string]int
+	snap    *runtime.Snapshot
+}
+
+func (p *replayer) build() error {
+	id := p.c.Rule.ID
+	if id == "" {
+		id = "rule_" + p.c.Name
+	}
+	built, err := engine.Build(engine.Spec{
+		ID: id, SQL: p.c.Rule.SQL, Options: p.opts, Defs: p.defs, Funcs: p.funcs,
+		Clock: p.clock, Sinks: []runtime.Sink{p.sink}, Tracker: p.tracker,
+		OnSnapshot: func(s *runtime.Snapshot) { p.snap = s },
+	})
+	if err != nil {
+		return err
+	}
+	p.rule = built.Rule
+	p.ports = map[string]int{}
+	for _, in := range built.Plan.Inputs {
+		p.ports[in.Name] = in.Port
+	}
+	return nil
+}
+
+func (p *replayer) loadTables() {
+	for name, rows := range p.c.Tables {
 		tuples := make([]*row.Tuple, 0, len(rows))
 		for _, data := range rows {
 			m, _ := data.(map[string]any)
-			tuples = append(tuples, &row.Tuple{Emitter: name, Message: m, Metadata: c.InputMetadata, Timestamp: c.StartTime})
+			tuples = append(tuples, &row.Tuple{Emitter: name, Message: m, Metadata: p.c.InputMetadata, Timestamp: p.c.StartTime})
 		}
-		r.Send(operator.Item{Kind: operator.Data, Input: ports[name], Tuples: tuples})
-		tracker.Wait()
+		p.rule.Send(operator.Item{Kind: operator.Data, Input: p.ports[name], Tuples: tuples})
+		p.tracker.Wait()
 	}
-	for _, step := range c.Timeline {
-		vc.AdvanceTo(step.At, tracker.Wait)
-		evs := c.Inputs[step.Stream]
-		if step.Index >= len(evs) {
-			return nil, fmt.Errorf("timeline refers to %s[%d], which does not exist", step.Stream, step.Index)
-		}
-		t := &row.Tuple{Emitter: step.Stream, Message: evs[step.Index].Data, Metadata: c.InputMetadata, Timestamp: step.At}
-		r.Send(operator.Item{Kind: operator.Data, Input: ports[step.Stream], Tuples: []*row.Tuple{t}})
-		tracker.Wait()
+}
+
+func (p *replayer) deliver(step Step) error {
+	p.clock.AdvanceTo(step.At, p.tracker.Wait)
+	evs := p.c.Inputs[step.Stream]
+	if step.Index >= len(evs) {
+		return fmt.Errorf("timeline refers to %s[%d], which does not exist", step.Stream, step.Index)
 	}
-	r.Stop()
-	sink.mu.Lock()
-	defer sink.mu.Unlock()
-	return sink.rows, nil
+	t := &row.Tuple{Emitter: step.Stream, Message: evs[step.Index].Data, Metadata: p.c.InputMetadata, Timestamp: step.At}
+	p.rule.Send(operator.Item{Kind: operator.Data, Input: p.ports[step.Stream], Tuples: []*row.Tuple{t}})
+	p.tracker.Wait()
+	return nil
+}
+
+// restart checkpoints the rule through a barrier, stops it, and restores the
+// checkpoint into a newly built rule.
+func (p *replayer) restart() error {
+	p.snap = nil
+	p.rule.Send(operator.Item{Kind: operator.Barrier, Barrier: 1})
+	p.tracker.Wait()
+	if p.snap == nil {
+		return fmt.Errorf("barrier produced no snapshot")
+	}
+	snap := p.snap
+	p.rule.Stop()
+	if err := p.build(); err != nil {
+		return err
+	}
+	if err := p.rule.Restore(snap); err != nil {
+		return err
+	}
+	p.rule.Start()
+	return nil
 }

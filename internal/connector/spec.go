@@ -127,6 +127,11 @@ func (s *Spec) check() error {
 			return fmt.Errorf("property %q declared twice", p.Name)
 		}
 		seen[key] = true
+		switch p.Type {
+		case TypeString, TypeInt, TypeBool, TypeFloat, TypeDuration, TypeMap, TypeList:
+		default:
+			return fmt.Errorf("property %q: unknown type %q", p.Name, p.Type)
+		}
 		for j, e := range p.Enum {
 			v, err := convert(p.Type, e)
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/eval"
 	"github.com/rekuiper/rekuiper/internal/function"
+	"github.com/rekuiper/rekuiper/internal/operator"
 	"github.com/rekuiper/rekuiper/internal/planner"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/runtime"
@@ -40,6 +41,12 @@ type Spec struct {
 	Location *time.Location
 	Sinks    []runtime.Sink
 	Tracker  *runtime.Tracker
+	// Inputs is the number of sources that will inject barriers (default 1).
+	Inputs int
+	// OnSnapshot and OnSinkAck connect the rule to its checkpoint
+	// coordinator; both may be nil.
+	OnSnapshot func(*runtime.Snapshot)
+	OnSinkAck  func(id uint64, sink int)
 }
 
 // Built is a planned rule ready to start.
@@ -73,16 +80,22 @@ func BuildStmt(s Spec, stmt *ast.SelectStmt) (*Built, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plan rule %s: %w", s.ID, err)
 	}
+	stats := &eval.RuleStats{RuleID: s.ID, StartTime: clock.NowMilli(s.Clock)}
 	r := runtime.New(runtime.Config{
 		ID:           s.ID,
 		Ops:          plan.Ops,
 		Sinks:        s.Sinks,
 		Clock:        s.Clock,
 		Env:          &Env{Clock: s.Clock, Loc: loc, ID: s.ID},
-		Stats:        &eval.RuleStats{RuleID: s.ID, StartTime: clock.NowMilli(s.Clock)},
+		Stats:        stats,
 		SendError:    s.Options.SendError,
 		BufferLength: s.Options.BufferLength,
 		Tracker:      s.Tracker,
+		Inputs:       s.Inputs,
+		Qos:          s.Options.Qos,
+		State:        map[string]operator.Stateful{"analytic": plan.Analytic, "counters": stats},
+		OnSnapshot:   s.OnSnapshot,
+		OnSinkAck:    s.OnSinkAck,
 	})
 	return &Built{Plan: plan, Rule: r, Stmt: stmt}, nil
 }

@@ -41,7 +41,6 @@ type RuleStats struct {
 	HitTime         int64
 	AggHitCount     int64
 	AggHitTime      int64
-	RowNumberInPart map[string]int64
 }
 
 // cacheGet reads an alias or analytic result cached for the current row or

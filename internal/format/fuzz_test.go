@@ -20,6 +20,11 @@ func FuzzDecodeJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := NewJSON()
+		// Prime the codec's key caches so that reuse across messages is
+		// exercised too.
+		if _, err := c.Decode([]byte(`{"id":1,"a":2.5,"k\u00e9y":"x"}`)); err != nil {
+			t.Fatal(err)
+		}
 		rows, err := c.Decode(data)
 		valid := json.Valid(data)
 		if err != nil {

@@ -123,6 +123,41 @@ func TestDecodeJSONReuse(t *testing.T) {
 	}
 }
 
+func TestDecodeJSONKeyCaches(t *testing.T) {
+	c := NewJSON()
+	inputs := []struct {
+		in   string
+		want map[string]any
+	}{
+		{`{"a":1,"b":2}`, map[string]any{"a": int64(1), "b": int64(2)}},
+		{`{"b":3,"a":4}`, map[string]any{"a": int64(4), "b": int64(3)}},
+		{`{"a":5,"b":6,"c":7}`, map[string]any{"a": int64(5), "b": int64(6), "c": int64(7)}},
+		{`{"\u0061":8}`, map[string]any{"a": int64(8)}},
+		{`{"ab":9}`, map[string]any{"ab": int64(9)}},
+		{`{"x":{"a":1,"b":{"a":2}}}`, map[string]any{"x": map[string]any{"a": int64(1), "b": map[string]any{"a": int64(2)}}}},
+	}
+	for _, in := range inputs {
+		got, err := c.Decode([]byte(in.in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got[0], in.want) {
+			t.Errorf("Decode(%s) = %v, want %v", in.in, got[0], in.want)
+		}
+	}
+}
+
+func TestDecodeJSONLargePayload(t *testing.T) {
+	big := strings.Repeat("x", 5000)
+	got, err := NewJSON().Decode([]byte(`{"s":"` + big + `","t":"short"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0]["s"] != big || got[0]["t"] != "short" {
+		t.Errorf("large payload decoded wrong: t=%q len(s)=%d", got[0]["t"], len(got[0]["s"].(string)))
+	}
+}
+
 func TestEncodeJSON(t *testing.T) {
 	ts := time.Date(2023, 11, 14, 22, 13, 20, 123000000, time.UTC)
 	tests := []struct {

@@ -11,6 +11,8 @@ const (
 	maxDepth = 1000
 	// maxInterned bounds the field-name cache of one codec.
 	maxInterned = 4096
+	// maxLayout bounds the remembered top-level key order.
+	maxLayout = 64
 	// maxSharedPayload is the largest payload whose string values share one
 	// copy of the payload; larger payloads copy each string so that a small
 	// retained value does not pin a large buffer.
@@ -30,11 +32,12 @@ func (e *SyntaxError) Error() string {
 // JSONCodec decodes and encodes JSON. It interns field names across calls;
 // it is not safe for concurrent use.
 type JSONCodec struct {
-	keys  map[string]string
-	stack []any  // array elements under construction, all depths
-	esc   []byte // unescaped string scratch
-	hint  int    // field count of the last top-level object
-	w     jsonWriter
+	keys   map[string]string
+	layout []string // keys of the last top-level object, in order
+	stack  []any    // array elements under construction, all depths
+	esc    []byte   // unescaped string scratch
+	hint   int      // field count of the last top-level object
+	w      jsonWriter
 
 	// per-Decode state
 	data  []byte
@@ -225,6 +228,7 @@ func (c *JSONCodec) object(hint int) (map[string]any, error) {
 	}
 	c.pos++ // '{'
 	m := make(map[string]any, hint)
+	idx := 0
 	c.skipWS()
 	if c.pos < len(c.data) && c.data[c.pos] == '}' {
 		c.pos++
@@ -239,7 +243,8 @@ func (c *JSONCodec) object(hint int) (map[string]any, error) {
 		if c.data[c.pos] != '"' {
 			return nil, c.errChar("looking for beginning of object key string")
 		}
-		k, err := c.key()
+		k, err := c.key(idx)
+		idx++
 		if err != nil {
 			return nil, err
 		}

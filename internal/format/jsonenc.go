@@ -7,16 +7,22 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
 
 // jsonWriter appends JSON to buf. Object keys are written sorted, as
-// encoding/json writes maps; keys is a stack of key scratch shared by all
-// nesting levels.
+// encoding/json writes maps; fields is a stack of key/value scratch shared
+// by all nesting levels.
 type jsonWriter struct {
-	buf  []byte
-	keys []string
+	buf    []byte
+	fields []field
+}
+
+type field struct {
+	k string
+	v any
 }
 
 // AppendJSON appends the JSON encoding of v to dst. It writes what
@@ -149,29 +155,28 @@ func (w *jsonWriter) object(m map[string]any) error {
 		w.buf = append(w.buf, "null"...)
 		return nil
 	}
-	base := len(w.keys)
-	for k := range m {
-		w.keys = append(w.keys, k)
+	base := len(w.fields)
+	for k, v := range m {
+		w.fields = append(w.fields, field{k, v})
 	}
-	keys := w.keys[base:]
-	slices.Sort(keys)
+	fields := w.fields[base:]
+	slices.SortFunc(fields, func(a, b field) int { return strings.Compare(a.k, b.k) })
 	w.buf = append(w.buf, '{')
-	for i, k := range keys {
+	var err error
+	for i, f := range fields {
 		if i > 0 {
 			w.buf = append(w.buf, ',')
 		}
-		w.buf = appendString(w.buf, k)
+		w.buf = appendString(w.buf, f.k)
 		w.buf = append(w.buf, ':')
-		if err := w.value(m[k]); err != nil {
-			clear(w.keys[base:])
-			w.keys = w.keys[:base]
-			return err
+		if err = w.value(f.v); err != nil {
+			break
 		}
 	}
 	w.buf = append(w.buf, '}')
-	clear(w.keys[base:])
-	w.keys = w.keys[:base]
-	return nil
+	clear(w.fields[base:]) // drop references to the caller's values
+	w.fields = w.fields[:base]
+	return err
 }
 
 // appendFloat formats f as encoding/json does.

@@ -7,9 +7,11 @@ import (
 	"unicode/utf8"
 )
 
-// key decodes an object key, interning it so that repeated field names across
-// messages cost no allocation.
-func (c *JSONCodec) key() (string, error) {
+// key decodes the idx-th key of an object, interning it so that repeated
+// field names across messages cost no allocation. Keys of top-level objects
+// are first compared with the key at the same position in the previous
+// message, which avoids hashing when messages share a layout.
+func (c *JSONCodec) key(idx int) (string, error) {
 	start, end, simple, err := c.scanString()
 	if err != nil {
 		return "", err
@@ -22,12 +24,23 @@ func (c *JSONCodec) key() (string, error) {
 			return "", err
 		}
 	}
-	if k, ok := c.keys[string(raw)]; ok {
-		return k, nil
+	top := c.depth == 1 && idx < maxLayout
+	if top && idx < len(c.layout) && c.layout[idx] == string(raw) {
+		return c.layout[idx], nil
 	}
-	k := string(raw)
-	if len(c.keys) < maxInterned {
-		c.keys[k] = k
+	k, ok := c.keys[string(raw)]
+	if !ok {
+		k = string(raw)
+		if len(c.keys) < maxInterned {
+			c.keys[k] = k
+		}
+	}
+	if top {
+		if idx < len(c.layout) {
+			c.layout[idx] = k
+		} else if idx == len(c.layout) {
+			c.layout = append(c.layout, k)
+		}
 	}
 	return k, nil
 }

@@ -1,12 +1,13 @@
 package operator
 
 import (
-	"encoding/json"
 	"fmt"
+	"sort"
 
 	"github.com/rekuiper/rekuiper/internal/eval"
 	"github.com/rekuiper/rekuiper/internal/row"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
+	"github.com/rekuiper/rekuiper/internal/value"
 )
 
 // JoinSpec is one JOIN of a rule.
@@ -175,14 +176,35 @@ func joinOne(ctx *Context, left []*row.Joined, right []*row.Tuple, spec JoinSpec
 }
 
 // Snapshot encodes the table contents held by the join.
-func (j *Join) Snapshot() ([]byte, error) { return json.Marshal(j.tables) }
+func (j *Join) Snapshot() ([]byte, error) {
+	names := make([]string, 0, len(j.tables))
+	for n := range j.tables {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	buf := value.AppendValue([]byte{1}, int64(len(names)))
+	for _, n := range names {
+		buf = value.AppendString(buf, n)
+		buf = row.AppendTuples(buf, j.tables[n])
+	}
+	return buf, nil
+}
 
 // Restore loads table contents from a snapshot.
 func (j *Join) Restore(data []byte) error {
-	var t map[string][]*row.Tuple
-	if err := json.Unmarshal(data, &t); err != nil {
+	if len(data) == 0 || data[0] != 1 {
+		return fmt.Errorf("restore join: unsupported snapshot version")
+	}
+	r := value.NewReader(data[1:])
+	n, _ := r.Value().(int64)
+	tables := map[string][]*row.Tuple{}
+	for i := int64(0); i < n && r.Err() == nil; i++ {
+		name := r.String()
+		tables[name] = row.ReadTuples(r)
+	}
+	if err := r.Err(); err != nil {
 		return fmt.Errorf("restore join: %w", err)
 	}
-	j.tables = t
+	j.tables = tables
 	return nil
 }

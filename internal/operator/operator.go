@@ -30,7 +30,8 @@ const (
 // Item is the unit that flows between operators.
 type Item struct {
 	Kind    ItemKind
-	Input   int // input port, set by the runtime for multi-input operators
+	Input   int // input port: 0 for streams, one per table
+	Source  int // index of the attached source that produced the item
 	Tuples  []*row.Tuple
 	Set     *row.Set
 	Results []map[string]any

@@ -1,12 +1,12 @@
 package operator
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
 
 	"github.com/rekuiper/rekuiper/internal/row"
+	"github.com/rekuiper/rekuiper/internal/value"
 )
 
 // EventTime orders tuples by event time and generates watermarks: the
@@ -23,10 +23,10 @@ type EventTime struct {
 }
 
 type eventTimeState struct {
-	Max       map[string]int64 `json:"max"`
-	Watermark int64            `json:"watermark"`
-	Held      []*row.Tuple     `json:"held"`
-	Late      int64            `json:"late"`
+	Max       map[string]int64
+	Watermark int64
+	Held      []*row.Tuple
+	Late      int64
 }
 
 func (e *EventTime) Name() string { return "watermark" }
@@ -88,15 +88,43 @@ func (e *EventTime) advance(emit Emit) {
 	emit(Item{Kind: Watermark, TS: wm})
 }
 
-// Snapshot encodes maxima, watermark and held tuples.
-func (e *EventTime) Snapshot() ([]byte, error) { return json.Marshal(&e.st) }
+// Snapshot encodes maxima, watermark, late count and held tuples.
+func (e *EventTime) Snapshot() ([]byte, error) {
+	max := make(map[string]any, len(e.st.Max))
+	for k, v := range e.st.Max {
+		max[k] = v
+	}
+	buf := value.AppendValue([]byte{1}, map[string]any{"max": max, "watermark": e.st.Watermark, "late": e.st.Late, "init": e.st.Max != nil})
+	return row.AppendTuples(buf, e.st.Held), nil
+}
 
 // Restore loads a snapshot.
 func (e *EventTime) Restore(data []byte) error {
+	if len(data) == 0 || data[0] != 1 {
+		return fmt.Errorf("restore watermark: unsupported snapshot version")
+	}
+	r := value.NewReader(data[1:])
+	m, _ := r.Value().(map[string]any)
 	var st eventTimeState
-	if err := json.Unmarshal(data, &st); err != nil {
+	if init, _ := m["init"].(bool); init {
+		st.Max = map[string]int64{}
+		for k, v := range asObject(m["max"]) {
+			if i, ok := v.(int64); ok {
+				st.Max[k] = i
+			}
+		}
+	}
+	st.Watermark, _ = m["watermark"].(int64)
+	st.Late, _ = m["late"].(int64)
+	st.Held = row.ReadTuples(r)
+	if err := r.Err(); err != nil {
 		return fmt.Errorf("restore watermark: %w", err)
 	}
 	e.st = st
 	return nil
+}
+
+func asObject(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
 }

@@ -1,11 +1,12 @@
 package operator
 
 import (
-	"encoding/json"
 	"fmt"
+	"sort"
 
 	"github.com/rekuiper/rekuiper/internal/eval"
 	"github.com/rekuiper/rekuiper/internal/row"
+	"github.com/rekuiper/rekuiper/internal/value"
 )
 
 // WindowKind is the type of window.
@@ -49,23 +50,23 @@ type Window struct {
 
 // windowState is everything a window must checkpoint.
 type windowState struct {
-	Rows       []*row.Tuple     `json:"rows"`
-	Next       int64            `json:"next"`       // next boundary (time windows)
-	Started    bool             `json:"started"`    // event time: first window known
-	First      int64            `json:"first"`      // event time: first row's time
-	Pending    []int64          `json:"pending"`    // sliding delay triggers
-	SessStart  int64            `json:"sessStart"`  // session start (0: none)
-	SessLast   int64            `json:"sessLast"`   // session last row time
-	CutAt      int64            `json:"cutAt"`      // session cut at max duration
-	CutUntil   int64            `json:"cutUntil"`   // a row before this continues the cut session
-	Counter    int              `json:"counter"`    // count window rows since last emission
-	Collecting bool             `json:"collecting"` // state window open
-	Parts      map[string]*part `json:"parts"`      // partitioned state windows
+	Rows       []*row.Tuple
+	Next       int64            // next boundary (time windows)
+	Started    bool             // event time: first window known
+	First      int64            // event time: first row's time
+	Pending    []int64          // sliding delay triggers
+	SessStart  int64            // session start (0: none)
+	SessLast   int64            // session last row time
+	CutAt      int64            // session cut at max duration
+	CutUntil   int64            // a row before this continues the cut session
+	Counter    int              // count window rows since last emission
+	Collecting bool             // state window open
+	Parts      map[string]*part // partitioned state windows
 }
 
 type part struct {
-	Rows       []*row.Tuple `json:"rows"`
-	Collecting bool         `json:"collecting"`
+	Rows       []*row.Tuple
+	Collecting bool
 }
 
 func (w *Window) Name() string { return "window" }
@@ -77,12 +78,26 @@ func (w *Window) Start(ctx *Context) {
 	}
 	now := ctx.NowMS()
 	switch w.Spec.Kind {
-	case Tumbling:
-		w.st.Next = alignedEnd(now, w.Spec.Size, w.Spec.Unit)
+	case Tumbling, Hopping:
+		// A restored window keeps its boundary, even one already past: it
+		// fires at once and the rows it held are not lost.
+		if w.st.Next == 0 {
+			step := w.Spec.Size
+			if w.Spec.Kind == Hopping {
+				step = w.Spec.Hop
+			}
+			w.st.Next = alignedEnd(now, step, w.Spec.Unit)
+		}
 		ctx.Timers.At(w.st.Next)
-	case Hopping:
-		w.st.Next = alignedEnd(now, w.Spec.Hop, w.Spec.Unit)
-		ctx.Timers.At(w.st.Next)
+	case Sliding:
+		for _, trig := range w.st.Pending {
+			ctx.Timers.At(trig + w.Spec.Delay)
+		}
+	case Session:
+		if w.st.SessStart != 0 {
+			ctx.Timers.At(w.st.SessLast + w.Spec.Timeout)
+			ctx.Timers.At(alignUp(w.st.SessStart, w.Spec.Size))
+		}
 	}
 }
 
@@ -274,17 +289,81 @@ func (w *Window) firstStart() int64 {
 	return w.st.First
 }
 
-// Snapshot encodes the window's buffered rows and timers.
+const windowSnapshotVersion = 1
+
+// Snapshot encodes the window's buffered rows, pending triggers and timers.
+// The bytes share nothing with the live state.
 func (w *Window) Snapshot() ([]byte, error) {
-	return json.Marshal(&w.st)
+	st := &w.st
+	buf := []byte{windowSnapshotVersion}
+	buf = row.AppendTuples(buf, st.Rows)
+	pending := make([]any, len(st.Pending))
+	for i, p := range st.Pending {
+		pending[i] = p
+	}
+	buf = value.AppendValue(buf, map[string]any{
+		"next": st.Next, "started": st.Started, "first": st.First, "pending": pending,
+		"sessStart": st.SessStart, "sessLast": st.SessLast, "cutAt": st.CutAt, "cutUntil": st.CutUntil,
+		"counter": int64(st.Counter), "collecting": st.Collecting,
+	})
+	keys := make([]string, 0, len(st.Parts))
+	for k := range st.Parts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	buf = value.AppendValue(buf, int64(len(keys)))
+	for _, k := range keys {
+		p := st.Parts[k]
+		buf = value.AppendString(buf, k)
+		buf = value.AppendValue(buf, p.Collecting)
+		buf = row.AppendTuples(buf, p.Rows)
+	}
+	return buf, nil
 }
 
 // Restore loads a snapshot taken by Snapshot.
 func (w *Window) Restore(data []byte) error {
+	if len(data) == 0 || data[0] != windowSnapshotVersion {
+		return fmt.Errorf("restore window: unsupported snapshot version")
+	}
+	r := value.NewReader(data[1:])
 	var st windowState
-	if err := json.Unmarshal(data, &st); err != nil {
+	st.Rows = row.ReadTuples(r)
+	m, _ := r.Value().(map[string]any)
+	st.Next, _ = m["next"].(int64)
+	st.Started, _ = m["started"].(bool)
+	st.First, _ = m["first"].(int64)
+	for _, p := range asSlice(m["pending"]) {
+		if v, ok := p.(int64); ok {
+			st.Pending = append(st.Pending, v)
+		}
+	}
+	st.SessStart, _ = m["sessStart"].(int64)
+	st.SessLast, _ = m["sessLast"].(int64)
+	st.CutAt, _ = m["cutAt"].(int64)
+	st.CutUntil, _ = m["cutUntil"].(int64)
+	counter, _ := m["counter"].(int64)
+	st.Counter = int(counter)
+	st.Collecting, _ = m["collecting"].(bool)
+	n, _ := r.Value().(int64)
+	for i := int64(0); i < n && r.Err() == nil; i++ {
+		if st.Parts == nil {
+			st.Parts = map[string]*part{}
+		}
+		k := r.String()
+		p := &part{}
+		p.Collecting, _ = r.Value().(bool)
+		p.Rows = row.ReadTuples(r)
+		st.Parts[k] = p
+	}
+	if err := r.Err(); err != nil {
 		return fmt.Errorf("restore window: %w", err)
 	}
 	w.st = st
 	return nil
+}
+
+func asSlice(v any) []any {
+	s, _ := v.([]any)
+	return s
 }

@@ -37,8 +37,6 @@ func base64Func(v any) (string, error) {
 			return "", fmt.Errorf("base64: %w", err)
 		}
 		raw = b
-	case int:
-		raw = []byte(value.ToString(int64(x)))
 	default:
 		raw = []byte(value.ToString(value.Normalize(v)))
 	}

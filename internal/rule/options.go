@@ -63,6 +63,20 @@ type Options struct {
 	EnableSaveStateBeforeStop bool            `json:"enableSaveStateBeforeStop"`
 	PlanOptimizeStrategy      map[string]any  `json:"planOptimizeStrategy,omitempty"`
 	NotifySub                 bool            `json:"notifySub,omitempty"`
+	// CronDatetimeRange limits cron runs to these periods (eKuiper shape).
+	CronDatetimeRange []DatetimeRange `json:"cronDatetimeRange,omitempty"`
+	// ForceExitTimeout bounds a graceful stop before the rule is aborted.
+	ForceExitTimeout Duration       `json:"forceExitTimeout"`
+	Experiment       map[string]any `json:"experiment,omitempty"`
+}
+
+// DatetimeRange is one entry of cronDatetimeRange: Begin/End as
+// "YYYY-MM-DD hh:mm:ss" or BeginTimestamp/EndTimestamp in milliseconds.
+type DatetimeRange struct {
+	Begin          string `json:"begin,omitempty"`
+	End            string `json:"end,omitempty"`
+	BeginTimestamp int64  `json:"beginTimestamp,omitempty"`
+	EndTimestamp   int64  `json:"endTimestamp,omitempty"`
 }
 
 // Validate checks option ranges.

@@ -6,6 +6,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -39,6 +40,30 @@ type Config struct {
 	// Tracker, when set, counts items in flight (virtual-clock replay).
 	Tracker *Tracker
 	Logger  *slog.Logger
+
+	// Inputs is the number of attached sources that inject barriers
+	// (default 1). Qos 2 aligns barriers: items from a source whose
+	// barrier arrived wait until every source delivered it.
+	Inputs int
+	Qos    int
+	// State is rule-level state outside the operators (analytic function
+	// state, hit counters), snapshotted with them.
+	State map[string]operator.Stateful
+	// OnSnapshot receives the operators' snapshot for barrier id, from the
+	// operator goroutine, once the barrier is aligned.
+	OnSnapshot func(snap *Snapshot)
+	// OnSinkAck is called by sink i once everything before barrier id was
+	// delivered (or durably cached).
+	OnSinkAck func(id uint64, sink int)
+}
+
+// Snapshot is the state of a rule's operators at one barrier.
+type Snapshot struct {
+	ID uint64
+	// Ops maps "<index>:<name>" of each stateful operator to its bytes.
+	Ops map[string][]byte
+	// State holds the rule-level state by name.
+	State map[string][]byte
 }
 
 // Rule is a running rule. Start it once; Stop it once.
@@ -51,6 +76,11 @@ type Rule struct {
 	sinksDone sync.WaitGroup
 	opCtx     *operator.Context
 
+	// sendMu orders enqueues against Stop: once stopped is set, nothing
+	// more enters the input channel.
+	sendMu  sync.RWMutex
+	stopped bool
+
 	OpMetrics   []*Metrics
 	SinkMetrics []*Metrics
 }
@@ -62,6 +92,9 @@ func New(cfg Config) *Rule {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Inputs <= 0 {
+		cfg.Inputs = 1
 	}
 	r := &Rule{
 		cfg:     cfg,
@@ -111,6 +144,12 @@ func (r *Rule) Start() {
 // rule's input buffer is full. It returns false once the rule is stopped.
 func (r *Rule) Send(it operator.Item) bool {
 	r.cfg.Tracker.Add(1)
+	r.sendMu.RLock()
+	defer r.sendMu.RUnlock()
+	if r.stopped {
+		r.cfg.Tracker.Done()
+		return false
+	}
 	select {
 	case r.in <- it:
 		return true
@@ -130,6 +169,17 @@ func (r *Rule) Stop() {
 	}
 	close(r.quit)
 	<-r.opsDone
+	r.sendMu.Lock()
+	r.stopped = true
+	for drained := false; !drained; {
+		select {
+		case <-r.in:
+			r.cfg.Tracker.Done()
+		default:
+			drained = true
+		}
+	}
+	r.sendMu.Unlock()
 	for _, ch := range r.sinkIn {
 		close(ch)
 	}
@@ -145,12 +195,7 @@ func (t timers) At(ms int64) {
 	r := t.r
 	d := time.Duration(ms-r.nowMS()) * time.Millisecond
 	r.cfg.Clock.AfterFunc(d, func() {
-		r.cfg.Tracker.Add(1)
-		select {
-		case r.in <- operator.Item{Kind: operator.Tick, TS: ms, Target: t.target}:
-		case <-r.quit:
-			r.cfg.Tracker.Done()
-		}
+		r.Send(operator.Item{Kind: operator.Tick, TS: ms, Target: t.target})
 	})
 }
 
@@ -166,19 +211,121 @@ func (r *Rule) runOps(started chan<- struct{}) {
 		}
 	}
 	close(started)
+	al := &aligner{r: r, ctxs: ctxs, barriers: map[uint64]map[int]bool{}, blocked: map[int]bool{}}
 	for {
 		select {
 		case it := <-r.in:
-			if it.Kind == operator.Tick {
-				r.process(ctxs, it.Target, it)
-			} else {
-				r.process(ctxs, 0, it)
-			}
+			al.dispatch(it)
 			r.cfg.Tracker.Done()
 		case <-r.quit:
 			return
 		}
 	}
+}
+
+// aligner routes items to the operator chain and aligns checkpoint barriers
+// across the rule's sources. It runs on the operator goroutine.
+type aligner struct {
+	r        *Rule
+	ctxs     []*operator.Context
+	barriers map[uint64]map[int]bool // barrier id → sources that delivered it
+	blocked  map[int]bool            // qos 2: sources waiting for alignment
+	held     []operator.Item
+}
+
+func (a *aligner) dispatch(it operator.Item) {
+	switch {
+	case it.Kind == operator.Tick:
+		a.r.process(a.ctxs, it.Target, it)
+	case it.Kind == operator.Barrier:
+		a.barrier(it)
+	case a.blocked[it.Source]:
+		a.held = append(a.held, it)
+	default:
+		a.r.process(a.ctxs, 0, it)
+	}
+}
+
+func (a *aligner) barrier(it operator.Item) {
+	seen := a.barriers[it.Barrier]
+	if seen == nil {
+		seen = map[int]bool{}
+		a.barriers[it.Barrier] = seen
+	}
+	seen[it.Source] = true
+	if len(seen) < a.r.cfg.Inputs {
+		if a.r.cfg.Qos >= 2 {
+			a.blocked[it.Source] = true
+		}
+		return
+	}
+	delete(a.barriers, it.Barrier)
+	a.r.snapshot(it.Barrier)
+	a.r.toSinks(it)
+	a.blocked = map[int]bool{}
+	held := a.held
+	a.held = nil
+	for _, h := range held {
+		a.dispatch(h)
+	}
+}
+
+// snapshot captures every stateful operator and the rule-level state at a
+// barrier. It runs on the operator goroutine, so nothing changes meanwhile.
+func (r *Rule) snapshot(id uint64) {
+	if r.cfg.OnSnapshot == nil {
+		return
+	}
+	snap := &Snapshot{ID: id, Ops: map[string][]byte{}, State: map[string][]byte{}}
+	for i, op := range r.cfg.Ops {
+		s, ok := op.(operator.Stateful)
+		if !ok {
+			continue
+		}
+		b, err := s.Snapshot()
+		if err != nil {
+			r.OpMetrics[i].RecordException(fmt.Sprintf("snapshot for checkpoint %d: %v", id, err), r.nowMS())
+			return
+		}
+		snap.Ops[opKey(i, op)] = b
+	}
+	for name, s := range r.cfg.State {
+		b, err := s.Snapshot()
+		if err != nil {
+			r.cfg.Logger.Warn("snapshot rule state", "rule", r.cfg.ID, "state", name, "err", err)
+			return
+		}
+		snap.State[name] = b
+	}
+	r.cfg.OnSnapshot(snap)
+}
+
+func opKey(i int, op operator.Operator) string { return fmt.Sprintf("%d:%s", i, op.Name()) }
+
+// Restore loads a snapshot into the operators and rule-level state. Call it
+// before Start. A snapshot whose operators do not match the plan is refused.
+func (r *Rule) Restore(snap *Snapshot) error {
+	for i, op := range r.cfg.Ops {
+		s, ok := op.(operator.Stateful)
+		if !ok {
+			continue
+		}
+		b, ok := snap.Ops[opKey(i, op)]
+		if !ok {
+			return fmt.Errorf("restore rule %s: snapshot %d has no state for operator %s", r.cfg.ID, snap.ID, opKey(i, op))
+		}
+		if err := s.Restore(b); err != nil {
+			return fmt.Errorf("restore rule %s: %w", r.cfg.ID, err)
+		}
+	}
+	for name, s := range r.cfg.State {
+		if b, ok := snap.State[name]; ok {
+			if err := s.Restore(b); err != nil {
+				return fmt.Errorf("restore rule %s: %w", r.cfg.ID, err)
+			}
+		}
+	}
+	return nil
 }
 
 // process runs item it through the chain from operator i on.
@@ -210,7 +357,7 @@ func (r *Rule) process(ctxs []*operator.Context, i int, it operator.Item) {
 }
 
 func (r *Rule) toSinks(it operator.Item) {
-	if it.Kind != operator.Data && it.Kind != operator.Error {
+	if it.Kind != operator.Data && it.Kind != operator.Error && it.Kind != operator.Barrier {
 		return
 	}
 	if it.Kind == operator.Data && it.Results == nil {
@@ -226,6 +373,14 @@ func (r *Rule) runSink(i int) {
 	defer r.sinksDone.Done()
 	sink, m := r.cfg.Sinks[i], r.SinkMetrics[i]
 	for it := range r.sinkIn[i] {
+		if it.Kind == operator.Barrier {
+			// Everything before the barrier was handed to the sink.
+			if r.cfg.OnSinkAck != nil {
+				r.cfg.OnSinkAck(it.Barrier, i)
+			}
+			r.cfg.Tracker.Done()
+			continue
+		}
 		rows := it.Results
 		if it.Kind == operator.Error {
 			rows = []map[string]any{{"error": it.Err.Error()}}

@@ -182,9 +182,7 @@ func (s *Source) Read(ctx context.Context) (*api.Message, error) {
 			if err := s.startPass(ctx); err != nil {
 				return nil, err
 			}
-			if len(s.pending) == 0 {
-				continue
-			}
+			continue
 		}
 		name := s.pending[0]
 		s.pending = s.pending[1:]

@@ -21,7 +21,7 @@ import (
 // Type is the connector type name.
 const Type = "memory"
 
-// SourceSpec, SinkSpec and LookupSpec are the property specs.
+// SourceSpec is the memory source's property spec.
 func SourceSpec() connector.Spec {
 	return connector.Spec{Props: []connector.Prop{
 		{Name: "datasource", Type: connector.TypeString, Required: true, Doc: "topic filter; + and # wildcards allowed"},

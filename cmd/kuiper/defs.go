@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/rekuiper/rekuiper/internal/client"
+)
+
+const (
+	usageCreate   = "kuiper create stream|table NAME 'CREATE ...' | create rule NAME '{json}' [-f FILE] [-host H] [-port P]"
+	usageDescribe = "kuiper describe stream|table|rule NAME [-host H] [-port P]"
+	usageDrop     = "kuiper drop stream|table|rule NAME [-force] [-host H] [-port P]"
+	usageShow     = "kuiper show streams|tables|rules [-host H] [-port P]"
+)
+
+func streamKind(noun string) (client.Kind, bool) {
+	switch strings.TrimSuffix(noun, "s") {
+	case "stream":
+		return client.Stream, true
+	case "table":
+		return client.Table, true
+	}
+	return "", false
+}
+
+func runCreate(args []string, stdout, stderr io.Writer) int {
+	return remote(args, stdout, stderr, usageCreate, func(ctx context.Context, c *client.Client, ra remoteArgs) error {
+		if len(ra.pos) < 2 {
+			return usageError("want a kind and a name")
+		}
+		def, err := definition(ra, 2)
+		if err != nil {
+			return err
+		}
+		noun, name := ra.pos[0], ra.pos[1]
+		if k, ok := streamKind(noun); ok {
+			sql := strings.TrimSpace(string(def))
+			if !strings.HasPrefix(strings.ToUpper(sql), "CREATE") {
+				// eKuiper's CLI also accepts the statement without CREATE ... NAME.
+				sql = fmt.Sprintf("CREATE %s %s %s", strings.ToUpper(string(k)), name, sql)
+			}
+			msg, err := c.CreateStream(ctx, k, sql)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout, msg)
+			return nil
+		}
+		if noun != "rule" {
+			return usageError("unknown kind " + noun)
+		}
+		body, err := withID(def, name)
+		if err != nil {
+			return err
+		}
+		msg, err := c.CreateRule(ctx, body)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, msg)
+		return nil
+	})
+}
+
+// withID sets the rule's id to name when the JSON has none.
+func withID(def []byte, name string) ([]byte, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(def, &top); err != nil {
+		return nil, fmt.Errorf("rule definition is not a json object: %w", err)
+	}
+	if _, ok := top["id"]; ok {
+		return def, nil
+	}
+	id, _ := json.Marshal(name)
+	top["id"] = id
+	return json.Marshal(top)
+}
+
+func runDescribe(args []string, stdout, stderr io.Writer) int {
+	return remote(args, stdout, stderr, usageDescribe, func(ctx context.Context, c *client.Client, ra remoteArgs) error {
+		if len(ra.pos) != 2 {
+			return usageError("want a kind and a name")
+		}
+		noun, name := ra.pos[0], ra.pos[1]
+		var raw json.RawMessage
+		var err error
+		if k, ok := streamKind(noun); ok {
+			raw, err = c.DescribeStream(ctx, k, name)
+		} else if noun == "rule" {
+			raw, err = c.GetRule(ctx, name)
+		} else {
+			return usageError("unknown kind " + noun)
+		}
+		if err != nil {
+			return err
+		}
+		printJSON(stdout, raw)
+		return nil
+	})
+}
+
+func runDrop(args []string, stdout, stderr io.Writer) int {
+	return remote(args, stdout, stderr, usageDrop, func(ctx context.Context, c *client.Client, ra remoteArgs) error {
+		if len(ra.pos) != 2 {
+			return usageError("want a kind and a name")
+		}
+		noun, name := ra.pos[0], ra.pos[1]
+		var msg string
+		var err error
+		if k, ok := streamKind(noun); ok {
+			msg, err = c.DropStream(ctx, k, name, ra.has("force"))
+		} else if noun == "rule" {
+			msg, err = c.DeleteRule(ctx, name)
+		} else {
+			return usageError("unknown kind " + noun)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, msg)
+		return nil
+	})
+}
+
+func runShow(args []string, stdout, stderr io.Writer) int {
+	return remote(args, stdout, stderr, usageShow, func(ctx context.Context, c *client.Client, ra remoteArgs) error {
+		if len(ra.pos) != 1 {
+			return usageError("want streams, tables or rules")
+		}
+		if k, ok := streamKind(ra.pos[0]); ok {
+			names, err := c.ListStreams(ctx, k)
+			if err != nil {
+				return err
+			}
+			if len(names) == 0 {
+				fmt.Fprintf(stdout, "No %s definitions were found.\n", k)
+			}
+			for _, n := range names {
+				fmt.Fprintln(stdout, n)
+			}
+			return nil
+		}
+		if strings.TrimSuffix(ra.pos[0], "s") != "rule" {
+			return usageError("unknown kind " + ra.pos[0])
+		}
+		rules, err := c.ListRules(ctx)
+		if err != nil {
+			return err
+		}
+		b, err := json.Marshal(rules)
+		if err != nil {
+			return err
+		}
+		printJSON(stdout, b)
+		return nil
+	})
+}

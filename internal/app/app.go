@@ -1,0 +1,198 @@
+// Package app runs kuiperd: configuration, logging, the catalog, the rule
+// manager and the REST server, with graceful shutdown.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/config"
+	"github.com/rekuiper/rekuiper/internal/rule"
+	"github.com/rekuiper/rekuiper/internal/rulemgr"
+	"github.com/rekuiper/rekuiper/internal/server"
+)
+
+// RunnerFactory builds the engine's rule runner; the returned func releases
+// it after the last rule stopped.
+type RunnerFactory func(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (rulemgr.Runner, func(), error)
+
+// Options are the daemon's command-line inputs.
+type Options struct {
+	// BaseDir, EtcDir, DataDir, LogDir: see config.LoadOptions.
+	BaseDir, EtcDir, DataDir, LogDir string
+	// Environ is the process environment (os.Environ()).
+	Environ []string
+	// Stdout receives the listening banner and the console log.
+	Stdout io.Writer
+	// NewRunner builds the rule runner. Required.
+	NewRunner RunnerFactory
+	Version   string
+	// Ready, when set, is called with the REST address once it accepts
+	// connections.
+	Ready func(addr string)
+}
+
+// Run starts the daemon and blocks until ctx is cancelled, then shuts down
+// within basic.gracefulShutdownTimeout: the REST server stops accepting,
+// rules drain and stop (wanted states unchanged), the catalog closes.
+func Run(ctx context.Context, opts Options) (err error) {
+	if opts.Stdout == nil {
+		opts.Stdout = io.Discard
+	}
+	if opts.NewRunner == nil {
+		return errNoRunner
+	}
+	cfg, err := config.Load(config.LoadOptions{
+		BaseDir: opts.BaseDir, EtcDir: opts.EtcDir, DataDir: opts.DataDir, LogDir: opts.LogDir, Environ: opts.Environ,
+	})
+	if err != nil {
+		return err
+	}
+	logger, closeLog, err := newLogger(cfg, opts.Stdout)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	for _, w := range cfg.Warnings {
+		logger.Warn("config", "warning", w)
+	}
+
+	store, err := catalog.Open(ctx, cfg.SqlitePath(), catalog.Options{})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := store.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close catalog: %w", cerr)
+		}
+	}()
+	cat, err := catalog.New(ctx, store)
+	if err != nil {
+		return err
+	}
+	runner, releaseRunner, err := opts.NewRunner(cfg, cat, logger)
+	if err != nil {
+		return fmt.Errorf("start engine: %w", err)
+	}
+	if releaseRunner != nil {
+		defer releaseRunner()
+	}
+	mgr := rulemgr.New(rulemgr.Config{
+		Catalog:  cat,
+		Runner:   runner,
+		Logger:   logger,
+		Defaults: rule.OptionsFromConfig(cfg.Rule),
+		Cleanup: func(ctx context.Context, id string) error {
+			return removeRuleData(cfg.Paths.Data, id)
+		},
+	})
+	api := server.New(server.Options{
+		Catalog: cat, Rules: mgr, Config: cfg, Environ: opts.Environ, Logger: logger, Version: opts.Version,
+	})
+
+	addr := net.JoinHostPort(cfg.Basic.RestIP, strconv.Itoa(cfg.Basic.RestPort))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 30 * time.Second,
+		ReadTimeout:       5 * time.Minute,
+		WriteTimeout:      5 * time.Minute,
+		IdleTimeout:       60 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	if err := mgr.Load(ctx); err != nil {
+		srv.Close()
+		return err
+	}
+	url := "http://" + ln.Addr().String()
+	fmt.Fprintf(opts.Stdout, "Serving kuiper (version - %s), restful api on %s\n", opts.Version, url)
+	logger.Info("rest api listening", "addr", url, "catalog", cfg.SqlitePath())
+	if opts.Ready != nil {
+		opts.Ready(ln.Addr().String())
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		logger.Error("rest server failed", "err", err)
+	}
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.Basic.GracefulShutdownTimeout.Std())
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		logger.Warn("rest server shutdown", "err", err)
+	}
+	if err := mgr.Close(sctx); err != nil {
+		logger.Warn("stop rules", "err", err)
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// removeRuleData removes data/rule_<id> (the rule's state and cache).
+func removeRuleData(dataDir, id string) error {
+	if dataDir == "" || strings.ContainsAny(id, `/\`) || id == "" {
+		return nil
+	}
+	return os.RemoveAll(filepath.Join(dataDir, "rule_"+id))
+}
+
+func newLogger(cfg *config.Config, stdout io.Writer) (*slog.Logger, func(), error) {
+	level := slog.LevelInfo
+	switch strings.ToLower(cfg.Basic.LogLevel) {
+	case "debug", "trace":
+		level = slog.LevelDebug
+	case "warn", "warning":
+		level = slog.LevelWarn
+	case "error", "fatal", "panic":
+		level = slog.LevelError
+	}
+	if cfg.Basic.Debug {
+		level = slog.LevelDebug
+	}
+	var writers []io.Writer
+	closeFn := func() {}
+	if cfg.Basic.ConsoleLog {
+		writers = append(writers, stdout)
+	}
+	if cfg.Basic.FileLog {
+		rot, err := newRotator(filepath.Join(cfg.Paths.Log, "stream.log"), cfg.Basic.RotateSize, cfg.Basic.RotateCount)
+		if err != nil {
+			return nil, nil, err
+		}
+		writers = append(writers, rot)
+		closeFn = func() { rot.Close() } //nolint:errcheck // at exit
+	}
+	if len(writers) == 0 {
+		return slog.New(slog.DiscardHandler), closeFn, nil
+	}
+	hopts := &slog.HandlerOptions{Level: level}
+	if cfg.Basic.LogDisableTimestamp {
+		hopts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}
+	}
+	return slog.New(slog.NewTextHandler(io.MultiWriter(writers...), hopts)), closeFn, nil
+}
+
+var errNoRunner = errors.New("no runner factory")

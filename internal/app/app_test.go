@@ -1,0 +1,110 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/config"
+	"github.com/rekuiper/rekuiper/internal/rulemgr"
+	"github.com/rekuiper/rekuiper/internal/rulemgr/rulemgrtest"
+)
+
+func TestRotator(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log", "stream.log")
+	r, err := newRotator(path, 100, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Repeat("x", 39) + "\n" // 40 bytes: two lines fit in 100
+	for i := range 9 {
+		if _, err := fmt.Fprint(r, line[:38]+fmt.Sprint(i%10)+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		file  string
+		lines string
+	}{{"", "8"}, {".1", "67"}, {".2", "45"}}
+	for _, tc := range tests {
+		t.Run("stream.log"+tc.file, func(t *testing.T) {
+			b, err := os.ReadFile(path + tc.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				got += l[len(l)-1:]
+			}
+			if got != tc.lines {
+				t.Fatalf("lines %q, want %q", got, tc.lines)
+			}
+		})
+	}
+	if _, err := os.Stat(path + ".3"); !os.IsNotExist(err) {
+		t.Fatal("kept more than 2 old files")
+	}
+	if _, err := r.Write([]byte("late")); err == nil {
+		t.Fatal("write after close succeeded")
+	}
+}
+
+func TestRunServesAndShutsDown(t *testing.T) {
+	base := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	runner := rulemgrtest.New()
+	go func() {
+		done <- Run(ctx, Options{
+			BaseDir: base,
+			Environ: []string{"KUIPER__BASIC__RESTPORT=0", "KUIPER__BASIC__RESTIP=127.0.0.1", "KUIPER__BASIC__FILELOG=true"},
+			NewRunner: func(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (rulemgr.Runner, func(), error) {
+				return runner, nil, nil
+			},
+			Ready: func(addr string) { ready <- addr },
+		})
+	}()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		t.Fatalf("run ended early: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("not ready")
+	}
+	resp, err := http.Post("http://"+addr+"/streams", "application/json", strings.NewReader(`{"sql":"CREATE STREAM s () WITH (TYPE=\"memory\")"}`))
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("create stream: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	resp, err = http.Post("http://"+addr+"/rules", "application/json", strings.NewReader(`{"id":"r","sql":"SELECT * FROM s","actions":[{"log":{}}]}`))
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("create rule: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !runner.Current("r").Stopped() {
+		t.Fatal("shutdown did not stop the rule")
+	}
+	if _, err := os.Stat(filepath.Join(base, "data", "sqliteKV.db")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(base, "log", "stream.log"))
+	if err != nil || !strings.Contains(string(b), "shutting down") {
+		t.Fatalf("log: %v %s", err, b)
+	}
+}

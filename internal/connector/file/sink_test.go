@@ -1,0 +1,164 @@
+package file
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/rekuiper/rekuiper/api"
+	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/connector"
+)
+
+func TestSink(t *testing.T) {
+	msgs := []*api.SinkMessage{
+		{Payload: []byte(`{"a":1,"b":"x"}`), Rows: []map[string]any{{"b": "x", "a": int64(1)}}},
+		{Payload: []byte(`{"a":2,"b":"y"}`), Rows: []map[string]any{{"b": "y", "a": int64(2)}}},
+	}
+	csvMsgs := []*api.SinkMessage{
+		{Payload: []byte("1;x"), Rows: []map[string]any{{"b": "x", "a": int64(1)}}},
+		{Payload: []byte("2;y"), Rows: []map[string]any{{"b": "y", "a": int64(2)}}},
+	}
+	tests := []struct {
+		name  string
+		props map[string]any
+		msgs  []*api.SinkMessage
+		want  string
+	}{
+		{"lines", map[string]any{}, msgs, "{\"a\":1,\"b\":\"x\"}\n{\"a\":2,\"b\":\"y\"}\n"},
+		{"json", map[string]any{"fileType": "json"}, msgs, `[{"a":1,"b":"x"},{"a":2,"b":"y"}]`},
+		{"json empty", map[string]any{"fileType": "json"}, nil, ""},
+		{"csv header", map[string]any{"fileType": "csv", "hasHeader": true, "delimiter": ";", "format": "delimited"}, csvMsgs, "a;b\n1;x\n2;y\n"},
+		{"csv no header", map[string]any{"fileType": "csv"}, csvMsgs, "1;x\n2;y\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dataDir := t.TempDir()
+			props := map[string]any{"path": "out/result.txt"}
+			for k, v := range tc.props {
+				props[k] = v
+			}
+			s, err := registry(t).NewSink(Type, props, connector.Deps{Clock: clock.NewVirtual(0), DataDir: dataDir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if err := s.Connect(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range tc.msgs {
+				if err := s.Write(ctx, m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(filepath.Join(dataDir, "out", "result.txt"))
+			if tc.want == "" {
+				if !os.IsNotExist(err) {
+					t.Fatalf("file written without messages: %q, %v", got, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+			if tc.props["fileType"] == "json" && !json.Valid(got) {
+				t.Fatalf("invalid JSON %q", got)
+			}
+		})
+	}
+}
+
+func TestSinkRolling(t *testing.T) {
+	tests := []struct {
+		name      string
+		props     map[string]any
+		advanceMS int64 // clock step before each write
+		want      map[string]string
+	}{
+		{
+			name:  "count suffix",
+			props: map[string]any{"rollingCount": 2, "rollingNamePattern": "suffix"},
+			want: map[string]string{
+				"r-1000.txt": "m0\nm1\n",
+				"r-3000.txt": "m2\nm3\n",
+				"r-5000.txt": "m4\n",
+			},
+			advanceMS: 1000,
+		},
+		{
+			name:      "interval prefix",
+			props:     map[string]any{"rollingInterval": "2500ms", "rollingNamePattern": "prefix", "rollingCount": 0},
+			advanceMS: 1000,
+			want: map[string]string{
+				"1000-r.txt": "m0\nm1\nm2\n",
+				"4000-r.txt": "m3\nm4\n",
+			},
+		},
+		{
+			name:      "none never rolls",
+			props:     map[string]any{"rollingCount": 1},
+			advanceMS: 1000,
+			want:      map[string]string{"r.txt": "m0\nm1\nm2\nm3\nm4\n"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			props := map[string]any{"path": filepath.Join(dir, "r.txt")}
+			for k, v := range tc.props {
+				props[k] = v
+			}
+			v := clock.NewVirtual(0)
+			s, err := registry(t).NewSink(Type, props, connector.Deps{Clock: v})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			s.Connect(ctx)
+			for i := range 5 {
+				v.AdvanceTo(v.Now().UnixMilli()+tc.advanceMS, nil)
+				if err := s.Write(ctx, &api.SinkMessage{Payload: []byte("m" + string(rune('0'+i)))}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, n := range names(t, dir) {
+				b, _ := os.ReadFile(filepath.Join(dir, n))
+				got[n] = string(b)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSinkConfigErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		props map[string]any
+	}{
+		{"bad fileType", map[string]any{"fileType": "xml"}},
+		{"bad pattern", map[string]any{"rollingNamePattern": "middle"}},
+		{"unknown prop", map[string]any{"compressionLevel": 3}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := registry(t).NewSink(Type, tc.props, connector.Deps{Clock: clock.NewVirtual(0)}); err == nil {
+				t.Fatal("built")
+			}
+		})
+	}
+}

@@ -1,0 +1,484 @@
+package rulemgr
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/rule"
+)
+
+type cmdKind int
+
+const (
+	cmdBegin    cmdKind = iota // start without persisting (create, load)
+	cmdStart                   // persist running, start
+	cmdStop                    // persist stopped, stop
+	cmdRestart                 // persist running, stop, start
+	cmdUpdate                  // replace the definition
+	cmdTags                    // change tags
+	cmdDelete                  // delete from the catalog, stop, exit
+	cmdShutdown                // stop without persisting, exit
+	evDone                     // the run generation gen ended by itself
+	evRetry                    // backoff timer of generation gen fired
+	evCronStart                // cron firing of generation gen
+	evCronEnd                  // cron run of generation gen reached its duration
+)
+
+type command struct {
+	kind  cmdKind
+	ctx   context.Context
+	def   *rule.Def
+	tags  []string
+	tagOp TagOp
+	gen   uint64
+	reply chan error
+}
+
+// actor is the goroutine of one rule. Fields under mu are read by Status;
+// only the loop goroutine writes them.
+type actor struct {
+	m     *Manager
+	id    string
+	inbox chan command
+	quit  chan struct{} // closed when loop returns
+
+	mu        sync.Mutex
+	def       *rule.Def
+	wanted    catalog.RuleState
+	state     State
+	message   string
+	lastStart int64
+	lastStop  int64
+	nextStart int64
+	run       Running
+	restarts  int
+
+	// Owned by the loop goroutine.
+	loadErr  error
+	gen      uint64
+	runStart time.Time
+	runStop  chan struct{} // closed to release the current run's watcher
+	timers   []clock.Timer
+}
+
+// call sends c and waits for its reply. A command that reaches a deleted
+// rule's actor gives ErrNotFound.
+func (a *actor) call(ctx context.Context, c command) error {
+	c.reply = make(chan error, 1)
+	if c.ctx == nil {
+		c.ctx = ctx
+	}
+	select {
+	case a.inbox <- c:
+	case <-a.quit:
+		return fmt.Errorf("rule %s: %w", a.id, catalog.ErrNotFound)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-c.reply:
+		return err
+	case <-a.quit:
+		select {
+		case err := <-c.reply:
+			return err
+		default:
+			return fmt.Errorf("rule %s: %w", a.id, catalog.ErrNotFound)
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// post sends c without waiting; it is dropped when the actor has exited.
+func (a *actor) post(c command) {
+	select {
+	case a.inbox <- c:
+	case <-a.quit:
+	}
+}
+
+func (a *actor) postAsync(c command) { go a.post(c) }
+
+func (a *actor) now() time.Time { return a.m.cfg.Clock.Now() }
+
+func (a *actor) set(f func()) {
+	a.mu.Lock()
+	f()
+	a.mu.Unlock()
+}
+
+func (a *actor) status(withMetrics bool) Status {
+	a.mu.Lock()
+	s := Status{
+		ID: a.id, State: a.state, Message: a.message, LastStart: a.lastStart, LastStop: a.lastStop,
+		NextStart: a.nextStart, Wanted: a.wanted, Restarts: a.restarts,
+	}
+	run := a.run
+	a.mu.Unlock()
+	if withMetrics && run != nil {
+		s.Metrics = maps.Clone(run.Metrics())
+	}
+	return s
+}
+
+func (a *actor) loop() {
+	defer a.m.wg.Done()
+	defer close(a.quit)
+	for c := range a.inbox {
+		if c.ctx == nil {
+			c.ctx = context.Background()
+		}
+		err, exit := a.handle(c)
+		if c.reply != nil {
+			c.reply <- err
+		}
+		if exit {
+			return
+		}
+	}
+}
+
+func (a *actor) handle(c command) (err error, exit bool) {
+	switch c.kind {
+	case cmdBegin:
+		a.resetRestarts()
+		a.begin()
+	case cmdStart:
+		if err := a.persist(c.ctx, catalog.RuleRunning); err != nil {
+			return err, false
+		}
+		a.resetRestarts()
+		if a.state != StateRunning && a.state != StateScheduled {
+			a.halt(c.ctx, StateStopped)
+			a.begin()
+		}
+	case cmdStop:
+		if err := a.persist(c.ctx, catalog.RuleStopped); err != nil {
+			return err, false
+		}
+		a.halt(c.ctx, StateStopped)
+	case cmdRestart:
+		if err := a.persist(c.ctx, catalog.RuleRunning); err != nil {
+			return err, false
+		}
+		a.resetRestarts()
+		a.halt(c.ctx, StateStopped)
+		a.begin()
+	case cmdUpdate:
+		return a.update(c.ctx, c.def), false
+	case cmdTags:
+		return a.setTags(c.ctx, c.tagOp, c.tags), false
+	case cmdDelete:
+		if err := a.m.cfg.Catalog.DeleteRule(c.ctx, a.id); err != nil {
+			return fmt.Errorf("delete rule %s: %w", a.id, err), false
+		}
+		a.halt(c.ctx, StateStopped)
+		a.m.remove(a.id)
+		if a.m.cfg.Cleanup != nil {
+			if err := a.m.cfg.Cleanup(c.ctx, a.id); err != nil {
+				a.m.log.Warn("clean up deleted rule", "rule", a.id, "err", err)
+			}
+		}
+		a.m.log.Info("rule deleted", "rule", a.id)
+		return nil, true
+	case cmdShutdown:
+		a.halt(c.ctx, StateStopped)
+		return nil, true
+	case evDone:
+		if c.gen == a.gen {
+			a.ended()
+		}
+	case evRetry:
+		if c.gen == a.gen && a.wanted == catalog.RuleRunning && a.state == StateStoppedByError {
+			a.set(func() { a.restarts++ })
+			a.m.log.Info("restarting rule", "rule", a.id, "attempt", a.restarts)
+			a.begin()
+		}
+	case evCronStart:
+		if c.gen == a.gen && a.wanted == catalog.RuleRunning {
+			a.cronRun()
+		}
+	case evCronEnd:
+		if c.gen == a.gen {
+			a.halt(context.Background(), StateScheduled)
+			a.scheduleNext()
+		}
+	}
+	return nil, false
+}
+
+func (a *actor) resetRestarts() { a.set(func() { a.restarts = 0 }) }
+
+func (a *actor) persist(ctx context.Context, st catalog.RuleState) error {
+	if _, err := a.m.cfg.Catalog.SetRuleState(ctx, a.id, st); err != nil {
+		return fmt.Errorf("set rule %s state %s: %w", a.id, st, err)
+	}
+	a.set(func() { a.wanted = st })
+	return nil
+}
+
+// begin starts the rule now, or schedules it when it has a cron.
+func (a *actor) begin() {
+	if a.loadErr != nil {
+		a.set(func() { a.state, a.message = StateStoppedByError, a.loadErr.Error() })
+		return
+	}
+	sched, _ := a.def.Schedule()
+	if sched != nil {
+		a.scheduleNext()
+		return
+	}
+	a.startRun()
+}
+
+// startRun starts a new run generation; it reports whether it runs.
+func (a *actor) startRun() bool {
+	a.stopTimers()
+	a.gen++
+	gen := a.gen
+	a.set(func() { a.state, a.message, a.nextStart = StateStarting, "", 0 })
+	ctx, cancel := context.WithTimeout(context.Background(), a.m.cfg.StartTimeout)
+	run, err := a.m.cfg.Runner.Start(ctx, a.def)
+	cancel()
+	now := a.now()
+	if err != nil {
+		a.m.log.Warn("rule start failed", "rule", a.id, "err", err)
+		a.set(func() { a.state, a.message, a.lastStop = StateStoppedByError, err.Error(), now.UnixMilli() })
+		a.scheduleRetry()
+		return false
+	}
+	stop := make(chan struct{})
+	a.runStop, a.runStart = stop, now
+	a.set(func() { a.state, a.run, a.lastStart = StateRunning, run, now.UnixMilli() })
+	a.m.log.Info("rule started", "rule", a.id)
+	go func() {
+		select {
+		case <-run.Done():
+			a.post(command{kind: evDone, gen: gen})
+		case <-stop:
+		}
+	}()
+	return true
+}
+
+// ended handles a run that stopped by itself.
+func (a *actor) ended() {
+	run := a.run
+	if run == nil {
+		return
+	}
+	err := run.Err()
+	now := a.now()
+	ranFor := now.Sub(a.runStart)
+	close(a.runStop)
+	a.gen++
+	a.set(func() { a.run, a.lastStop = nil, now.UnixMilli() })
+	rs := a.def.Options.RestartStrategy
+	if ranFor >= max(time.Duration(rs.MaxDelay), time.Duration(rs.Delay)) && ranFor > 0 {
+		a.resetRestarts()
+	}
+	sched, _ := a.def.Schedule()
+	switch {
+	case err != nil:
+		a.m.log.Warn("rule stopped by error", "rule", a.id, "err", err)
+		a.set(func() { a.state, a.message = StateStoppedByError, err.Error() })
+		if sched != nil {
+			a.scheduleNextKeepState()
+		} else {
+			a.scheduleRetry()
+		}
+	case sched != nil:
+		a.set(func() { a.state, a.message = StateScheduled, "" })
+		a.scheduleNext()
+	default:
+		// A bounded source ended: the rule is done, as eKuiper's triggered=false.
+		a.m.log.Info("rule finished", "rule", a.id)
+		a.set(func() { a.state, a.message = StateStopped, "" })
+		if err := a.persist(context.Background(), catalog.RuleStopped); err != nil {
+			a.m.log.Error("persist finished rule", "rule", a.id, "err", err)
+		}
+	}
+}
+
+// halt cancels timers and stops the current run (draining within the rule's
+// forceExitTimeout or ctx, whichever ends first), leaving state final.
+func (a *actor) halt(ctx context.Context, final State) {
+	a.stopTimers()
+	a.gen++
+	if run := a.run; run != nil {
+		a.set(func() { a.state = StateStopping })
+		timeout := time.Duration(a.def.Options.ForceExitTimeout)
+		if timeout <= 0 {
+			timeout = a.m.cfg.StopTimeout
+		}
+		deadline := time.Now().Add(timeout)
+		if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+			deadline = dl
+		}
+		sctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+		if err := run.Stop(sctx); err != nil {
+			a.m.log.Warn("rule stop", "rule", a.id, "err", err)
+		}
+		cancel()
+		close(a.runStop)
+		now := a.now()
+		a.set(func() { a.run, a.lastStop = nil, now.UnixMilli() })
+		a.m.log.Info("rule stopped", "rule", a.id)
+	}
+	a.set(func() { a.state, a.nextStart = final, 0 })
+	if final != StateStoppedByError {
+		a.set(func() { a.message = "" })
+	}
+}
+
+func (a *actor) stopTimers() {
+	for _, t := range a.timers {
+		t.Stop()
+	}
+	a.timers = nil
+}
+
+func (a *actor) after(d time.Duration, kind cmdKind) {
+	gen := a.gen
+	t := a.m.cfg.Clock.AfterFunc(d, func() { a.postAsync(command{kind: kind, gen: gen}) })
+	a.timers = append(a.timers, t)
+}
+
+func (a *actor) scheduleRetry() {
+	rs := a.def.Options.RestartStrategy
+	if a.wanted != catalog.RuleRunning || rs.Attempts <= 0 || a.restarts >= rs.Attempts {
+		return
+	}
+	d := backoff(rs, a.restarts, a.m.cfg.Rand())
+	next := a.now().Add(d)
+	a.set(func() { a.nextStart = next.UnixMilli() })
+	a.after(d, evRetry)
+}
+
+// scheduleNext waits for the next cron firing inside cronDatetimeRange.
+func (a *actor) scheduleNext() {
+	a.set(func() { a.state, a.message = StateScheduled, "" })
+	a.scheduleNextKeepState()
+}
+
+func (a *actor) scheduleNextKeepState() {
+	sched, err := a.def.Schedule()
+	if err != nil || sched == nil {
+		return
+	}
+	now := a.now()
+	next := now
+	for range 10000 {
+		next = sched.Spec.Next(next)
+		if next.IsZero() || inRanges(a.def.Options.CronDatetimeRange, next) {
+			break
+		}
+	}
+	if next.IsZero() || !inRanges(a.def.Options.CronDatetimeRange, next) {
+		a.set(func() { a.nextStart = 0 })
+		return
+	}
+	a.set(func() { a.nextStart = next.UnixMilli() })
+	a.after(next.Sub(now), evCronStart)
+}
+
+func (a *actor) cronRun() {
+	sched, _ := a.def.Schedule()
+	if sched == nil {
+		return
+	}
+	if a.startRun() {
+		a.after(sched.Duration, evCronEnd)
+		return
+	}
+	a.scheduleNextKeepState()
+}
+
+func inRanges(ranges []rule.DatetimeRange, t time.Time) bool {
+	if len(ranges) == 0 {
+		return true
+	}
+	for _, r := range ranges {
+		begin, end := r.BeginTimestamp, r.EndTimestamp
+		if r.Begin != "" {
+			if bt, err := time.ParseInLocation(time.DateTime, r.Begin, time.Local); err == nil {
+				begin = bt.UnixMilli()
+			}
+		}
+		if r.End != "" {
+			if et, err := time.ParseInLocation(time.DateTime, r.End, time.Local); err == nil {
+				end = et.UnixMilli()
+			}
+		}
+		ms := t.UnixMilli()
+		if (begin == 0 || ms >= begin) && (end == 0 || ms < end) {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *actor) update(ctx context.Context, def *rule.Def) error {
+	old := a.def
+	if old != nil && def.Version != "" && old.Version != "" && def.Version <= old.Version {
+		return fmt.Errorf("update rule %s: version %q, stored %q: %w: %w", a.id, def.Version, old.Version, ErrVersion, catalog.ErrConflict)
+	}
+	if a.loadErr == nil {
+		if err := def.RestoreSecrets(old); err != nil {
+			return fmt.Errorf("update rule %s: %w", a.id, err)
+		}
+	}
+	_, err := a.m.cfg.Catalog.PutRule(ctx, catalog.Rule{
+		ID: a.id, Definition: def.Raw, State: a.wanted, Version: def.Version, Tags: def.Tags,
+	}, catalog.Replace)
+	if err != nil {
+		return fmt.Errorf("update rule %s: %w", a.id, err)
+	}
+	a.halt(ctx, StateStopped)
+	a.loadErr = nil
+	a.set(func() { a.def = def })
+	a.m.log.Info("rule updated", "rule", a.id)
+	if a.wanted == catalog.RuleRunning {
+		a.resetRestarts()
+		a.begin()
+	}
+	return nil
+}
+
+func (a *actor) setTags(ctx context.Context, op TagOp, tags []string) error {
+	cur := slices.Clone(a.def.Tags)
+	switch op {
+	case TagsReplace:
+		cur = slices.Clone(tags)
+	case TagsAdd:
+		for _, t := range tags {
+			if !slices.Contains(cur, t) {
+				cur = append(cur, t)
+			}
+		}
+	case TagsRemove:
+		cur = slices.DeleteFunc(cur, func(t string) bool { return slices.Contains(tags, t) })
+	}
+	def, err := a.def.WithTags(cur)
+	if err != nil {
+		return err
+	}
+	if len(def.Tags) == 0 {
+		def.Tags = nil
+	}
+	_, err = a.m.cfg.Catalog.PutRule(ctx, catalog.Rule{
+		ID: a.id, Definition: def.Raw, State: a.wanted, Version: def.Version, Tags: def.Tags,
+	}, catalog.Replace)
+	if err != nil {
+		return fmt.Errorf("set tags of rule %s: %w", a.id, err)
+	}
+	a.set(func() { a.def = def })
+	return nil
+}

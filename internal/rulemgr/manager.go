@@ -1,0 +1,382 @@
+package rulemgr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/rule"
+	"github.com/rekuiper/rekuiper/internal/sql/parser"
+)
+
+// Config configures a Manager. Catalog and Runner are required.
+type Config struct {
+	Catalog *catalog.Catalog
+	Runner  Runner
+	// Clock drives restart backoff and cron scheduling. Default wall clock.
+	Clock  clock.Clock
+	Logger *slog.Logger
+	// Defaults are the rule option defaults (rule.OptionsFromConfig).
+	Defaults rule.Options
+	// Cleanup, when set, is called after a rule is deleted to remove its
+	// state and sink cache. Its error is logged, not returned.
+	Cleanup func(ctx context.Context, id string) error
+	// Rand returns a number in [0, 1) for restart jitter. Default math/rand.
+	Rand func() float64
+	// StartTimeout bounds Runner.Start. Default 30s.
+	StartTimeout time.Duration
+	// StopTimeout bounds Running.Stop when the rule's forceExitTimeout is
+	// unset. Default 5s.
+	StopTimeout time.Duration
+}
+
+// Manager runs the rules of a catalog. Each rule has one goroutine owned by
+// the Manager that applies commands in arrival order, so concurrent calls
+// never interleave transitions of the same rule. Every command that changes
+// the wanted state writes it to the catalog before acting; when that write
+// fails the command returns the error and nothing changes. Close stops
+// every rule without changing wanted states.
+type Manager struct {
+	cfg Config
+	log *slog.Logger
+
+	mu     sync.Mutex
+	actors map[string]*actor
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// New returns a Manager; call Load to converge to the catalog.
+func New(cfg Config) *Manager {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Wall{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Float64
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 30 * time.Second
+	}
+	if cfg.StopTimeout <= 0 {
+		cfg.StopTimeout = 5 * time.Second
+	}
+	return &Manager{cfg: cfg, log: cfg.Logger, actors: map[string]*actor{}}
+}
+
+// Defaults returns the rule option defaults.
+func (m *Manager) Defaults() rule.Options { return m.cfg.Defaults }
+
+// ParseDef decodes a rule with the manager's option defaults.
+func (m *Manager) ParseDef(data []byte) (*rule.Def, error) {
+	return rule.ParseDef(data, m.cfg.Defaults)
+}
+
+// Load creates a goroutine for every rule in the catalog and starts those
+// whose wanted state is running; stopped rules stay stopped. Starts happen
+// in the background. A stored definition that no longer decodes leaves its
+// rule stopped by error with the reason.
+func (m *Manager) Load(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	for _, r := range m.cfg.Catalog.Rules() {
+		if _, ok := m.actors[r.ID]; ok {
+			continue
+		}
+		def, err := rule.ParseDef(r.Definition, m.cfg.Defaults)
+		if err != nil {
+			def = &rule.Def{ID: r.ID, Raw: r.Definition, Tags: r.Tags, Version: r.Version}
+			err = fmt.Errorf("load rule %s: %w", r.ID, err)
+		}
+		a := m.spawnLocked(def, r.State, err)
+		if r.State == catalog.RuleRunning {
+			a.post(command{kind: cmdBegin})
+		}
+	}
+	return nil
+}
+
+// Validate checks a rule without creating it: the SQL parses, every stream
+// or table it reads exists, and the Runner accepts it. Errors wrap
+// rule.ErrInvalid.
+func (m *Manager) Validate(ctx context.Context, def *rule.Def) error {
+	if _, err := Sources(def.SQL, m.cfg.Catalog); err != nil {
+		return err
+	}
+	if err := m.cfg.Runner.Validate(ctx, def); err != nil {
+		if errors.Is(err, rule.ErrInvalid) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", rule.ErrInvalid, err)
+	}
+	return nil
+}
+
+// Sources parses a rule's SQL and returns the streams and tables it reads,
+// in order of appearance, checking that each exists in cat. Errors wrap
+// rule.ErrInvalid.
+func Sources(sql string, cat *catalog.Catalog) ([]string, error) {
+	stmt, err := parser.ParseSelect(sql)
+	if err != nil {
+		return nil, fmt.Errorf("%w: parse sql: %v", rule.ErrInvalid, err)
+	}
+	names := []string{stmt.From.Name}
+	for _, j := range stmt.Joins {
+		if !slices.Contains(names, j.Name) {
+			names = append(names, j.Name)
+		}
+	}
+	for _, n := range names {
+		if _, err := cat.Stream(n); err != nil {
+			return nil, fmt.Errorf("%w: stream or table %s is not found", rule.ErrInvalid, n)
+		}
+	}
+	return names, nil
+}
+
+// Create validates def, stores it with wanted state running (or stopped
+// when def.Triggered is false) and, when running, starts it and waits for
+// the start attempt to finish. A start failure does not fail Create: the
+// rule stays stopped by error (see Status). An existing id gives an error
+// wrapping catalog.ErrConflict.
+func (m *Manager) Create(ctx context.Context, def *rule.Def) error {
+	if err := m.Validate(ctx, def); err != nil {
+		return err
+	}
+	return m.create(ctx, def)
+}
+
+func (m *Manager) create(ctx context.Context, def *rule.Def) error {
+	state := catalog.RuleStopped
+	if def.Triggered {
+		state = catalog.RuleRunning
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return ErrClosed
+	}
+	if _, ok := m.actors[def.ID]; ok {
+		m.mu.Unlock()
+		return fmt.Errorf("create rule %s: %w", def.ID, catalog.ErrConflict)
+	}
+	_, err := m.cfg.Catalog.PutRule(ctx, catalog.Rule{
+		ID: def.ID, Definition: def.Raw, State: state, Version: def.Version, Tags: def.Tags,
+	}, catalog.Create)
+	if err != nil {
+		m.mu.Unlock()
+		return fmt.Errorf("create rule %s: %w", def.ID, err)
+	}
+	a := m.spawnLocked(def, state, nil)
+	m.mu.Unlock()
+	m.log.Info("rule created", "rule", def.ID)
+	if state == catalog.RuleRunning {
+		return a.call(ctx, command{kind: cmdBegin})
+	}
+	return nil
+}
+
+// Upsert creates the rule (created true) or replaces its definition. A
+// replaced rule that was wanted running restarts on the new definition and
+// stays running; a stopped one stays stopped. When both the stored and the
+// new definition carry a version the new one must be lexically greater
+// (ErrVersion otherwise). Masked secrets ("******") in the new actions keep
+// the stored values.
+func (m *Manager) Upsert(ctx context.Context, def *rule.Def) (created bool, err error) {
+	if err := m.Validate(ctx, def); err != nil {
+		return false, err
+	}
+	a, err := m.lookup(def.ID)
+	if err != nil {
+		if err := m.create(ctx, def); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	return false, a.call(ctx, command{kind: cmdUpdate, def: def})
+}
+
+// Delete stops the rule, removes it from the catalog and calls the cleanup
+// hook. The catalog delete happens first: when it fails nothing changes.
+func (m *Manager) Delete(ctx context.Context, id string) error {
+	return m.send(ctx, id, command{kind: cmdDelete})
+}
+
+// Start persists wanted state running and starts the rule (or schedules it
+// when it has a cron). It waits for the start attempt; a start failure is
+// reported in Status, not returned.
+func (m *Manager) Start(ctx context.Context, id string) error {
+	return m.send(ctx, id, command{kind: cmdStart})
+}
+
+// Stop persists wanted state stopped and stops the rule, draining it.
+func (m *Manager) Stop(ctx context.Context, id string) error {
+	return m.send(ctx, id, command{kind: cmdStop})
+}
+
+// Restart persists wanted state running, stops the rule if it runs and
+// starts it again.
+func (m *Manager) Restart(ctx context.Context, id string) error {
+	return m.send(ctx, id, command{kind: cmdRestart})
+}
+
+// TagOp says how SetTags combines tags with the stored ones.
+type TagOp int
+
+// Tag operations.
+const (
+	TagsReplace TagOp = iota
+	TagsAdd
+	TagsRemove
+)
+
+// SetTags replaces, adds or removes tags of a rule.
+func (m *Manager) SetTags(ctx context.Context, id string, op TagOp, tags []string) error {
+	return m.send(ctx, id, command{kind: cmdTags, tagOp: op, tags: tags})
+}
+
+func (m *Manager) send(ctx context.Context, id string, c command) error {
+	a, err := m.lookup(id)
+	if err != nil {
+		return err
+	}
+	return a.call(ctx, c)
+}
+
+func (m *Manager) lookup(id string) (*actor, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	a, ok := m.actors[id]
+	if !ok {
+		return nil, fmt.Errorf("rule %s: %w", id, catalog.ErrNotFound)
+	}
+	return a, nil
+}
+
+// Status returns a snapshot of the rule, with metrics when it runs.
+func (m *Manager) Status(id string) (Status, error) {
+	a, err := m.lookup(id)
+	if err != nil {
+		return Status{}, err
+	}
+	return a.status(true), nil
+}
+
+// Def returns the rule's current definition.
+func (m *Manager) Def(id string) (*rule.Def, error) {
+	a, err := m.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	d := *a.def
+	return &d, nil
+}
+
+// Topo returns the topology of a running rule (ErrNotRunning otherwise).
+func (m *Manager) Topo(id string) (map[string]any, error) {
+	a, err := m.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	run := a.run
+	a.mu.Unlock()
+	if run == nil {
+		return nil, fmt.Errorf("rule %s: %w", id, ErrNotRunning)
+	}
+	return run.Topo(), nil
+}
+
+// List returns the status of every rule, by id, without metrics.
+func (m *Manager) List() []Status {
+	m.mu.Lock()
+	as := make([]*actor, 0, len(m.actors))
+	for _, a := range m.actors {
+		as = append(as, a)
+	}
+	m.mu.Unlock()
+	out := make([]Status, 0, len(as))
+	for _, a := range as {
+		out = append(out, a.status(false))
+	}
+	slices.SortFunc(out, func(x, y Status) int {
+		switch {
+		case x.ID < y.ID:
+			return -1
+		case x.ID > y.ID:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Close stops every rule (draining within ctx, then aborting) without
+// changing wanted states, and waits for the rule goroutines to exit. Later
+// calls return ErrClosed.
+func (m *Manager) Close(ctx context.Context) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return ErrClosed
+	}
+	m.closed = true
+	as := make([]*actor, 0, len(m.actors))
+	for _, a := range m.actors {
+		as = append(as, a)
+	}
+	m.mu.Unlock()
+	for _, a := range as {
+		a.post(command{kind: cmdShutdown, ctx: ctx})
+	}
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("close rule manager: %w", ctx.Err())
+	}
+}
+
+func (m *Manager) spawnLocked(def *rule.Def, wanted catalog.RuleState, loadErr error) *actor {
+	a := &actor{
+		m:       m,
+		id:      def.ID,
+		inbox:   make(chan command, 64),
+		quit:    make(chan struct{}),
+		def:     def,
+		wanted:  wanted,
+		loadErr: loadErr,
+	}
+	if loadErr != nil {
+		a.state, a.message = StateStoppedByError, loadErr.Error()
+	}
+	m.actors[def.ID] = a
+	m.wg.Add(1)
+	go a.loop()
+	return a
+}
+
+func (m *Manager) remove(id string) {
+	m.mu.Lock()
+	delete(m.actors, id)
+	m.mu.Unlock()
+}

@@ -1,0 +1,50 @@
+// Package rulemgr owns the lifecycle of the daemon's rules: one goroutine
+// per rule applies commands (start, stop, restart, update, delete) one at a
+// time, persists the wanted state in the catalog before acting on it,
+// restarts failed rules with backoff and runs cron-scheduled rules.
+package rulemgr
+
+import (
+	"context"
+	"errors"
+
+	"github.com/rekuiper/rekuiper/internal/rule"
+)
+
+// Runner starts rules. The engine glue implements it.
+type Runner interface {
+	// Validate plans the rule against the current stream definitions and
+	// checks its actions, without running it.
+	Validate(ctx context.Context, def *rule.Def) error
+	// Start runs the rule; ctx covers only the start phase.
+	Start(ctx context.Context, def *rule.Def) (Running, error)
+}
+
+// Running is a started rule.
+type Running interface {
+	// Stop drains (soft stop) within ctx, then aborts.
+	Stop(ctx context.Context) error
+	// Done is closed when the rule stops by itself (error or end of a
+	// bounded source); Err tells why (nil for EOF).
+	Done() <-chan struct{}
+	Err() error
+	// Metrics returns the per-node metrics in eKuiper's key format:
+	// source_<name>_0_records_in_total, op_<n>_<name>_0_...,
+	// sink_<type>_<i>_0_...
+	Metrics() map[string]any
+	// Topo returns {"sources":[...],"edges":{...}} as eKuiper does.
+	Topo() map[string]any
+}
+
+// Errors of the manager beyond the catalog's sentinels (catalog.ErrNotFound
+// for unknown rules, catalog.ErrConflict for existing ones), which the
+// manager's errors wrap where they apply.
+var (
+	// ErrVersion: an update carried a version not greater than the stored
+	// one. It wraps catalog.ErrConflict.
+	ErrVersion = errors.New("version is not newer than the stored version")
+	// ErrNotRunning: the operation needs a running rule.
+	ErrNotRunning = errors.New("rule is not running")
+	// ErrClosed: the manager has been closed.
+	ErrClosed = errors.New("rule manager closed")
+)

@@ -1,0 +1,83 @@
+package rulemgr
+
+import (
+	"math"
+	"time"
+
+	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/rule"
+)
+
+// State is the state a rule is in (not the wanted state).
+type State int
+
+// Rule states.
+const (
+	StateStopped State = iota
+	StateStarting
+	StateRunning
+	StateStopping
+	StateStoppedByError
+	// StateScheduled: a cron rule waiting for its next firing.
+	StateScheduled
+)
+
+// String returns eKuiper's status text.
+func (s State) String() string {
+	switch s {
+	case StateStarting:
+		return "starting"
+	case StateRunning:
+		return "running"
+	case StateStopping:
+		return "stopping"
+	case StateStoppedByError:
+		return "stopped by error"
+	case StateScheduled:
+		return "stopped: waiting for next schedule."
+	default:
+		return "stopped"
+	}
+}
+
+// Status is a snapshot of one rule.
+type Status struct {
+	ID    string
+	State State
+	// Message is the last error of a rule stopped by error.
+	Message string
+	// Timestamps in Unix milliseconds, 0 when unset. NextStart is the next
+	// cron firing or automatic restart.
+	LastStart, LastStop, NextStart int64
+	// Wanted is the persisted wanted state.
+	Wanted catalog.RuleState
+	// Metrics are the running rule's metrics (nil when not running).
+	Metrics map[string]any
+	// Restarts counts automatic restarts since the last user command.
+	Restarts int
+}
+
+// backoff returns the delay before automatic restart number n (0-based):
+// delay·multiplier^n capped at maxDelay, then spread by ±jitterFactor using
+// r in [0, 1).
+func backoff(rs rule.RestartStrategy, n int, r float64) time.Duration {
+	d := float64(rs.Delay)
+	mult := rs.Multiplier
+	if mult < 1 {
+		mult = 1
+	}
+	d *= math.Pow(mult, float64(n))
+	if max := float64(rs.MaxDelay); max > 0 && d > max {
+		d = max
+	}
+	if rs.JitterFactor > 0 {
+		d *= 1 + rs.JitterFactor*(2*r-1)
+	}
+	if d < 0 || math.IsNaN(d) {
+		d = 0
+	}
+	if d > float64(math.MaxInt64) {
+		d = float64(math.MaxInt64)
+	}
+	return time.Duration(d)
+}

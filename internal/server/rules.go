@@ -1,0 +1,386 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/rule"
+	"github.com/rekuiper/rekuiper/internal/rulemgr"
+	"github.com/rekuiper/rekuiper/internal/sql/parser"
+)
+
+func (s *Server) ruleRoutes() {
+	s.handle("GET /rules", s.listRules)
+	s.handle("POST /rules", s.createRule)
+	s.handle("POST /rules/validate", s.validateRule)
+	s.handle("GET /rules/status/all", s.allStatus)
+	s.handle("GET /rules/tags/match", s.matchTags)
+	s.handle("POST /rules/bulkstart", s.bulk(true))
+	s.handle("POST /rules/bulkstop", s.bulk(false))
+	s.handle("GET /rules/{id}", s.getRule)
+	s.handle("PUT /rules/{id}", s.upsertRule)
+	s.handle("DELETE /rules/{id}", s.deleteRule)
+	s.handle("POST /rules/{id}/start", s.lifecycle("started", s.rules.Start))
+	s.handle("POST /rules/{id}/stop", s.lifecycle("stopped.", s.rules.Stop))
+	s.handle("POST /rules/{id}/restart", s.lifecycle("restarted", s.rules.Restart))
+	s.handle("GET /rules/{id}/status", s.ruleStatus)
+	s.handle("GET /v2/rules/{id}/status", s.ruleStatusV2)
+	s.handle("GET /rules/{id}/topo", s.ruleTopo)
+	s.handle("GET /rules/{id}/explain", s.explainRule)
+	s.handle("PUT /rules/{id}/tags", s.ruleTags(rulemgr.TagsReplace))
+	s.handle("PATCH /rules/{id}/tags", s.ruleTags(rulemgr.TagsAdd))
+	s.handle("DELETE /rules/{id}/tags", s.ruleTags(rulemgr.TagsRemove))
+}
+
+func (s *Server) listRules(w http.ResponseWriter, r *http.Request) error {
+	out := []map[string]any{}
+	for _, st := range s.rules.List() {
+		item := map[string]any{"id": st.ID, "name": "", "status": st.State.String(), "version": "", "trace": false, "tags": []string{}}
+		if def, err := s.rules.Def(st.ID); err == nil {
+			item["name"], item["version"] = def.Name, def.Version
+			if def.Tags != nil {
+				item["tags"] = def.Tags
+			}
+		}
+		out = append(out, item)
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) createRule(w http.ResponseWriter, r *http.Request) error {
+	b, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	def, err := s.rules.ParseDef(b)
+	if err != nil {
+		return err
+	}
+	if err := s.rules.Create(r.Context(), def); err != nil {
+		return err
+	}
+	return writeText(w, http.StatusCreated, "Rule %s was created successfully.", def.ID)
+}
+
+// parseRuleForPath decodes a PUT body; a missing id takes the path's.
+func (s *Server) parseRuleForPath(b []byte, id string) (*rule.Def, error) {
+	var probe struct {
+		ID *string `json:"id"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return nil, fmt.Errorf("%w: decode rule json: %v", rule.ErrMalformed, err)
+	}
+	if probe.ID == nil {
+		var top map[string]json.RawMessage
+		if err := json.Unmarshal(b, &top); err != nil || top == nil {
+			return nil, fmt.Errorf("%w: rule must be a json object", rule.ErrMalformed)
+		}
+		idJSON, _ := json.Marshal(id)
+		top["id"] = idJSON
+		b, _ = json.Marshal(top)
+	} else if *probe.ID != id {
+		return nil, badRequest("rule id %q in the body does not match %q in the path", *probe.ID, id)
+	}
+	return s.rules.ParseDef(b)
+}
+
+func (s *Server) upsertRule(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	b, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	def, err := s.parseRuleForPath(b, id)
+	if err != nil {
+		return err
+	}
+	created, err := s.rules.Upsert(r.Context(), def)
+	if err != nil {
+		return err
+	}
+	if created {
+		return writeText(w, http.StatusCreated, "Rule %s was created successfully.", id)
+	}
+	return writeText(w, http.StatusOK, "Rule %s was updated successfully.", id)
+}
+
+func (s *Server) getRule(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	def, err := s.rules.Def(id)
+	if err != nil {
+		return err
+	}
+	st, err := s.rules.Status(id)
+	if err != nil {
+		return err
+	}
+	if def.SQL == "" { // a stored definition that no longer decodes
+		return writeRawJSON(w, http.StatusOK, def.Raw)
+	}
+	b, err := def.MaskedJSON(st.Wanted == catalog.RuleRunning)
+	if err != nil {
+		return err
+	}
+	return writeRawJSON(w, http.StatusOK, b)
+}
+
+func (s *Server) deleteRule(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if err := s.rules.Delete(r.Context(), id); err != nil {
+		return err
+	}
+	return writeText(w, http.StatusOK, "Rule %s is dropped.", id)
+}
+
+func (s *Server) lifecycle(verb string, op func(ctx context.Context, id string) error) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		id := r.PathValue("id")
+		if err := op(r.Context(), id); err != nil {
+			return err
+		}
+		return writeText(w, http.StatusOK, "Rule %s was %s", id, verb)
+	}
+}
+
+// statusFields returns the status object's keys in eKuiper's order: the
+// rule-level fields, then the metrics sorted by key.
+func statusFields(st rulemgr.Status) ([]string, map[string]any) {
+	m := map[string]any{
+		"status":             st.State.String(),
+		"message":            st.Message,
+		"lastStartTimestamp": st.LastStart,
+		"lastStopTimestamp":  st.LastStop,
+		"nextStartTimestamp": st.NextStart,
+	}
+	keys := []string{"status", "message", "lastStartTimestamp", "lastStopTimestamp", "nextStartTimestamp"}
+	mk := make([]string, 0, len(st.Metrics))
+	for k := range st.Metrics {
+		if _, dup := m[k]; !dup {
+			mk = append(mk, k)
+		}
+	}
+	slices.Sort(mk)
+	for _, k := range mk {
+		m[k] = st.Metrics[k]
+	}
+	return append(keys, mk...), m
+}
+
+func (s *Server) ruleStatus(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.rules.Status(r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	keys, m := statusFields(st)
+	var buf bytes.Buffer
+	buf.WriteString("{\n")
+	for i, k := range keys {
+		kb, _ := json.Marshal(k)
+		vb, err := json.Marshal(m[k])
+		if err != nil {
+			return fmt.Errorf("encode status %s: %w", k, err)
+		}
+		fmt.Fprintf(&buf, "  %s: %s", kb, vb)
+		if i < len(keys)-1 {
+			buf.WriteString(",")
+		}
+		buf.WriteString("\n")
+	}
+	buf.WriteString("}")
+	return writeRawJSON(w, http.StatusOK, buf.Bytes())
+}
+
+func (s *Server) ruleStatusV2(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.rules.Status(r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	_, m := statusFields(st)
+	return writeJSON(w, http.StatusOK, m)
+}
+
+func (s *Server) allStatus(w http.ResponseWriter, r *http.Request) error {
+	out := map[string]any{}
+	for _, brief := range s.rules.List() {
+		st, err := s.rules.Status(brief.ID)
+		if err != nil {
+			continue
+		}
+		var exc int64
+		lastExc := st.Message
+		for k, v := range st.Metrics {
+			if strings.HasSuffix(k, "_exceptions_total") {
+				if n, ok := v.(int64); ok {
+					exc += n
+				}
+			}
+			if strings.HasSuffix(k, "_last_exception") && lastExc == "" {
+				if sv, ok := v.(string); ok {
+					lastExc = sv
+				}
+			}
+		}
+		out[st.ID] = map[string]any{"status": st.State.String(), "last_exception": lastExc, "exceptions_total": exc}
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) ruleTopo(w http.ResponseWriter, r *http.Request) error {
+	topo, err := s.rules.Topo(r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, topo)
+}
+
+func (s *Server) validateRule(w http.ResponseWriter, r *http.Request) error {
+	b, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	def, err := s.rules.ParseDef(b)
+	if err != nil {
+		return err
+	}
+	if err := s.rules.Validate(r.Context(), def); err != nil {
+		return err
+	}
+	sources, err := rulemgr.Sources(def.SQL, s.cat)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"valid": true, "sources": sources})
+}
+
+// explainRule prints the logical plan of a rule's SQL, one JSON line per
+// operator from the sink side, as eKuiper's explain does.
+func (s *Server) explainRule(w http.ResponseWriter, r *http.Request) error {
+	def, err := s.rules.Def(r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	stmt, err := parser.ParseSelect(def.SQL)
+	if err != nil {
+		return fmt.Errorf("%w: parse sql: %v", rule.ErrInvalid, err)
+	}
+	type node struct {
+		Type string `json:"type"`
+		Info string `json:"info"`
+	}
+	var plan []node
+	fields := make([]string, len(stmt.Fields))
+	for i, f := range stmt.Fields {
+		fields[i] = f.Expr.String()
+		if f.Alias != "" {
+			fields[i] += " AS " + f.Alias
+		}
+	}
+	plan = append(plan, node{"ProjectPlan", "Fields:[ " + strings.Join(fields, ", ") + " ]"})
+	if stmt.HasLimit {
+		plan = append(plan, node{"LimitPlan", fmt.Sprintf("Limit: %d", stmt.Limit)})
+	}
+	if len(stmt.OrderBy) > 0 {
+		plan = append(plan, node{"OrderPlan", fmt.Sprintf("SortFields: %d", len(stmt.OrderBy))})
+	}
+	if stmt.Having != nil {
+		plan = append(plan, node{"HavingPlan", "Condition:{ " + stmt.Having.String() + " }"})
+	}
+	if len(stmt.Dimensions) > 0 {
+		dims := make([]string, len(stmt.Dimensions))
+		for i, d := range stmt.Dimensions {
+			dims[i] = d.String()
+		}
+		plan = append(plan, node{"AggregatePlan", "Dimension:{ " + strings.Join(dims, ", ") + " }"})
+	}
+	for _, j := range stmt.Joins {
+		plan = append(plan, node{"JoinPlan", "Joins:[ " + j.Name + " ]"})
+	}
+	if stmt.Where != nil {
+		plan = append(plan, node{"FilterPlan", "Condition:{ " + stmt.Where.String() + " }"})
+	}
+	if stmt.Window != nil {
+		plan = append(plan, node{"WindowPlan", "window"})
+	}
+	plan = append(plan, node{"DataSourcePlan", "StreamName: " + stmt.From.Name})
+	var buf bytes.Buffer
+	for i, n := range plan {
+		line, _ := json.Marshal(map[string]any{"type": n.Type, "info": n.Info, "id": i, "children": childOf(i, len(plan))})
+		buf.WriteString(strings.Repeat("   ", i))
+		buf.Write(line)
+		buf.WriteString("\n")
+	}
+	return writeText(w, http.StatusOK, "%s", buf.String())
+}
+
+func childOf(i, n int) []int {
+	if i+1 < n {
+		return []int{i + 1}
+	}
+	return nil
+}
+
+type tagsBody struct {
+	Tags []string `json:"tags"`
+}
+
+func (s *Server) ruleTags(op rulemgr.TagOp) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		var body tagsBody
+		if err := decodeStrict(r, &body); err != nil {
+			return err
+		}
+		if err := s.rules.SetTags(r.Context(), r.PathValue("id"), op, body.Tags); err != nil {
+			return err
+		}
+		return writeText(w, http.StatusOK, "success")
+	}
+}
+
+func (s *Server) matchTags(w http.ResponseWriter, r *http.Request) error {
+	var body tagsBody
+	if err := decodeStrict(r, &body); err != nil {
+		return err
+	}
+	ids := []string{}
+	for _, ru := range s.cat.Rules(body.Tags...) {
+		ids = append(ids, ru.ID)
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"rules": ids})
+}
+
+func (s *Server) bulk(start bool) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		var body tagsBody
+		if err := decodeStrict(r, &body); err != nil {
+			return err
+		}
+		if len(body.Tags) == 0 {
+			return badRequest("field tags is required")
+		}
+		matched := s.cat.Rules(body.Tags...)
+		if len(matched) == 0 {
+			return fmt.Errorf("no rules match tags %v: %w", body.Tags, catalog.ErrNotFound)
+		}
+		out := make([]map[string]any, 0, len(matched))
+		for _, ru := range matched {
+			var err error
+			if start {
+				err = s.rules.Start(r.Context(), ru.ID)
+			} else {
+				err = s.rules.Stop(r.Context(), ru.ID)
+			}
+			item := map[string]any{"ruleId": ru.ID, "success": err == nil}
+			if err != nil {
+				item["error"] = err.Error()
+			}
+			out = append(out, item)
+		}
+		return writeJSON(w, http.StatusOK, out)
+	}
+}

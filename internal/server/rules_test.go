@@ -1,0 +1,147 @@
+package server_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/rekuiper/rekuiper/internal/rule"
+)
+
+const r1 = `{"id":"r1","name":"first","sql":"SELECT a FROM demo","actions":[{"log":{}}],"tags":["t1"],"version":"2"}`
+
+func TestRules(t *testing.T) {
+	s := newServer(t, "")
+	s.run([]step{
+		{"stream", "POST", "/streams", demoDDL, 201, ""},
+		{"create", "POST", "/rules", r1, 201, "Rule r1 was created successfully."},
+		{"create again", "POST", "/rules", r1, 409, "already exists"},
+		{"empty body", "POST", "/rules", "", 400, "empty body"},
+		{"not json", "POST", "/rules", "{", 400, "malformed rule"},
+		{"not an object", "POST", "/rules", "[1]", 400, "malformed rule"},
+		{"unknown field", "POST", "/rules", `{"id":"x","sql":"SELECT a FROM demo","actions":[{"log":{}}],"sqll":"y"}`, 400, `unknown field \"sqll\"`},
+		{"unknown option", "POST", "/rules", `{"id":"x","sql":"SELECT a FROM demo","actions":[{"log":{}}],"options":{"qoss":1}}`, 400, "qoss"},
+		{"wrong type", "POST", "/rules", `{"id":"x","sql":5,"actions":[{"log":{}}]}`, 400, `field \"sql\"`},
+		{"graph", "POST", "/rules", `{"id":"g","graph":{"nodes":{}}}`, 422, "graph rules are not supported yet"},
+		{"no actions", "POST", "/rules", `{"id":"x","sql":"SELECT a FROM demo"}`, 422, "actions are required"},
+		{"no sql", "POST", "/rules", `{"id":"x","actions":[{"log":{}}]}`, 422, "sql is required"},
+		{"no id", "POST", "/rules", `{"sql":"SELECT a FROM demo","actions":[{"log":{}}]}`, 422, "id is required"},
+		{"bad id", "POST", "/rules", `{"id":"a b","sql":"SELECT a FROM demo","actions":[{"log":{}}]}`, 422, "must not contain"},
+		{"bad option", "POST", "/rules", `{"id":"x","sql":"SELECT a FROM demo","actions":[{"log":{}}],"options":{"qos":7}}`, 422, "qos"},
+		{"cron without duration", "POST", "/rules", `{"id":"x","sql":"SELECT a FROM demo","actions":[{"log":{}}],"options":{"cron":"* * * * *"}}`, 422, "needs option duration"},
+		{"bad cron", "POST", "/rules", `{"id":"x","sql":"SELECT a FROM demo","actions":[{"log":{}}],"options":{"cron":"nope","duration":"1m"}}`, 422, "cron"},
+		{"unknown stream", "POST", "/rules", `{"id":"x","sql":"SELECT a FROM nope","actions":[{"log":{}}]}`, 422, "nope is not found"},
+		{"bad sql", "POST", "/rules", `{"id":"x","sql":"SELECT FROM","actions":[{"log":{}}]}`, 422, "parse sql"},
+		{"list", "GET", "/rules", "", 200, `[{"id":"r1","name":"first","status":"running","tags":["t1"],"trace":false,"version":"2"}]`},
+		{"get", "GET", "/rules/r1", "", 200, `"triggered":true`},
+		{"get unknown", "GET", "/rules/nope", "", 404, "not found"},
+		{"status", "GET", "/rules/r1/status", "", 200, "{\n  \"status\": \"running\",\n  \"message\": \"\",\n  \"lastStartTimestamp\": "},
+		{"status metrics", "GET", "/rules/r1/status", "", 200, `"source_demo_0_records_in_total": 3`},
+		{"status unknown", "GET", "/rules/nope/status", "", 404, ""},
+		{"v2 status", "GET", "/v2/rules/r1/status", "", 200, `"op_2_project_0_records_in_total":3`},
+		{"status all", "GET", "/rules/status/all", "", 200, `{"r1":{"exceptions_total":1,"last_exception":"boom","status":"running"}}`},
+		{"topo", "GET", "/rules/r1/topo", "", 200, `"sources":["source_demo"]`},
+		{"explain", "GET", "/rules/r1/explain", "", 200, `"type":"ProjectPlan"`},
+		{"explain unknown", "GET", "/rules/nope/explain", "", 404, ""},
+		{"stop", "POST", "/rules/r1/stop", "", 200, "Rule r1 was stopped."},
+		{"stopped status", "GET", "/rules/r1/status", "", 200, `"status": "stopped"`},
+		{"get stopped", "GET", "/rules/r1", "", 200, `"triggered":false`},
+		{"topo stopped", "GET", "/rules/r1/topo", "", 409, "not running"},
+		{"start", "POST", "/rules/r1/start", "", 200, "Rule r1 was started"},
+		{"restart", "POST", "/rules/r1/restart", "", 200, "Rule r1 was restarted"},
+		{"start unknown", "POST", "/rules/nope/start", "", 404, ""},
+		{"stop unknown", "POST", "/rules/nope/stop", "", 404, ""},
+		{"restart unknown", "POST", "/rules/nope/restart", "", 404, ""},
+		{"validate", "POST", "/rules/validate", `{"id":"v","sql":"SELECT a FROM demo","actions":[{"log":{}}]}`, 200, `{"sources":["demo"],"valid":true}`},
+		{"validate invalid", "POST", "/rules/validate", `{"id":"v","sql":"SELECT a FROM nope","actions":[{"log":{}}]}`, 422, ""},
+		{"validate malformed", "POST", "/rules/validate", `{"id":`, 400, ""},
+		{"validate did not create", "GET", "/rules/v", "", 404, ""},
+		{"update older version", "PUT", "/rules/r1", `{"id":"r1","version":"1","sql":"SELECT * FROM demo","actions":[{"log":{}}]}`, 409, "version"},
+		{"update id mismatch", "PUT", "/rules/r1", `{"id":"r9","sql":"SELECT * FROM demo","actions":[{"log":{}}]}`, 400, "does not match"},
+		{"update invalid", "PUT", "/rules/r1", `{"sql":"SELECT * FROM demo"}`, 422, ""},
+		{"update", "PUT", "/rules/r1", `{"version":"3","sql":"SELECT * FROM demo","actions":[{"log":{}}],"tags":["t1"]}`, 200, "Rule r1 was updated successfully."},
+		{"updated and running", "GET", "/rules/r1/status", "", 200, `"status": "running"`},
+		{"updated definition", "GET", "/rules/r1", "", 200, `"sql":"SELECT * FROM demo"`},
+		{"upsert creates", "PUT", "/rules/r2", `{"sql":"SELECT * FROM demo","actions":[{"log":{}}],"triggered":false}`, 201, "Rule r2 was created successfully."},
+		{"r2 stopped", "GET", "/rules/r2/status", "", 200, `"status": "stopped"`},
+		{"tags replace", "PUT", "/rules/r2/tags", `{"tags":["t1","t2"]}`, 200, ""},
+		{"tags add", "PATCH", "/rules/r2/tags", `{"tags":["t3"]}`, 200, ""},
+		{"tags remove", "DELETE", "/rules/r2/tags", `{"tags":["t2"]}`, 200, ""},
+		{"tags bad body", "PUT", "/rules/r2/tags", `{"tag":["x"]}`, 400, ""},
+		{"tags unknown rule", "PUT", "/rules/nope/tags", `{"tags":["x"]}`, 404, ""},
+		{"tags in definition", "GET", "/rules/r2", "", 200, `"tags":["t1","t3"]`},
+		{"match t1", "GET", "/rules/tags/match", `{"tags":["t1"]}`, 200, `{"rules":["r1","r2"]}`},
+		{"match t1 t3", "GET", "/rules/tags/match", `{"tags":["t1","t3"]}`, 200, `{"rules":["r2"]}`},
+		{"bulkstart", "POST", "/rules/bulkstart", `{"tags":["t3"]}`, 200, `[{"ruleId":"r2","success":true}]`},
+		{"r2 started", "GET", "/rules/r2/status", "", 200, `"status": "running"`},
+		{"bulkstop", "POST", "/rules/bulkstop", `{"tags":["t1"]}`, 200, `{"ruleId":"r1","success":true},{"ruleId":"r2","success":true}`},
+		{"bulk no match", "POST", "/rules/bulkstop", `{"tags":["zz"]}`, 404, "no rules match"},
+		{"bulk no tags", "POST", "/rules/bulkstop", `{"tags":[]}`, 400, ""},
+		{"delete", "DELETE", "/rules/r1", "", 200, "Rule r1 is dropped."},
+		{"delete again", "DELETE", "/rules/r1", "", 404, ""},
+		{"gone", "GET", "/rules/r1", "", 404, ""},
+	})
+}
+
+func TestStartFailureStatus(t *testing.T) {
+	s := newServer(t, "")
+	s.runner.SetFailStart(func(*rule.Def) error { return errors.New("no engine wired") })
+	s.run([]step{
+		{"stream", "POST", "/streams", demoDDL, 201, ""},
+		{"create still succeeds", "POST", "/rules", r1, 201, ""},
+		{"stopped by error", "GET", "/rules/r1/status", "", 200, "\"status\": \"stopped by error\",\n  \"message\": \"no engine wired\""},
+		{"list", "GET", "/rules", "", 200, `"status":"stopped by error"`},
+		{"wanted state kept", "GET", "/rules/r1", "", 200, `"triggered":true`},
+	})
+}
+
+func TestRulesetAndData(t *testing.T) {
+	src := newServer(t, "")
+	src.run([]step{
+		{"stream", "POST", "/streams", demoDDL, 201, ""},
+		{"table", "POST", "/tables", `{"sql":"CREATE TABLE lk () WITH (TYPE=\"memory\", KIND=\"lookup\")"}`, 201, ""},
+		{"rule", "POST", "/rules", r1, 201, ""},
+		{"stopped rule", "POST", "/rules", `{"id":"r2","sql":"SELECT * FROM lk","actions":[{"log":{}}],"triggered":false}`, 201, ""},
+		{"confKey", "PUT", "/metadata/sinks/mqtt/confKeys/k1", `{"server":"tcp://h:1883"}`, 200, ""},
+	})
+	_, rs := src.do("POST", "/ruleset/export", "")
+	var doc map[string]map[string]string
+	if err := json.Unmarshal([]byte(rs), &doc); err != nil || len(doc["streams"]) != 1 || len(doc["tables"]) != 1 || len(doc["rules"]) != 2 {
+		t.Fatalf("export: %v %s", err, rs)
+	}
+	_, data := src.do("GET", "/data/export", "")
+	_, partial := src.do("POST", "/data/export", `["r2"]`)
+	if !strings.Contains(partial, `"lk"`) || strings.Contains(partial, `"demo"`) || strings.Contains(partial, `"r1"`) {
+		t.Fatalf("partial export: %s", partial)
+	}
+
+	dst := newServer(t, "")
+	content, _ := json.Marshal(map[string]string{"content": rs})
+	dst.run([]step{
+		{"import ruleset", "POST", "/ruleset/import", string(content), 200, "imported 1 streams, 1 tables and 2 rules"},
+		{"import nothing", "POST", "/ruleset/import", `{}`, 400, "content or file"},
+		{"import both", "POST", "/ruleset/import", `{"content":"{}","file":"file:///x"}`, 400, ""},
+		{"import garbage", "POST", "/ruleset/import", `{"content":"nope"}`, 400, "decode ruleset"},
+		{"rule running", "GET", "/rules/r1/status", "", 200, `"status": "running"`},
+		{"stopped rule stays stopped", "GET", "/rules/r2/status", "", 200, `"status": "stopped"`},
+		{"extra stream", "POST", "/streams", `{"sql":"CREATE STREAM extra () WITH (TYPE=\"memory\")"}`, 201, ""},
+	})
+	dataBody, _ := json.Marshal(map[string]string{"content": data})
+	dst.run([]step{
+		{"partial import keeps extra", "POST", "/data/import?partial=1", string(dataBody), 200, `"ErrorMsg":""`},
+		{"extra kept", "GET", "/streams", "", 200, `["demo","extra"]`},
+		{"full import resets", "POST", "/data/import", string(dataBody), 200, `"ErrorMsg":""`},
+		{"extra gone", "GET", "/streams", "", 200, `["demo"]`},
+		{"confKey imported", "GET", "/metadata/sinks/yaml/mqtt", "", 200, `"k1":{"server":"tcp://h:1883"}`},
+		{"rules back", "GET", "/rules", "", 200, `"id":"r2"`},
+	})
+	file := t.TempDir() + "/rs.json"
+	if err := writeFile(file, rs); err != nil {
+		t.Fatal(err)
+	}
+	dst.run([]step{
+		{"import from file", "POST", "/ruleset/import", `{"file":"file://` + file + `"}`, 200, "imported 1 streams, 1 tables and 2 rules"},
+		{"import missing file", "POST", "/ruleset/import", `{"file":"file:///does/not/exist"}`, 400, ""},
+	})
+}

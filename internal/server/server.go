@@ -1,0 +1,235 @@
+// Package server is kuiperd's REST API, compatible with eKuiper v2's paths,
+// bodies and success responses. Handlers return errors; one function
+// renders them as {"error": code, "message": text} and one function maps
+// them to a status: 400 malformed input, 404 unknown name, 409 name exists
+// or still referenced, 422 a rule that does not validate, 500 storage
+// failure. Secret properties never leave the server unmasked.
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/config"
+	"github.com/rekuiper/rekuiper/internal/rule"
+	"github.com/rekuiper/rekuiper/internal/rulemgr"
+)
+
+// Options configure a Server. Catalog and Rules are required.
+type Options struct {
+	Catalog *catalog.Catalog
+	Rules   *rulemgr.Manager
+	// Config gives the etc folder whose confKey files GET /metadata/... and
+	// /data/export merge with the catalog. Nil means defaults.
+	Config *config.Config
+	// Environ is the environment for confKey file overrides.
+	Environ []string
+	Logger  *slog.Logger
+	Clock   clock.Clock
+	// Version is reported by GET /.
+	Version string
+}
+
+// Server is the REST API. It is an http.Handler.
+type Server struct {
+	opts    Options
+	cat     *catalog.Catalog
+	rules   *rulemgr.Manager
+	log     *slog.Logger
+	mux     *http.ServeMux
+	started time.Time
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// New builds the REST API over opts.
+func New(opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Wall{}
+	}
+	if opts.Config == nil {
+		opts.Config = config.Default()
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	s := &Server{
+		opts: opts, cat: opts.Catalog, rules: opts.Rules, log: opts.Logger,
+		mux: http.NewServeMux(), started: opts.Clock.Now(),
+	}
+	s.routes()
+	return s
+}
+
+// ServeHTTP dispatches to the routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (s *Server) handle(pattern string, h handlerFunc) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.renderError(w, r, err)
+		}
+	})
+}
+
+func (s *Server) routes() {
+	s.handle("GET /{$}", s.info)
+	s.handle("POST /{$}", s.info)
+	s.handle("GET /ping", func(w http.ResponseWriter, r *http.Request) error { return nil })
+	s.streamRoutes()
+	s.ruleRoutes()
+	s.connectionRoutes()
+	s.transferRoutes()
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.renderError(w, r, fmt.Errorf("%s %s: %w", r.Method, r.URL.Path, errNoRoute))
+	})
+}
+
+func (s *Server) info(w http.ResponseWriter, r *http.Request) error {
+	return writeJSON(w, http.StatusOK, map[string]any{
+		"version":       s.opts.Version,
+		"os":            runtime.GOOS,
+		"arch":          runtime.GOARCH,
+		"upTimeSeconds": int64(s.opts.Clock.Now().Sub(s.started).Seconds()),
+	})
+}
+
+// Errors the handlers return besides those of catalog, rule and rulemgr.
+var (
+	errBadRequest = errors.New("bad request")
+	errReferenced = errors.New("still referenced")
+	errNoRoute    = errors.New("no such route")
+)
+
+func badRequest(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errBadRequest, fmt.Sprintf(format, args...))
+}
+
+// statusOf is the one mapping from errors to HTTP status codes.
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, errNoRoute), errors.Is(err, catalog.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, errBadRequest), errors.Is(err, rule.ErrMalformed), errors.Is(err, catalog.ErrInvalid):
+		return http.StatusBadRequest
+	case errors.Is(err, catalog.ErrConflict), errors.Is(err, errReferenced), errors.Is(err, rulemgr.ErrNotRunning):
+		return http.StatusConflict
+	case errors.Is(err, rule.ErrInvalid):
+		return http.StatusUnprocessableEntity
+	case errors.Is(err, rulemgr.ErrClosed), errors.Is(err, catalog.ErrClosed):
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// errorCode is the "error" field: eKuiper's error code families.
+func errorCode(status int) int {
+	switch status {
+	case http.StatusNotFound:
+		return 1002 // not found
+	case http.StatusInternalServerError, http.StatusServiceUnavailable:
+		return 1003 // IO
+	case http.StatusUnprocessableEntity:
+		return 4000 // rule
+	default:
+		return 1001 // general
+	}
+}
+
+// renderError is the one place errors become responses.
+func (s *Server) renderError(w http.ResponseWriter, r *http.Request, err error) {
+	status := statusOf(err)
+	if status >= 500 {
+		s.log.Error("rest call failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+	} else {
+		s.log.Debug("rest call rejected", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+	}
+	writeJSON(w, status, map[string]any{"error": errorCode(status), "message": err.Error()}) //nolint:errcheck // the client is gone
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode response: %w", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, err = w.Write(b)
+	return err
+}
+
+func writeRawJSON(w http.ResponseWriter, status int, b []byte) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, err := w.Write(b)
+	return err
+}
+
+func writeText(w http.ResponseWriter, status int, format string, args ...any) error {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	_, err := fmt.Fprintf(w, format, args...)
+	return err
+}
+
+const maxBody = 32 << 20
+
+func readBody(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		return nil, badRequest("read body: %v", err)
+	}
+	if len(b) > maxBody {
+		return nil, badRequest("body larger than %d bytes", maxBody)
+	}
+	return b, nil
+}
+
+// decodeStrict decodes a JSON body into dst, refusing unknown fields and
+// trailing data; errors are 400 naming the problem.
+func decodeStrict(r *http.Request, dst any) error {
+	b, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	return decodeBytes(b, dst)
+}
+
+func decodeBytes(b []byte, dst any) error {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return badRequest("empty body")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(dst); err != nil {
+		return badRequest("decode body: %v", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if dec.More() {
+		return badRequest("decode body: trailing data after the json value")
+	}
+	return nil
+}
+
+func validName(what, name string) error {
+	if err := rule.ValidateID(name); err != nil {
+		return badRequest("invalid %s name: %v", what, strings.TrimPrefix(err.Error(), rule.ErrInvalid.Error()+": "))
+	}
+	return nil
+}

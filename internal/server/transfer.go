@@ -1,0 +1,429 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/rule"
+	"github.com/rekuiper/rekuiper/internal/sql/ast"
+	"github.com/rekuiper/rekuiper/internal/sql/parser"
+)
+
+func (s *Server) transferRoutes() {
+	s.handle("POST /ruleset/export", s.exportRuleset)
+	s.handle("POST /ruleset/import", s.importRuleset)
+	s.handle("GET /data/export", s.exportData)
+	s.handle("POST /data/export", s.exportData)
+	s.handle("POST /data/import", s.importData)
+}
+
+// Ruleset is the ruleset export: name → CREATE statement for streams and
+// tables, id → rule JSON (as a string) for rules.
+type Ruleset struct {
+	Streams map[string]string `json:"streams"`
+	Tables  map[string]string `json:"tables"`
+	Rules   map[string]string `json:"rules"`
+}
+
+// DataExport is the /data/export document (eKuiper's shape). Every section
+// maps a name to a string; the config sections map a connector type to the
+// JSON of its confKeys ({"key": {props}}). Secrets are masked.
+type DataExport struct {
+	Streams          map[string]string `json:"streams"`
+	Tables           map[string]string `json:"tables"`
+	Rules            map[string]string `json:"rules"`
+	NativePlugins    map[string]string `json:"nativePlugins"`
+	PortablePlugins  map[string]string `json:"portablePlugins"`
+	SourceConfig     map[string]string `json:"sourceConfig"`
+	SinkConfig       map[string]string `json:"sinkConfig"`
+	ConnectionConfig map[string]string `json:"connectionConfig"`
+	Service          map[string]string `json:"Service"`
+	Schema           map[string]string `json:"Schema"`
+	Uploads          map[string]string `json:"uploads"`
+	Scripts          map[string]string `json:"scripts"`
+}
+
+// ruleJSON is a rule's masked JSON with triggered set to its wanted state.
+func (s *Server) ruleJSON(id string) (string, error) {
+	def, err := s.rules.Def(id)
+	if err != nil {
+		return "", err
+	}
+	st, err := s.rules.Status(id)
+	if err != nil {
+		return "", err
+	}
+	if def.SQL == "" {
+		return string(def.Raw), nil
+	}
+	b, err := def.MaskedJSON(st.Wanted == catalog.RuleRunning)
+	return string(b), err
+}
+
+func (s *Server) ruleset(ids []string) (Ruleset, error) {
+	rs := Ruleset{Streams: map[string]string{}, Tables: map[string]string{}, Rules: map[string]string{}}
+	var wanted map[string]bool
+	if ids != nil {
+		wanted = map[string]bool{}
+	}
+	for _, id := range ids {
+		def, err := s.rules.Def(id)
+		if err != nil {
+			return rs, err
+		}
+		if stmt, err := parser.ParseSelect(def.SQL); err == nil {
+			wanted[stmt.From.Name] = true
+			for _, j := range stmt.Joins {
+				wanted[j.Name] = true
+			}
+		}
+	}
+	for _, st := range s.cat.Streams("") {
+		if wanted != nil && !wanted[st.Name] {
+			continue
+		}
+		if st.Kind == catalog.KindTable {
+			rs.Tables[st.Name] = st.SQL
+		} else {
+			rs.Streams[st.Name] = st.SQL
+		}
+	}
+	if ids == nil {
+		for _, st := range s.rules.List() {
+			ids = append(ids, st.ID)
+		}
+	}
+	for _, id := range ids {
+		j, err := s.ruleJSON(id)
+		if err != nil {
+			return rs, err
+		}
+		rs.Rules[id] = j
+	}
+	return rs, nil
+}
+
+func attach(w http.ResponseWriter) {
+	w.Header().Set("Content-Disposition", `attachment; filename="ekuiper_export.json"`)
+}
+
+func (s *Server) exportRuleset(w http.ResponseWriter, r *http.Request) error {
+	rs, err := s.ruleset(nil)
+	if err != nil {
+		return err
+	}
+	attach(w)
+	return writeJSON(w, http.StatusOK, rs)
+}
+
+type importBody struct {
+	Content string `json:"content"`
+	File    string `json:"file"`
+}
+
+// importContent returns the document of an import body: its content, or
+// the file it names (file:// path or http(s) URL).
+func importContent(ctx context.Context, r *http.Request) ([]byte, error) {
+	var body importBody
+	if err := decodeStrict(r, &body); err != nil {
+		return nil, err
+	}
+	switch {
+	case body.Content != "" && body.File != "":
+		return nil, badRequest("give either content or file, not both")
+	case body.Content != "":
+		return []byte(body.Content), nil
+	case body.File == "":
+		return nil, badRequest("field content or file is required")
+	}
+	u, err := url.Parse(body.File)
+	if err != nil {
+		return nil, badRequest("invalid file url %q: %v", body.File, err)
+	}
+	switch u.Scheme {
+	case "file":
+		b, err := os.ReadFile(u.Path)
+		if err != nil {
+			return nil, badRequest("read %s: %v", u.Path, err)
+		}
+		return b, nil
+	case "http", "https":
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, body.File, nil)
+		if err != nil {
+			return nil, badRequest("fetch %s: %v", body.File, err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, badRequest("fetch %s: %v", body.File, err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			return nil, badRequest("fetch %s: status %s", body.File, resp.Status)
+		}
+		return io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	}
+	return nil, badRequest("file url %q: want file:// or http(s)://", body.File)
+}
+
+func (s *Server) importRuleset(w http.ResponseWriter, r *http.Request) error {
+	doc, err := importContent(r.Context(), r)
+	if err != nil {
+		return err
+	}
+	var rs Ruleset
+	if err := json.Unmarshal(doc, &rs); err != nil {
+		return badRequest("decode ruleset: %v", err)
+	}
+	res := s.importDefs(r.Context(), rs.Streams, rs.Tables, rs.Rules)
+	if err := res.firstErr(); err != nil {
+		return fmt.Errorf("imported %d streams, %d tables and %d rules; %w", res.streams, res.tables, res.rules, err)
+	}
+	return writeText(w, http.StatusOK, "imported %d streams, %d tables and %d rules", res.streams, res.tables, res.rules)
+}
+
+type importResult struct {
+	streams, tables, rules int
+	errs                   map[string]map[string]string // section → name → error
+	first                  error
+}
+
+func (res *importResult) fail(section, name string, err error) {
+	if res.errs[section] == nil {
+		res.errs[section] = map[string]string{}
+	}
+	res.errs[section][name] = err.Error()
+	if res.first == nil {
+		res.first = fmt.Errorf("%s %s: %w", strings.TrimSuffix(section, "s"), name, err)
+	}
+}
+
+func (res *importResult) firstErr() error { return res.first }
+
+// importDefs upserts streams, then tables, then rules, continuing past
+// failures, which it records.
+func (s *Server) importDefs(ctx context.Context, streams, tables, rules map[string]string) *importResult {
+	res := &importResult{errs: map[string]map[string]string{}}
+	for _, sec := range []struct {
+		name string
+		m    map[string]string
+		kind streamKind
+		n    *int
+	}{{"streams", streams, kindStream, &res.streams}, {"tables", tables, kindTable, &res.tables}} {
+		for _, name := range sortedKeys(sec.m) {
+			if err := s.importStream(ctx, sec.kind, name, sec.m[name]); err != nil {
+				res.fail(sec.name, name, err)
+				continue
+			}
+			*sec.n++
+		}
+	}
+	for _, id := range sortedKeys(rules) {
+		if err := s.importRule(ctx, id, rules[id]); err != nil {
+			res.fail("rules", id, err)
+			continue
+		}
+		res.rules++
+	}
+	return res
+}
+
+func (s *Server) importStream(ctx context.Context, k streamKind, name, sql string) error {
+	st, err := parser.ParseStatement(sql)
+	if err != nil {
+		return badRequest("parse sql: %v", err)
+	}
+	cs, ok := st.(*ast.CreateStreamStmt)
+	if !ok || cs.Kind != k.ast || cs.Name != name {
+		return badRequest("want CREATE %s %s", strings.ToUpper(string(k.kind)), name)
+	}
+	if _, err := s.cat.PutStream(ctx, catalog.Stream{Name: name, Kind: k.kind, SQL: sql}, catalog.Upsert); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (s *Server) importRule(ctx context.Context, id, js string) error {
+	def, err := s.parseRuleForPath([]byte(js), id)
+	if err != nil {
+		return err
+	}
+	if old, err := s.rules.Def(id); err == nil && sameRule(def, old) {
+		return nil // re-importing an unchanged rule is a no-op
+	}
+	_, err = s.rules.Upsert(ctx, def)
+	return err
+}
+
+// sameRule reports whether def, once its masked secrets are restored from
+// old, has the same content as old apart from triggered.
+func sameRule(def, old *rule.Def) bool {
+	d := *def
+	d.Actions = slices.Clone(def.Actions)
+	if d.RestoreSecrets(old) != nil {
+		return false
+	}
+	return canonicalRule(d.Raw) == canonicalRule(old.Raw)
+}
+
+func canonicalRule(raw []byte) string {
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil {
+		return string(raw)
+	}
+	delete(m, "triggered")
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func (s *Server) exportData(w http.ResponseWriter, r *http.Request) error {
+	var ids []string
+	if r.Method == http.MethodPost {
+		if err := decodeStrict(r, &ids); err != nil {
+			return err
+		}
+		if ids == nil {
+			ids = []string{}
+		}
+	}
+	rs, err := s.ruleset(ids)
+	if err != nil {
+		return err
+	}
+	doc := DataExport{
+		Streams: rs.Streams, Tables: rs.Tables, Rules: rs.Rules,
+		NativePlugins: map[string]string{}, PortablePlugins: map[string]string{},
+		Service: map[string]string{}, Schema: map[string]string{}, Uploads: map[string]string{}, Scripts: map[string]string{},
+	}
+	if doc.SourceConfig, err = s.exportConfKeys(catalog.ConfSource); err != nil {
+		return err
+	}
+	if doc.SinkConfig, err = s.exportConfKeys(catalog.ConfSink); err != nil {
+		return err
+	}
+	if doc.ConnectionConfig, err = s.exportConfKeys(catalog.ConfConnection); err != nil {
+		return err
+	}
+	attach(w)
+	return writeJSON(w, http.StatusOK, doc)
+}
+
+func (s *Server) exportConfKeys(c catalog.ConfCategory) (map[string]string, error) {
+	byType := map[string]map[string]any{}
+	for _, k := range s.cat.ConfKeys(c, "") {
+		if byType[k.Type] == nil {
+			byType[k.Type] = map[string]any{}
+		}
+		byType[k.Type][k.Key] = rule.MaskProps(nonNil(k.Props))
+	}
+	out := map[string]string{}
+	for typ, keys := range byType {
+		b, err := json.Marshal(keys)
+		if err != nil {
+			return nil, fmt.Errorf("export conf keys %s: %w", typ, err)
+		}
+		out[typ] = string(b)
+	}
+	return out, nil
+}
+
+// importData imports a DataExport document. Without partial=1 it first
+// removes every rule, stream, table and confKey (eKuiper's full import).
+// The response lists per-item errors; stop=1 is accepted and ignored.
+func (s *Server) importData(w http.ResponseWriter, r *http.Request) error {
+	doc, err := importContent(r.Context(), r)
+	if err != nil {
+		return err
+	}
+	var d DataExport
+	if err := json.Unmarshal(doc, &d); err != nil {
+		return badRequest("decode data: %v", err)
+	}
+	partial, _ := strconv.ParseBool(r.URL.Query().Get("partial"))
+	if !partial {
+		if err := s.resetAll(r.Context()); err != nil {
+			return fmt.Errorf("reset before import: %w", err)
+		}
+	}
+	ctx := r.Context()
+	res := &importResult{errs: map[string]map[string]string{}}
+	for _, sec := range []struct {
+		name string
+		m    map[string]string
+		cat  string
+	}{{"sourceConfig", d.SourceConfig, "sources"}, {"sinkConfig", d.SinkConfig, "sinks"}, {"connectionConfig", d.ConnectionConfig, "connections"}} {
+		for _, typ := range sortedKeys(sec.m) {
+			var keys map[string]map[string]any
+			if err := json.Unmarshal([]byte(sec.m[typ]), &keys); err != nil {
+				res.fail(sec.name, typ, badRequest("decode confKeys: %v", err))
+				continue
+			}
+			for key, props := range keys {
+				if err := s.storeConfKey(ctx, sec.cat, strings.ToLower(typ), key, normalizeProps(props)); err != nil {
+					res.fail(sec.name, typ+"/"+key, err)
+				}
+			}
+		}
+	}
+	defs := s.importDefs(ctx, d.Streams, d.Tables, d.Rules)
+	for sec, m := range defs.errs {
+		for name, e := range m {
+			res.fail(sec, name, errors.New(e))
+		}
+	}
+	msg := ""
+	if res.first != nil {
+		msg = res.first.Error()
+	}
+	resp := map[string]any{}
+	for _, sec := range []string{"streams", "tables", "rules", "sourceConfig", "sinkConfig", "connectionConfig"} {
+		m := res.errs[sec]
+		if m == nil {
+			m = map[string]string{}
+		}
+		resp[sec] = m
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"ErrorMsg": msg, "ConfigResponse": resp})
+}
+
+func (s *Server) resetAll(ctx context.Context) error {
+	for _, st := range s.rules.List() {
+		if err := s.rules.Delete(ctx, st.ID); err != nil && !errors.Is(err, catalog.ErrNotFound) {
+			return err
+		}
+	}
+	for _, st := range s.cat.Streams("") {
+		if err := s.cat.DeleteStream(ctx, st.Name); err != nil && !errors.Is(err, catalog.ErrNotFound) {
+			return err
+		}
+	}
+	for _, c := range []catalog.ConfCategory{catalog.ConfSource, catalog.ConfSink, catalog.ConfConnection} {
+		for _, k := range s.cat.ConfKeys(c, "") {
+			if err := s.cat.DeleteConfKey(ctx, c, k.Type, k.Key); err != nil && !errors.Is(err, catalog.ErrNotFound) {
+				return err
+			}
+		}
+	}
+	return nil
+}
