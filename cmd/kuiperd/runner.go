@@ -3,28 +3,81 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/checkpoint"
+	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/config"
-	"github.com/rekuiper/rekuiper/internal/rule"
+	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/builtin"
+	"github.com/rekuiper/rekuiper/internal/connector/membus"
+	"github.com/rekuiper/rekuiper/internal/engine"
+	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
+	"github.com/rekuiper/rekuiper/internal/stream"
 )
 
-// errNoEngine is what every rule start reports until the engine is wired.
-var errNoEngine = errors.New("no engine wired: this kuiperd build cannot run rules yet")
-
-// newRunner builds the rule runner. This stub accepts every rule on
-// validation and fails every start with errNoEngine; the engine glue
-// replaces it.
+// newRunner wires the engine: the connector registry, the shared push
+// endpoint server, the subscription manager and the checkpoint store.
 func newRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (rulemgr.Runner, func(), error) {
-	return stubRunner{}, func() {}, nil
+	reg := connector.NewRegistry()
+	if err := builtin.Register(reg); err != nil {
+		return nil, nil, err
+	}
+	loc := time.UTC
+	if cfg.Basic.Timezone != "" {
+		l, err := time.LoadLocation(cfg.Basic.Timezone)
+		if err != nil {
+			return nil, nil, fmt.Errorf("timezone %q: %w", cfg.Basic.Timezone, err)
+		}
+		loc = l
+	}
+	mux := connector.NewMux()
+	stopPush := servePush(cfg, mux, logger)
+	rn := &engine.Runner{
+		Catalog:  cat,
+		Registry: reg,
+		Deps: connector.Deps{
+			Logger: logger, Clock: clock.Wall{}, Memory: membus.New(), HTTP: mux, DataDir: cfg.Paths.Data,
+		},
+		Paths:                     cfg.Paths,
+		Clock:                     clock.Wall{},
+		Location:                  loc,
+		Logger:                    logger,
+		Funcs:                     function.Builtins(),
+		Streams:                   stream.NewManager(),
+		Checkpoints:               &checkpoint.Store{Dir: cfg.Paths.Data},
+		DefaultCheckpointInterval: cfg.Rule.CheckpointInterval.Std(),
+	}
+	return rn, stopPush, nil
 }
 
-type stubRunner struct{}
-
-func (stubRunner) Validate(ctx context.Context, def *rule.Def) error { return nil }
-
-func (stubRunner) Start(ctx context.Context, def *rule.Def) (rulemgr.Running, error) {
-	return nil, errNoEngine
+// servePush serves push endpoints (httppush, websocket server) on
+// source.httpServerIp:httpServerPort. A port that cannot be bound is logged,
+// not fatal: rules without push sources do not need it.
+func servePush(cfg *config.Config, mux http.Handler, logger *slog.Logger) func() {
+	addr := net.JoinHostPort(cfg.Source.HTTPServerIP, strconv.Itoa(cfg.Source.HTTPServerPort))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		logger.Warn("push endpoint server not started", "addr", addr, "err", err)
+		return func() {}
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("push endpoint server failed", "err", err)
+		}
+	}()
+	logger.Info("push endpoint server listening", "addr", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx) //nolint:errcheck // best effort at exit
+	}
 }

@@ -146,12 +146,16 @@ func Run(ctx context.Context, opts Options) (err error) {
 	return nil
 }
 
-// removeRuleData removes data/rule_<id> (the rule's state and cache).
+// removeRuleData removes data/rule_<id> (the rule's checkpoints and state)
+// and data/cache/<id> (its sink caches).
 func removeRuleData(dataDir, id string) error {
-	if dataDir == "" || strings.ContainsAny(id, `/\`) || id == "" {
+	if dataDir == "" || strings.ContainsAny(id, `/\`) || id == "" || id == "." || id == ".." {
 		return nil
 	}
-	return os.RemoveAll(filepath.Join(dataDir, "rule_"+id))
+	if err := os.RemoveAll(filepath.Join(dataDir, "rule_"+id)); err != nil {
+		return err
+	}
+	return os.RemoveAll(filepath.Join(dataDir, "cache", id))
 }
 
 func newLogger(cfg *config.Config, stdout io.Writer) (*slog.Logger, func(), error) {

@@ -35,12 +35,12 @@ type Ctx struct {
 // last_hit_time(), last_agg_hit_count() and last_agg_hit_time(), and
 // rule_start(). They belong to the rule and are part of its checkpoint.
 type RuleStats struct {
-	RuleID          string
-	StartTime       int64
-	HitCount        int64
-	HitTime         int64
-	AggHitCount     int64
-	AggHitTime      int64
+	RuleID      string
+	StartTime   int64
+	HitCount    int64
+	HitTime     int64
+	AggHitCount int64
+	AggHitTime  int64
 }
 
 // cacheGet reads an alias or analytic result cached for the current row or

@@ -26,6 +26,13 @@ type Sink interface {
 	Collect(ctx context.Context, rows []map[string]any) error
 }
 
+// Flusher is implemented by sinks that buffer or pipeline writes: at a
+// checkpoint barrier the runtime calls Flush, and acknowledges the barrier
+// only once everything before it is delivered or durably cached.
+type Flusher interface {
+	Flush(ctx context.Context) error
+}
+
 // Config describes a rule to run.
 type Config struct {
 	ID        string
@@ -374,10 +381,7 @@ func (r *Rule) runSink(i int) {
 	sink, m := r.cfg.Sinks[i], r.SinkMetrics[i]
 	for it := range r.sinkIn[i] {
 		if it.Kind == operator.Barrier {
-			// Everything before the barrier was handed to the sink.
-			if r.cfg.OnSinkAck != nil {
-				r.cfg.OnSinkAck(it.Barrier, i)
-			}
+			r.sinkBarrier(i, it.Barrier)
 			r.cfg.Tracker.Done()
 			continue
 		}
@@ -395,5 +399,20 @@ func (r *Rule) runSink(i int) {
 		m.ProcessLatency.Store(time.Since(start).Microseconds())
 		m.LastInvocation.Store(r.nowMS())
 		r.cfg.Tracker.Done()
+	}
+}
+
+// sinkBarrier acknowledges barrier id for sink i once everything before it
+// was delivered: flushing sinks are flushed first; a failed flush withholds
+// the acknowledgement, so the checkpoint is abandoned rather than wrong.
+func (r *Rule) sinkBarrier(i int, id uint64) {
+	if f, ok := r.cfg.Sinks[i].(Flusher); ok {
+		if err := f.Flush(context.Background()); err != nil {
+			r.SinkMetrics[i].RecordException(fmt.Sprintf("flush for checkpoint %d: %v", id, err), r.nowMS())
+			return
+		}
+	}
+	if r.cfg.OnSinkAck != nil {
+		r.cfg.OnSinkAck(id, i)
 	}
 }

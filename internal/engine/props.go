@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/config"
+	"github.com/rekuiper/rekuiper/internal/sql/ast"
+)
+
+// sourceType is a stream's connector type (TYPE option, mqtt by default).
+func sourceType(def *ast.CreateStreamStmt) string {
+	if t, ok := def.Option("TYPE"); ok && t != "" {
+		return strings.ToLower(t)
+	}
+	return "mqtt"
+}
+
+// sourceProps resolves a stream's source properties the way eKuiper does:
+// the `default` confKey of etc/sources/<type>.yaml, overlaid by the
+// stream's CONF_KEY section, then by confKeys stored through the REST API,
+// then DATASOURCE, then the EXTRA JSON object.
+func (rn *Runner) sourceProps(def *ast.CreateStreamStmt) (string, map[string]any, error) {
+	typ := sourceType(def)
+	key, _ := def.Option("CONF_KEY")
+	if key == "" {
+		key = "default"
+	}
+	props := map[string]any{}
+	if rn.Paths.Etc != "" {
+		keys, _, err := config.LoadConfKeys(rn.Paths.SourceConfFile(typ), rn.Environ)
+		if err != nil {
+			return "", nil, fmt.Errorf("stream %s: %w", def.Name, err)
+		}
+		if p, ok := keys.Resolve(key); ok {
+			maps.Copy(props, p)
+		}
+	}
+	if rn.Catalog != nil {
+		if ck, err := rn.Catalog.ConfKey(catalog.ConfSource, typ, "default"); err == nil {
+			maps.Copy(props, ck.Props)
+		}
+		if key != "default" {
+			if ck, err := rn.Catalog.ConfKey(catalog.ConfSource, typ, key); err == nil {
+				maps.Copy(props, ck.Props)
+			}
+		}
+	}
+	if ds, ok := def.Option("DATASOURCE"); ok {
+		props["datasource"] = ds
+	}
+	if extra, ok := def.Option("EXTRA"); ok && extra != "" {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(extra), &m); err != nil {
+			return "", nil, fmt.Errorf("stream %s: EXTRA is not a JSON object: %w", def.Name, err)
+		}
+		maps.Copy(props, m)
+	}
+	return typ, props, nil
+}
+
+// sinkProps resolves an action's properties: a `resourceId` names a sink
+// confKey whose properties the action's own override.
+func (rn *Runner) sinkProps(typ string, action map[string]any) (map[string]any, error) {
+	props := map[string]any{}
+	if id, ok := action["resourceId"].(string); ok && id != "" {
+		found := false
+		if rn.Paths.Etc != "" {
+			if keys, _, err := config.LoadConfKeys(rn.Paths.SinkConfFile(typ), rn.Environ); err == nil {
+				if p, ok := keys.Resolve(id); ok {
+					maps.Copy(props, p)
+					found = true
+				}
+			}
+		}
+		if rn.Catalog != nil {
+			if ck, err := rn.Catalog.ConfKey(catalog.ConfSink, typ, id); err == nil {
+				maps.Copy(props, ck.Props)
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("sink %s: resourceId %q not found", typ, id)
+		}
+	}
+	for k, v := range action {
+		if k != "resourceId" {
+			props[k] = v
+		}
+	}
+	return props, nil
+}

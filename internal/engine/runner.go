@@ -1,0 +1,231 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/checkpoint"
+	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/config"
+	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/function"
+	"github.com/rekuiper/rekuiper/internal/rule"
+	"github.com/rekuiper/rekuiper/internal/rulemgr"
+	"github.com/rekuiper/rekuiper/internal/runtime"
+	"github.com/rekuiper/rekuiper/internal/sql/ast"
+	"github.com/rekuiper/rekuiper/internal/sql/parser"
+	"github.com/rekuiper/rekuiper/internal/stream"
+)
+
+// Runner runs the daemon's rules: it resolves stream definitions from the
+// catalog, builds sinks from actions, plans the rule, restores its last
+// checkpoint (qos >= 1), attaches sources and starts the checkpoint
+// coordinator. It implements rulemgr.Runner.
+type Runner struct {
+	Catalog     *catalog.Catalog
+	Registry    *connector.Registry
+	Deps        connector.Deps
+	Paths       config.Paths
+	Environ     []string
+	Clock       clock.Clock
+	Location    *time.Location
+	Logger      *slog.Logger
+	Funcs       *function.Registry
+	Streams     *stream.Manager
+	Checkpoints *checkpoint.Store
+	// DefaultCheckpointInterval applies when a rule's is zero.
+	DefaultCheckpointInterval time.Duration
+}
+
+var _ rulemgr.Runner = (*Runner)(nil)
+
+// ErrInvalid marks definitions that do not validate (rule SQL, streams,
+// actions); the REST layer answers 422.
+var ErrInvalid = rule.ErrInvalid
+
+type prepared struct {
+	stmt  *ast.SelectStmt
+	defs  map[string]*ast.CreateStreamStmt
+	sinks []*sinkNode
+	fp    string
+}
+
+// Validate plans the rule and checks its actions without running it.
+func (rn *Runner) Validate(ctx context.Context, def *rule.Def) error {
+	p, err := rn.prepare(def)
+	if err != nil {
+		return err
+	}
+	_, err = BuildStmt(rn.spec(def, p, nil), p.stmt)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return nil
+}
+
+func (rn *Runner) prepare(def *rule.Def) (*prepared, error) {
+	stmt, err := parser.ParseSelect(def.SQL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: parse rule %s: %w", ErrInvalid, def.ID, err)
+	}
+	names := []string{stmt.From.Name}
+	for _, j := range stmt.Joins {
+		names = append(names, j.Name)
+	}
+	p := &prepared{stmt: stmt, defs: map[string]*ast.CreateStreamStmt{}}
+	h := sha256.New()
+	fmt.Fprintf(h, "sql:%s\n", def.SQL)
+	for _, n := range names {
+		s, err := rn.Catalog.Stream(n)
+		if err != nil {
+			return nil, fmt.Errorf("%w: rule %s reads stream %s: %w", ErrInvalid, def.ID, n, err)
+		}
+		st, err := parser.ParseStatement(s.SQL)
+		if err != nil {
+			return nil, fmt.Errorf("%w: stream %s: %w", ErrInvalid, n, err)
+		}
+		cs, ok := st.(*ast.CreateStreamStmt)
+		if !ok {
+			return nil, fmt.Errorf("%w: stream %s is not a CREATE STREAM statement", ErrInvalid, n)
+		}
+		p.defs[n] = cs
+		fmt.Fprintf(h, "stream:%s\n", s.SQL)
+	}
+	o := def.Options
+	fmt.Fprintf(h, "opts:%v/%v/%v/%v/%v\n", o.IsEventTime, time.Duration(o.LateTolerance), o.SendError, o.SendNilField, o.SendMetaToSink)
+	p.fp = hex.EncodeToString(h.Sum(nil))
+	for i, a := range def.Actions {
+		sn, err := rn.buildSink(i, a.Type, a.Props)
+		if err != nil {
+			return nil, fmt.Errorf("%w: rule %s: %w", ErrInvalid, def.ID, err)
+		}
+		p.sinks = append(p.sinks, sn)
+	}
+	return p, nil
+}
+
+func (rn *Runner) spec(def *rule.Def, p *prepared, coord *checkpoint.Coordinator) Spec {
+	sinks := make([]runtime.Sink, len(p.sinks))
+	for i, s := range p.sinks {
+		sinks[i] = s
+	}
+	inputs := 0
+	for _, d := range p.defs {
+		if d.Kind == ast.KindStream {
+			inputs++
+		}
+	}
+	s := Spec{
+		ID: def.ID, SQL: def.SQL, Options: def.Options, Defs: p.defs, Funcs: rn.Funcs,
+		Clock: rn.Clock, Location: rn.Location, Sinks: sinks, Inputs: inputs,
+	}
+	if coord != nil {
+		s.OnSnapshot = coord.OnSnapshot
+		s.OnSinkAck = coord.OnSinkAck
+	}
+	return s
+}
+
+// Start runs the rule. ctx covers connecting the sinks.
+func (rn *Runner) Start(ctx context.Context, def *rule.Def) (rulemgr.Running, error) {
+	p, err := rn.prepare(def)
+	if err != nil {
+		return nil, err
+	}
+	rr := &running{rn: rn, def: def, sinks: p.sinks, done: make(chan struct{}), logger: rn.Logger.With("rule", def.ID)}
+	var coord *checkpoint.Coordinator
+	var restored *checkpoint.Checkpoint
+	if def.Options.Qos > 0 && rn.Checkpoints != nil {
+		restored = rn.latestCheckpoint(def.ID, p.fp, rr.logger)
+		interval := time.Duration(def.Options.CheckpointInterval)
+		if interval <= 0 {
+			interval = rn.DefaultCheckpointInterval
+		}
+		first := uint64(0)
+		if restored != nil {
+			first = restored.ID
+		}
+		coord = checkpoint.NewCoordinator(checkpoint.Config{
+			RuleID: def.ID, Fingerprint: p.fp, Interval: interval, Store: rn.Checkpoints,
+			Clock: rn.Clock, Logger: rr.logger, Sinks: len(p.sinks), FirstID: first,
+		})
+		rr.coord = coord
+	}
+	built, err := BuildStmt(rn.spec(def, p, coord), p.stmt)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	rr.built = built
+	if restored != nil {
+		if err := built.Rule.Restore(&runtime.Snapshot{ID: restored.ID, Ops: restored.Ops, State: restored.State}); err != nil {
+			rr.logger.Warn("checkpoint not restored; starting without state", "err", err)
+			restored = nil
+		} else {
+			rr.logger.Info("restored checkpoint", "id", restored.ID)
+		}
+	}
+	for _, s := range p.sinks {
+		if err := s.sink.Connect(ctx); err != nil {
+			rr.closeSinks()
+			return nil, fmt.Errorf("connect sink %s of rule %s: %w", s.name, def.ID, err)
+		}
+	}
+	built.Rule.Start()
+	if err := rr.attach(p, restored); err != nil {
+		rr.shutdown(context.Background())
+		return nil, err
+	}
+	if coord != nil {
+		coord.Start()
+	}
+	return rr, nil
+}
+
+// latestCheckpoint loads the rule's newest checkpoint; a checkpoint of an
+// earlier definition of the rule is discarded (state does not survive a
+// change of the rule or its streams).
+func (rn *Runner) latestCheckpoint(id, fp string, logger *slog.Logger) *checkpoint.Checkpoint {
+	cp, err := rn.Checkpoints.Latest(id, fp)
+	switch {
+	case err == nil:
+		return cp
+	case errors.Is(err, checkpoint.ErrMismatch):
+		logger.Info("rule definition changed: discarding its checkpoints")
+		if err := rn.Checkpoints.Delete(id); err != nil {
+			logger.Warn("discard checkpoints", "err", err)
+		}
+	case !errors.Is(err, checkpoint.ErrNotFound):
+		logger.Warn("checkpoint unreadable; starting without state", "err", err)
+	}
+	return nil
+}
+
+// Cleanup removes what a deleted rule leaves on disk (its checkpoints).
+func (rn *Runner) Cleanup(ruleID string) error {
+	if rn.Checkpoints == nil {
+		return nil
+	}
+	return rn.Checkpoints.Delete(ruleID)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func propsKey(typ string, props map[string]any) string {
+	b, _ := json.Marshal(props)
+	return typ + "|" + string(b)
+}

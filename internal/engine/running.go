@@ -1,0 +1,299 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/rekuiper/rekuiper/internal/checkpoint"
+	"github.com/rekuiper/rekuiper/internal/format"
+	"github.com/rekuiper/rekuiper/internal/operator"
+	"github.com/rekuiper/rekuiper/internal/row"
+	"github.com/rekuiper/rekuiper/internal/rule"
+	"github.com/rekuiper/rekuiper/internal/rulemgr"
+	"github.com/rekuiper/rekuiper/internal/sql/ast"
+	"github.com/rekuiper/rekuiper/internal/stream"
+)
+
+// running is a started rule (rulemgr.Running).
+type running struct {
+	rn     *Runner
+	def    *rule.Def
+	built  *Built
+	sinks  []*sinkNode
+	coord  *checkpoint.Coordinator
+	logger *slog.Logger
+
+	mu       sync.Mutex
+	inputs   []*input
+	ended    int // stream inputs that reached their end
+	streams  int // stream inputs (not tables)
+	err      error
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+var _ rulemgr.Running = (*running)(nil)
+
+type input struct {
+	name     string
+	key      string
+	table    bool
+	sub      *stream.Subscription
+	consumer int
+	release  func(ctx context.Context) error
+}
+
+// injector routes the coordinator's barrier requests to one consumer.
+type injector struct {
+	sub      *stream.Subscription
+	consumer int
+}
+
+func (i injector) InjectBarrier(id uint64) { i.sub.InjectBarrier(i.consumer, id) }
+
+func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
+	injectors := map[string]checkpoint.Injector{}
+	source := 0
+	for _, in := range rr.built.Plan.Inputs {
+		typ, props, err := rr.rn.sourceProps(in.Def)
+		if err != nil {
+			return err
+		}
+		perRule := rr.def.Options.Qos > 0 && !in.Table
+		key := propsKey(typ, props) + "|" + in.Name
+		if perRule {
+			key = "rule|" + rr.def.ID + "|" + key
+		}
+		sub, release, err := rr.rn.Streams.Acquire(key, func() (*stream.Subscription, error) {
+			return rr.rn.newSubscription(in.Def, typ, props)
+		})
+		if err != nil {
+			return fmt.Errorf("stream %s of rule %s: %w", in.Name, rr.def.ID, err)
+		}
+		ckKey := "source:" + in.Name
+		if perRule && restored != nil {
+			if off, ok := restored.Offsets[ckKey]; ok && len(off) > 0 && sub.Rewindable() {
+				if err := sub.Rewind(off); err != nil {
+					rr.logger.Warn("rewind failed; reading from the current position", "stream", in.Name, "err", err)
+				}
+			}
+		}
+		idx, port, isTable := source, in.Port, in.Table
+		if !isTable {
+			source++
+			rr.streams++
+		}
+		ri := &input{name: in.Name, key: ckKey, table: isTable, sub: sub, release: release}
+		ri.consumer = sub.Attach(rr.consumer(ri, idx, port))
+		rr.mu.Lock()
+		rr.inputs = append(rr.inputs, ri)
+		rr.mu.Unlock()
+		if perRule {
+			injectors[ckKey] = injector{sub: sub, consumer: ri.consumer}
+		}
+		sub.Start()
+	}
+	if rr.coord != nil {
+		rr.coord.SetSources(injectors)
+	}
+	return nil
+}
+
+func (rr *running) consumer(in *input, source, port int) *stream.Consumer {
+	r := rr.built.Rule
+	return &stream.Consumer{
+		Deliver: func(ts []*row.Tuple) bool {
+			return r.Send(operator.Item{Kind: operator.Data, Input: port, Source: source, Tuples: ts})
+		},
+		Barrier: func(id uint64, offset []byte) {
+			if rr.coord != nil && !in.table {
+				rr.coord.SourceReady(id, in.key, offset)
+				r.Send(operator.Item{Kind: operator.Barrier, Barrier: id, Source: source})
+			}
+		},
+		Error: func(err error) {
+			r.Send(operator.Item{Kind: operator.Error, Err: err, Source: source})
+		},
+		End: func(err error) {
+			if in.table {
+				return
+			}
+			rr.mu.Lock()
+			rr.ended++
+			all := rr.ended >= rr.streams
+			if err != nil && rr.err == nil {
+				rr.err = err
+			}
+			rr.mu.Unlock()
+			if all || err != nil {
+				go rr.Stop(context.Background())
+			}
+		},
+	}
+}
+
+func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props map[string]any) (*stream.Subscription, error) {
+	entry, ok := rn.Registry.Source(typ)
+	if !ok {
+		return nil, fmt.Errorf("unknown source type %q (TYPE of stream %s)", typ, def.Name)
+	}
+	valid, err := entry.Spec.Validate(props)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", def.Name, err)
+	}
+	src, err := entry.New(valid, rn.Deps)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", def.Name, err)
+	}
+	fmtName, _ := def.Option("FORMAT")
+	if fmtName == "" {
+		fmtName = "json"
+	}
+	opts := format.Options{}
+	if d, ok := def.Option("DELIMITER"); ok {
+		opts.Delimiter = d
+	}
+	for _, f := range def.Fields {
+		opts.Fields = append(opts.Fields, f.Name)
+	}
+	dec, err := format.New(fmtName, opts)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", def.Name, err)
+	}
+	return stream.NewSubscription(def.Name, src, dec, rn.Clock, rn.Logger), nil
+}
+
+// Stop detaches the sources, lets the operators and sinks drain what they
+// hold, and closes the sinks.
+func (rr *running) Stop(ctx context.Context) error {
+	var err error
+	rr.stopOnce.Do(func() {
+		err = rr.shutdown(ctx)
+		close(rr.done)
+	})
+	return err
+}
+
+func (rr *running) shutdown(ctx context.Context) error {
+	if rr.coord != nil {
+		rr.coord.Stop()
+	}
+	rr.mu.Lock()
+	inputs := rr.inputs
+	rr.mu.Unlock()
+	var errs []error
+	for _, in := range inputs {
+		in.sub.Detach(in.consumer)
+		if err := in.release(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	rr.built.Rule.Stop()
+	errs = append(errs, rr.closeSinks())
+	return errors.Join(errs...)
+}
+
+func (rr *running) closeSinks() error {
+	var errs []error
+	for _, s := range rr.sinks {
+		if err := s.sink.Close(context.Background()); err != nil {
+			errs = append(errs, fmt.Errorf("close sink %s: %w", s.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (rr *running) Done() <-chan struct{} { return rr.done }
+
+func (rr *running) Err() error {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	return rr.err
+}
+
+// Metrics returns the node metrics under eKuiper's keys, plus checkpoint
+// figures.
+func (rr *running) Metrics() map[string]any {
+	out := map[string]any{}
+	rr.mu.Lock()
+	inputs := rr.inputs
+	rr.mu.Unlock()
+	for _, in := range inputs {
+		st := in.sub.Status()
+		prefix := "source_" + in.name + "_0_"
+		out[prefix+"records_in_total"] = st.RecordsIn
+		out[prefix+"records_out_total"] = st.RecordsIn - st.DecodeErrors
+		out[prefix+"exceptions_total"] = st.DecodeErrors
+		out[prefix+"connection_status"] = connStatus(st.State)
+		out[prefix+"connection_last_connected_time"] = st.LastConnected
+		out[prefix+"connection_last_disconnected_time"] = st.LastDisconnected
+		out[prefix+"connection_last_disconnected_message"] = st.LastError
+	}
+	r := rr.built.Rule
+	for i, op := range rr.built.Plan.Ops {
+		prefix := fmt.Sprintf("op_%d_%s_0_", i+1, op.Name())
+		for k, v := range r.OpMetrics[i].Snapshot() {
+			out[prefix+k] = v
+		}
+	}
+	for i, s := range rr.sinks {
+		prefix := fmt.Sprintf("sink_%s_0_", s.name)
+		for k, v := range r.SinkMetrics[i].Snapshot() {
+			out[prefix+k] = v
+		}
+	}
+	if rr.coord != nil {
+		st := rr.coord.Stats()
+		out["checkpoint_completed_total"] = st.Completed
+		out["checkpoint_abandoned_total"] = st.Abandoned
+		out["checkpoint_last_id"] = int64(st.LastID)
+		out["checkpoint_last_time"] = st.LastTakenAt
+		out["checkpoint_last_duration_ms"] = st.LastDuration.Milliseconds()
+		out["checkpoint_last_size_bytes"] = int64(st.LastSizeBytes)
+		out["checkpoint_last_error"] = st.LastError
+	}
+	return out
+}
+
+func connStatus(state string) int64 {
+	switch state {
+	case "connected":
+		return 1
+	case "connecting":
+		return 0
+	}
+	return -1
+}
+
+// Topo returns the rule's graph in eKuiper's shape.
+func (rr *running) Topo() map[string]any {
+	var sources []any
+	edges := map[string]any{}
+	first := ""
+	var names []string
+	for i, op := range rr.built.Plan.Ops {
+		names = append(names, fmt.Sprintf("op_%d_%s", i+1, op.Name()))
+	}
+	if len(names) > 0 {
+		first = names[0]
+	}
+	for _, in := range rr.built.Plan.Inputs {
+		name := "source_" + in.Name
+		sources = append(sources, name)
+		edges[name] = []any{first}
+	}
+	for i := 0; i+1 < len(names); i++ {
+		edges[names[i]] = []any{names[i+1]}
+	}
+	var sinks []any
+	for _, s := range rr.sinks {
+		sinks = append(sinks, "sink_"+s.name)
+	}
+	if len(names) > 0 {
+		edges[names[len(names)-1]] = sinks
+	}
+	return map[string]any{"sources": sources, "edges": edges}
+}

@@ -1,0 +1,65 @@
+package stream
+
+import (
+	"context"
+	"sync"
+)
+
+// Manager shares subscriptions between rules by key: rules at qos 0 on the
+// same stream with the same source properties read one connection and
+// decode each message once.
+type Manager struct {
+	mu   sync.Mutex
+	subs map[string]*shared
+}
+
+type shared struct {
+	sub  *Subscription
+	refs int
+}
+
+// NewManager returns an empty manager.
+func NewManager() *Manager { return &Manager{subs: map[string]*shared{}} }
+
+// Acquire returns the subscription for key, creating and starting it with
+// create on first use. release detaches the caller; the last release stops
+// the subscription.
+func (m *Manager) Acquire(key string, create func() (*Subscription, error)) (*Subscription, func(ctx context.Context) error, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	sh, ok := m.subs[key]
+	if !ok {
+		sub, err := create()
+		if err != nil {
+			return nil, nil, err
+		}
+		sh = &shared{sub: sub}
+		m.subs[key] = sh
+	}
+	sh.refs++
+	var once sync.Once
+	release := func(ctx context.Context) error {
+		var err error
+		once.Do(func() {
+			m.mu.Lock()
+			sh.refs--
+			last := sh.refs == 0
+			if last {
+				delete(m.subs, key)
+			}
+			m.mu.Unlock()
+			if last {
+				err = sh.sub.Stop(ctx)
+			}
+		})
+		return err
+	}
+	return sh.sub, release, nil
+}
+
+// Len is the number of live subscriptions.
+func (m *Manager) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.subs)
+}

@@ -1,0 +1,410 @@
+// Package stream connects sources to rules. A subscription owns one source
+// connection and its read loop, decodes each message once, and fans the
+// decoded tuples out to every rule attached to it. Rules at qos 0 on the
+// same stream share one subscription; a rule at qos >= 1 gets its own, so
+// that its offsets and rewinds are its own.
+//
+// The read loop is the only goroutine that delivers records and barriers of
+// a subscription, so a barrier is injected between two records and the
+// offset it records is exactly the position after the last delivered record.
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/rekuiper/rekuiper/api"
+	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/format"
+	"github.com/rekuiper/rekuiper/internal/row"
+	"github.com/rekuiper/rekuiper/internal/value"
+)
+
+// Consumer is a rule's end of a subscription. Its functions are called from
+// the subscription's read loop.
+type Consumer struct {
+	// Deliver hands tuples to the rule, blocking while the rule's buffer is
+	// full (backpressure). It returns false once the rule is stopped.
+	Deliver func(tuples []*row.Tuple) bool
+	// Barrier injects checkpoint barrier id; offset is the source position
+	// after the last delivered record (nil for non-rewindable sources).
+	Barrier func(id uint64, offset []byte)
+	// Error reports a record that could not be decoded.
+	Error func(err error)
+	// End reports that the source ended (nil: a bounded source reached its
+	// end) or failed for good.
+	End func(err error)
+}
+
+// Status is a subscription's connection state for rule status.
+type Status struct {
+	State            string // connected, connecting, disconnected
+	LastConnected    int64  // ms
+	LastDisconnected int64  // ms
+	LastError        string
+	RecordsIn        int64
+	DecodeErrors     int64
+}
+
+type readResult struct {
+	msg    *api.Message
+	offset []byte
+	err    error
+}
+
+// Subscription reads one source for one or more rules.
+type Subscription struct {
+	name    string
+	src     api.Source
+	rewind  api.Rewindable
+	decoder format.Decoder
+	clock   clock.Clock
+	logger  *slog.Logger
+
+	mu        sync.Mutex
+	consumers map[int]*Consumer
+	nextID    int
+	status    Status
+	barriers  chan barrierReq
+	cancel    context.CancelFunc
+	done      chan struct{}
+	started   bool
+}
+
+type barrierReq struct {
+	consumer int
+	id       uint64
+}
+
+// NewSubscription wraps a constructed (not yet connected) source of the
+// named stream. decoder is nil for sources that deliver decoded records.
+func NewSubscription(name string, src api.Source, decoder format.Decoder, clk clock.Clock, logger *slog.Logger) *Subscription {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Subscription{
+		name: name, src: src, decoder: decoder, clock: clk, logger: logger,
+		consumers: map[int]*Consumer{},
+		barriers:  make(chan barrierReq, 16),
+		done:      make(chan struct{}),
+	}
+	s.rewind, _ = src.(api.Rewindable)
+	s.status.State = "connecting"
+	return s
+}
+
+// Rewindable reports whether the source can resume from an offset.
+func (s *Subscription) Rewindable() bool { return s.rewind != nil }
+
+// Rewind positions the source at offset before Start.
+func (s *Subscription) Rewind(offset []byte) error {
+	if s.rewind == nil {
+		return fmt.Errorf("stream %s: source is not rewindable", s.name)
+	}
+	if err := s.rewind.Rewind(offset); err != nil {
+		return fmt.Errorf("stream %s: rewind: %w", s.name, err)
+	}
+	return nil
+}
+
+// Attach adds a consumer and returns its id.
+func (s *Subscription) Attach(c *Consumer) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextID++
+	s.consumers[s.nextID] = c
+	return s.nextID
+}
+
+// Detach removes a consumer; it reports whether none is left.
+func (s *Subscription) Detach(id int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.consumers, id)
+	return len(s.consumers) == 0
+}
+
+// InjectBarrier asks the read loop to inject barrier id into consumer's rule
+// between two records.
+func (s *Subscription) InjectBarrier(consumer int, id uint64) {
+	select {
+	case s.barriers <- barrierReq{consumer: consumer, id: id}:
+	case <-s.done:
+	}
+}
+
+// Status returns the connection state and counters.
+func (s *Subscription) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status
+}
+
+// Start runs the read loop until Stop. Connection failures are retried with
+// exponential backoff and jitter; they never end the subscription.
+func (s *Subscription) Start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return
+	}
+	s.started = true
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go s.loop(ctx)
+}
+
+// Stop ends the read loop and closes the source.
+func (s *Subscription) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	started := s.started
+	cancel := s.cancel
+	s.mu.Unlock()
+	if !started {
+		return s.src.Close(ctx)
+	}
+	cancel()
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		return fmt.Errorf("stop stream %s: %w", s.name, ctx.Err())
+	}
+	return nil
+}
+
+func (s *Subscription) setState(state string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := clock.NowMilli(s.clock)
+	s.status.State = state
+	switch state {
+	case "connected":
+		s.status.LastConnected = now
+	case "disconnected":
+		s.status.LastDisconnected = now
+	}
+	if err != nil {
+		s.status.LastError = err.Error()
+	}
+}
+
+func (s *Subscription) loop(ctx context.Context) {
+	defer close(s.done)
+	defer s.src.Close(context.Background())
+	backoff := newBackoff()
+	var lastOffset []byte
+	if s.rewind != nil {
+		lastOffset, _ = s.rewind.Offset()
+	}
+	for ctx.Err() == nil {
+		if err := s.connect(ctx); err != nil {
+			s.setState("disconnected", err)
+			s.logger.Warn("source connect failed", "stream", s.name, "err", err)
+			if !s.sleep(ctx, backoff.next()) {
+				return
+			}
+			continue
+		}
+		backoff.reset()
+		s.setState("connected", nil)
+		err := s.run(ctx, &lastOffset)
+		if errors.Is(err, io.EOF) {
+			s.end(nil)
+			s.waitStop(ctx, &lastOffset)
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		s.setState("disconnected", err)
+		s.logger.Warn("source read failed, reconnecting", "stream", s.name, "err", err)
+		s.src.Close(context.Background())
+		if !s.sleep(ctx, backoff.next()) {
+			return
+		}
+	}
+}
+
+// waitStop serves barriers after a bounded source ended, until Stop.
+func (s *Subscription) waitStop(ctx context.Context, lastOffset *[]byte) {
+	for {
+		select {
+		case req := <-s.barriers:
+			s.barrier(req, *lastOffset)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (s *Subscription) connect(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return s.src.Connect(cctx)
+}
+
+// run reads until an error. A reader goroutine does the blocking Reads and
+// captures the offset right after each one, so that barriers can be served
+// while no record arrives.
+func (s *Subscription) run(ctx context.Context, lastOffset *[]byte) error {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make(chan readResult)
+	go s.reader(rctx, results)
+	for {
+		select {
+		case req := <-s.barriers:
+			s.barrier(req, *lastOffset)
+		case res := <-results:
+			if res.err != nil {
+				return res.err
+			}
+			s.deliver(res.msg)
+			if res.offset != nil {
+				*lastOffset = res.offset
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (s *Subscription) reader(ctx context.Context, out chan<- readResult) {
+	for {
+		msg, err := s.src.Read(ctx)
+		var res readResult
+		if err != nil {
+			res.err = err
+		} else {
+			res.msg = msg
+			if s.rewind != nil {
+				res.offset, _ = s.rewind.Offset()
+			}
+		}
+		select {
+		case out <- res:
+		case <-ctx.Done():
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (s *Subscription) barrier(req barrierReq, offset []byte) {
+	s.mu.Lock()
+	c := s.consumers[req.consumer]
+	s.mu.Unlock()
+	if c != nil && c.Barrier != nil {
+		c.Barrier(req.id, append([]byte(nil), offset...))
+	}
+}
+
+func (s *Subscription) consumersSnapshot() []*Consumer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*Consumer, 0, len(s.consumers))
+	for _, c := range s.consumers {
+		out = append(out, c)
+	}
+	return out
+}
+
+func (s *Subscription) deliver(msg *api.Message) {
+	tuples, err := s.decode(msg)
+	s.mu.Lock()
+	s.status.RecordsIn++
+	if err != nil {
+		s.status.DecodeErrors++
+	}
+	s.mu.Unlock()
+	consumers := s.consumersSnapshot()
+	if err != nil {
+		for _, c := range consumers {
+			if c.Error != nil {
+				c.Error(err)
+			}
+		}
+	} else if len(tuples) > 0 {
+		for _, c := range consumers {
+			c.Deliver(tuples)
+		}
+	}
+	if msg.Ack != nil {
+		msg.Ack()
+	}
+}
+
+func (s *Subscription) decode(msg *api.Message) ([]*row.Tuple, error) {
+	ts := msg.Time.UnixMilli()
+	if msg.Time.IsZero() {
+		ts = clock.NowMilli(s.clock)
+	}
+	var records []map[string]any
+	switch {
+	case msg.Data != nil:
+		m, _ := value.Normalize(msg.Data).(map[string]any)
+		records = []map[string]any{m}
+	case s.decoder != nil:
+		var err error
+		if records, err = s.decoder.Decode(msg.Payload); err != nil {
+			return nil, fmt.Errorf("decode message of stream %s: %w", s.name, err)
+		}
+	default:
+		return nil, fmt.Errorf("stream %s: message has no data and the stream no format", s.name)
+	}
+	tuples := make([]*row.Tuple, len(records))
+	for i, r := range records {
+		tuples[i] = &row.Tuple{Emitter: s.name, Message: r, Metadata: msg.Meta, Timestamp: ts}
+	}
+	return tuples, nil
+}
+
+func (s *Subscription) end(err error) {
+	for _, c := range s.consumersSnapshot() {
+		if c.End != nil {
+			c.End(err)
+		}
+	}
+}
+
+// sleep waits d on the engine clock; false if ctx ended first.
+func (s *Subscription) sleep(ctx context.Context, d time.Duration) bool {
+	done := make(chan struct{})
+	t := s.clock.AfterFunc(d, func() { close(done) })
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		t.Stop()
+		return false
+	}
+}
+
+// backoff is exponential from 100 ms to 30 s with ±20 % jitter.
+type backoff struct{ d time.Duration }
+
+func newBackoff() *backoff { return &backoff{} }
+
+func (b *backoff) reset() { b.d = 0 }
+
+func (b *backoff) next() time.Duration {
+	switch {
+	case b.d == 0:
+		b.d = 100 * time.Millisecond
+	case b.d < 30*time.Second:
+		b.d *= 2
+		if b.d > 30*time.Second {
+			b.d = 30 * time.Second
+		}
+	}
+	jitter := 1 + (rand.Float64()*0.4 - 0.2)
+	return time.Duration(float64(b.d) * jitter)
+}
