@@ -339,5 +339,4 @@ func TestSplitRef(t *testing.T) {
 	}
 }
 
-
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }
