@@ -166,8 +166,9 @@ func (r *Rule) Send(it operator.Item) bool {
 	}
 }
 
-// Stop stops the operator goroutine, then lets the sinks drain what they were
-// given and waits for them.
+// Stop is a soft stop: the operator goroutine processes the items already
+// accepted and exits, then the sinks deliver what they were given; Stop
+// waits for both. Items offered after Stop are refused.
 func (r *Rule) Stop() {
 	select {
 	case <-r.quit:
@@ -225,7 +226,16 @@ func (r *Rule) runOps(started chan<- struct{}) {
 			al.dispatch(it)
 			r.cfg.Tracker.Done()
 		case <-r.quit:
-			return
+			// Soft stop: process what was already accepted, then exit.
+			for {
+				select {
+				case it := <-r.in:
+					al.dispatch(it)
+					r.cfg.Tracker.Done()
+				default:
+					return
+				}
+			}
 		}
 	}
 }

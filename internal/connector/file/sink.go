@@ -136,7 +136,13 @@ func (s *Sink) fileName(now time.Time) string {
 func (s *Sink) openFile(msg *api.SinkMessage) error {
 	now := s.clk.Now()
 	name := s.fileName(now)
-	f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	// Lines and CSV files are appended to, so a restarted rule continues the
+	// file; a JSON array file is rewritten whole.
+	mode := os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	if s.fileType == typeJSON {
+		mode = os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	}
+	f, err := os.OpenFile(name, mode, 0o644)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", name, err)
 	}
@@ -147,6 +153,21 @@ func (s *Sink) openFile(msg *api.SinkMessage) error {
 	case s.fileType == typeCSV && s.hasHeader && len(msg.Rows) > 0:
 		s.w.WriteString(strings.Join(slices.Sorted(maps.Keys(msg.Rows[0])), s.delimiter))
 		s.w.WriteByte('\n')
+	}
+	return nil
+}
+
+// Flush writes buffered output and fsyncs the file; the engine calls it at
+// checkpoint barriers, so everything before a checkpoint is on disk.
+func (s *Sink) Flush(ctx context.Context) error {
+	if s.f == nil {
+		return nil
+	}
+	if err := s.w.Flush(); err != nil {
+		return fmt.Errorf("flush %s: %w", s.f.Name(), err)
+	}
+	if err := s.f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", s.f.Name(), err)
 	}
 	return nil
 }
