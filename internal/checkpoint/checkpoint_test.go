@@ -115,9 +115,9 @@ type committed struct {
 	ids []uint64
 }
 
-func (c *committed) CheckpointCommitted(id uint64) {
+func (c *committed) CheckpointCommitted(cp *Checkpoint) {
 	c.mu.Lock()
-	c.ids = append(c.ids, id)
+	c.ids = append(c.ids, cp.ID)
 	c.mu.Unlock()
 }
 

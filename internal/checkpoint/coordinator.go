@@ -17,10 +17,11 @@ type Injector interface {
 	InjectBarrier(id uint64)
 }
 
-// Committer is told when checkpoint id is durable, so that transactional
+// Committer is told when a checkpoint is durable, so that transactional
 // sinks commit and sources acknowledge upstream or truncate their logs.
+// It is called from the goroutine that completed the checkpoint.
 type Committer interface {
-	CheckpointCommitted(id uint64)
+	CheckpointCommitted(cp *Checkpoint)
 }
 
 // Config describes one rule's checkpointing.
@@ -85,11 +86,13 @@ func NewCoordinator(cfg Config) *Coordinator {
 	return &Coordinator{cfg: cfg, nextID: cfg.FirstID + 1}
 }
 
-// SetSources sets the barrier injection points; call it before Start.
-func (c *Coordinator) SetSources(sources map[string]Injector) {
+// SetSources sets the barrier injection points and the committers to
+// notify; call it before Start.
+func (c *Coordinator) SetSources(sources map[string]Injector, committers ...Committer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.cfg.Sources = sources
+	c.cfg.Committers = append(c.cfg.Committers, committers...)
 }
 
 // Start schedules the first checkpoint one interval from now.
@@ -202,6 +205,6 @@ func (c *Coordinator) complete(p *pending) {
 	committers := c.cfg.Committers
 	c.mu.Unlock()
 	for _, cm := range committers {
-		cm.CheckpointCommitted(p.id)
+		cm.CheckpointCommitted(cp)
 	}
 }

@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 
+	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/checkpoint"
 	"github.com/rekuiper/rekuiper/internal/format"
 	"github.com/rekuiper/rekuiper/internal/operator"
 	"github.com/rekuiper/rekuiper/internal/row"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
+	"github.com/rekuiper/rekuiper/internal/sourcelog"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/stream"
 )
@@ -56,6 +59,7 @@ func (i injector) InjectBarrier(id uint64) { i.sub.InjectBarrier(i.consumer, id)
 
 func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 	injectors := map[string]checkpoint.Injector{}
+	var committers []checkpoint.Committer
 	source := 0
 	for _, in := range rr.built.Plan.Inputs {
 		typ, props, err := rr.rn.sourceProps(in.Def)
@@ -67,8 +71,21 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 		if perRule {
 			key = "rule|" + rr.def.ID + "|" + key
 		}
+		var logged *sourcelog.Log
 		sub, release, err := rr.rn.Streams.Acquire(key, func() (*stream.Subscription, error) {
-			return rr.rn.newSubscription(in.Def, typ, props)
+			var wrap func(api.Source) (api.Source, error)
+			if perRule {
+				wrap = func(src api.Source) (api.Source, error) {
+					if _, ok := src.(api.Rewindable); ok {
+						return src, nil
+					}
+					// A push source: make it replayable with a durable log.
+					l, err := sourcelog.Open(src, rr.rn.sourceLogDir(rr.def.ID, in.Name), sourcelog.Options{Sync: sourcelog.SyncNone})
+					logged = l
+					return l, err
+				}
+			}
+			return rr.rn.newSubscription(in.Def, typ, props, wrap)
 		})
 		if err != nil {
 			return fmt.Errorf("stream %s of rule %s: %w", in.Name, rr.def.ID, err)
@@ -94,12 +111,30 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 		if perRule {
 			injectors[ckKey] = injector{sub: sub, consumer: ri.consumer}
 		}
+		if logged != nil {
+			committers = append(committers, logTruncator{log: logged, key: ckKey, logger: rr.logger})
+		}
 		sub.Start()
 	}
 	if rr.coord != nil {
-		rr.coord.SetSources(injectors)
+		rr.coord.SetSources(injectors, committers...)
 	}
 	return nil
+}
+
+// logTruncator drops source log segments behind completed checkpoints.
+type logTruncator struct {
+	log    *sourcelog.Log
+	key    string
+	logger *slog.Logger
+}
+
+func (t logTruncator) CheckpointCommitted(cp *checkpoint.Checkpoint) {
+	if off, ok := cp.Offsets[t.key]; ok && len(off) > 0 {
+		if err := t.log.Truncate(off); err != nil {
+			t.logger.Warn("truncate source log", "source", t.key, "err", err)
+		}
+	}
 }
 
 func (rr *running) consumer(in *input, source, port int) *stream.Consumer {
@@ -135,7 +170,12 @@ func (rr *running) consumer(in *input, source, port int) *stream.Consumer {
 	}
 }
 
-func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props map[string]any) (*stream.Subscription, error) {
+// sourceLogDir is where a rule's durable source log for a stream lives.
+func (rn *Runner) sourceLogDir(ruleID, streamName string) string {
+	return filepath.Join(rn.Paths.Data, "rule_"+ruleID, "sourcelog", streamName)
+}
+
+func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props map[string]any, wrap func(api.Source) (api.Source, error)) (*stream.Subscription, error) {
 	entry, ok := rn.Registry.Source(typ)
 	if !ok {
 		return nil, fmt.Errorf("unknown source type %q (TYPE of stream %s)", typ, def.Name)
@@ -147,6 +187,11 @@ func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props m
 	src, err := entry.New(valid, rn.Deps)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", def.Name, err)
+	}
+	if wrap != nil {
+		if src, err = wrap(src); err != nil {
+			return nil, fmt.Errorf("stream %s: %w", def.Name, err)
+		}
 	}
 	fmtName, _ := def.Option("FORMAT")
 	if fmtName == "" {

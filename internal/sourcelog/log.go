@@ -1,0 +1,506 @@
+// Package sourcelog makes push sources replayable. With qos >= 1 every
+// record a push source (MQTT, HTTP push, WebSocket) receives is appended to
+// a local log before it is acknowledged upstream; the position in the log is
+// the source's offset, checkpoints record it, a restarted rule replays the
+// log from there, and the log is truncated behind completed checkpoints.
+// A SIGKILL therefore loses no record the broker considered delivered.
+package sourcelog
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rekuiper/rekuiper/api"
+	"github.com/rekuiper/rekuiper/internal/value"
+)
+
+// Sync is when appends reach the disk.
+type Sync string
+
+const (
+	// SyncNone writes to the OS only: enough for a process crash.
+	SyncNone Sync = "none"
+	// SyncPeriodic fsyncs at most every SyncInterval.
+	SyncPeriodic Sync = "periodic"
+	// SyncAlways fsyncs every append before acknowledging: survives power loss.
+	SyncAlways Sync = "always"
+)
+
+// Options configure a log.
+type Options struct {
+	Sync         Sync
+	SyncInterval time.Duration // for SyncPeriodic (default 100 ms)
+	// SegmentRecords is the number of records per segment file (default 4096).
+	SegmentRecords int
+}
+
+// Log wraps a push source. It implements api.Source and api.Rewindable.
+// Read and Offset are called from the engine's read loop only; Truncate may
+// be called from any goroutine.
+type Log struct {
+	inner api.Source
+	dir   string
+	opts  Options
+
+	mu       sync.Mutex
+	first    int64 // first retained record index
+	next     int64 // index the next appended record gets
+	read     int64 // index of the next record Read returns
+	w        *os.File
+	bw       *bufio.Writer
+	segStart int64
+	lastSync time.Time
+	reader   *segmentReader
+}
+
+var (
+	_ api.Source     = (*Log)(nil)
+	_ api.Rewindable = (*Log)(nil)
+)
+
+// Open opens (or creates) the log in dir around inner. Records already in
+// the log are replayed first unless Rewind positions the reader.
+func Open(inner api.Source, dir string, opts Options) (*Log, error) {
+	if opts.Sync == "" {
+		opts.Sync = SyncNone
+	}
+	if opts.SyncInterval <= 0 {
+		opts.SyncInterval = 100 * time.Millisecond
+	}
+	if opts.SegmentRecords <= 0 {
+		opts.SegmentRecords = 4096
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("open source log: %w", err)
+	}
+	l := &Log{inner: inner, dir: dir, opts: opts}
+	if err := l.recover(); err != nil {
+		return nil, err
+	}
+	l.read = l.first
+	return l, nil
+}
+
+// Connect connects the wrapped source.
+func (l *Log) Connect(ctx context.Context) error { return l.inner.Connect(ctx) }
+
+// Close closes the wrapped source and the log files.
+func (l *Log) Close(ctx context.Context) error {
+	err := l.inner.Close(ctx)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.reader != nil {
+		l.reader.close()
+		l.reader = nil
+	}
+	if l.w != nil {
+		if ferr := l.bw.Flush(); ferr != nil && err == nil {
+			err = ferr
+		}
+		if cerr := l.w.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+		l.w = nil
+	}
+	return err
+}
+
+// Read returns the next record: first those in the log after the read
+// position (a replay), then new records from the wrapped source, each
+// appended (and synced per policy) before it is acknowledged upstream.
+func (l *Log) Read(ctx context.Context) (*api.Message, error) {
+	l.mu.Lock()
+	if l.read < l.next {
+		msg, err := l.readLogged()
+		l.mu.Unlock()
+		return msg, err
+	}
+	l.mu.Unlock()
+	msg, err := l.inner.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if msg.Time.IsZero() {
+		msg.Time = time.Now()
+	}
+	l.mu.Lock()
+	err = l.append(msg)
+	if err == nil {
+		l.read = l.next
+	}
+	l.mu.Unlock()
+	if err != nil {
+		// Not acknowledged: the broker redelivers it.
+		return nil, fmt.Errorf("append to source log: %w", err)
+	}
+	if msg.Ack != nil {
+		msg.Ack()
+	}
+	out := *msg
+	out.Ack = nil
+	return &out, nil
+}
+
+// Offset is the index of the next record Read returns.
+func (l *Log) Offset() ([]byte, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return json.Marshal(offset{V: 1, I: l.read})
+}
+
+type offset struct {
+	V int   `json:"v"`
+	I int64 `json:"i"`
+}
+
+// ParseOffset decodes an offset made by Offset.
+func ParseOffset(b []byte) (int64, error) {
+	var o offset
+	if err := json.Unmarshal(b, &o); err != nil || o.V != 1 {
+		return 0, fmt.Errorf("invalid source log offset %q", b)
+	}
+	return o.I, nil
+}
+
+// Rewind positions the reader at an offset made by Offset. Records before
+// the oldest retained one are gone; rewinding there reads from the oldest.
+func (l *Log) Rewind(b []byte) error {
+	i, err := ParseOffset(b)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if i < l.first {
+		i = l.first
+	}
+	if i > l.next {
+		i = l.next
+	}
+	l.read = i
+	if l.reader != nil {
+		l.reader.close()
+		l.reader = nil
+	}
+	return nil
+}
+
+// Truncate removes the segments whose records all precede the offset (the
+// source offset of a completed checkpoint).
+func (l *Log) Truncate(b []byte) error {
+	upTo, err := ParseOffset(b)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	segs, err := l.segments()
+	if err != nil {
+		return err
+	}
+	for i, start := range segs {
+		end := l.next
+		if i+1 < len(segs) {
+			end = segs[i+1]
+		}
+		if end > upTo || start == l.segStart {
+			break
+		}
+		if err := os.Remove(l.segPath(start)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("truncate source log: %w", err)
+		}
+		l.first = end
+	}
+	return nil
+}
+
+// Len is the number of records retained.
+func (l *Log) Len() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.next - l.first
+}
+
+func (l *Log) segPath(start int64) string {
+	return filepath.Join(l.dir, fmt.Sprintf("seg-%020d.log", start))
+}
+
+func (l *Log) segments() ([]int64, error) {
+	entries, err := os.ReadDir(l.dir)
+	if err != nil {
+		return nil, fmt.Errorf("list source log: %w", err)
+	}
+	var out []int64
+	for _, e := range entries {
+		n := e.Name()
+		if !strings.HasPrefix(n, "seg-") || !strings.HasSuffix(n, ".log") {
+			continue
+		}
+		if i, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(n, "seg-"), ".log"), 10, 64); err == nil {
+			out = append(out, i)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a] < out[b] })
+	return out, nil
+}
+
+// recover scans the segments, drops a torn tail record and positions the
+// writer after the last complete record.
+func (l *Log) recover() error {
+	segs, err := l.segments()
+	if err != nil {
+		return err
+	}
+	if len(segs) == 0 {
+		return nil
+	}
+	l.first = segs[0]
+	last := segs[len(segs)-1]
+	n, size, err := scanSegment(l.segPath(last))
+	if err != nil {
+		return err
+	}
+	if err := os.Truncate(l.segPath(last), size); err != nil {
+		return fmt.Errorf("recover source log: %w", err)
+	}
+	l.next = last + n
+	l.segStart = last
+	f, err := os.OpenFile(l.segPath(last), os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("recover source log: %w", err)
+	}
+	l.w, l.bw = f, bufio.NewWriter(f)
+	return nil
+}
+
+// scanSegment counts the complete records of a segment and returns the
+// size they occupy.
+func scanSegment(path string) (int64, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, fmt.Errorf("scan source log: %w", err)
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	var n, size int64
+	for {
+		_, used, err := readRecord(r)
+		if err != nil {
+			// The first incomplete or corrupt record ends the segment: it
+			// is a write torn by a crash.
+			return n, size, nil
+		}
+		n++
+		size += used
+	}
+}
+
+func (l *Log) append(msg *api.Message) error {
+	if l.w == nil || l.next-l.segStart >= int64(l.opts.SegmentRecords) {
+		if err := l.rotate(); err != nil {
+			return err
+		}
+	}
+	body := encodeMessage(msg)
+	var hdr [binary.MaxVarintLen64 + 4]byte
+	k := binary.PutUvarint(hdr[:], uint64(len(body)))
+	binary.LittleEndian.PutUint32(hdr[k:], crc32.ChecksumIEEE(body))
+	if _, err := l.bw.Write(hdr[:k+4]); err != nil {
+		return err
+	}
+	if _, err := l.bw.Write(body); err != nil {
+		return err
+	}
+	if err := l.bw.Flush(); err != nil {
+		return err
+	}
+	switch l.opts.Sync {
+	case SyncAlways:
+		if err := l.w.Sync(); err != nil {
+			return err
+		}
+	case SyncPeriodic:
+		if time.Since(l.lastSync) >= l.opts.SyncInterval {
+			if err := l.w.Sync(); err != nil {
+				return err
+			}
+			l.lastSync = time.Now()
+		}
+	}
+	l.next++
+	return nil
+}
+
+func (l *Log) rotate() error {
+	if l.w != nil {
+		if err := l.bw.Flush(); err != nil {
+			return err
+		}
+		if l.opts.Sync != SyncNone {
+			if err := l.w.Sync(); err != nil {
+				return err
+			}
+		}
+		if err := l.w.Close(); err != nil {
+			return err
+		}
+	}
+	f, err := os.OpenFile(l.segPath(l.next), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("create source log segment: %w", err)
+	}
+	l.w, l.bw, l.segStart = f, bufio.NewWriter(f), l.next
+	return nil
+}
+
+// readLogged returns record l.read from the segments (called with mu held).
+func (l *Log) readLogged() (*api.Message, error) {
+	if l.reader == nil || l.reader.index != l.read {
+		if l.reader != nil {
+			l.reader.close()
+		}
+		rd, err := l.openReader(l.read)
+		if err != nil {
+			return nil, err
+		}
+		l.reader = rd
+	}
+	body, _, err := readRecord(l.reader.r)
+	if err != nil {
+		l.reader.close()
+		l.reader = nil
+		// The segment ended: move to the next one.
+		if errors.Is(err, io.EOF) {
+			rd, oerr := l.openReader(l.read)
+			if oerr != nil {
+				return nil, oerr
+			}
+			l.reader = rd
+			if body, _, err = readRecord(rd.r); err != nil {
+				return nil, fmt.Errorf("read source log record %d: %w", l.read, err)
+			}
+		} else {
+			return nil, fmt.Errorf("read source log record %d: %w", l.read, err)
+		}
+	}
+	msg, err := decodeMessage(body)
+	if err != nil {
+		return nil, fmt.Errorf("read source log record %d: %w", l.read, err)
+	}
+	l.read++
+	l.reader.index = l.read
+	return msg, nil
+}
+
+type segmentReader struct {
+	f     *os.File
+	r     *bufio.Reader
+	index int64
+}
+
+func (s *segmentReader) close() { s.f.Close() }
+
+// openReader opens the segment holding record index and skips to it.
+func (l *Log) openReader(index int64) (*segmentReader, error) {
+	if l.w != nil {
+		if err := l.bw.Flush(); err != nil {
+			return nil, err
+		}
+	}
+	segs, err := l.segments()
+	if err != nil {
+		return nil, err
+	}
+	start := int64(-1)
+	for _, s := range segs {
+		if s <= index {
+			start = s
+		}
+	}
+	if start < 0 {
+		return nil, fmt.Errorf("source log record %d is no longer retained", index)
+	}
+	f, err := os.Open(l.segPath(start))
+	if err != nil {
+		return nil, fmt.Errorf("open source log segment: %w", err)
+	}
+	rd := &segmentReader{f: f, r: bufio.NewReader(f), index: start}
+	for rd.index < index {
+		if _, _, err := readRecord(rd.r); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("skip to source log record %d: %w", index, err)
+		}
+		rd.index++
+	}
+	return rd, nil
+}
+
+func readRecord(r *bufio.Reader) ([]byte, int64, error) {
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	var crc [4]byte
+	if _, err := io.ReadFull(r, crc[:]); err != nil {
+		return nil, 0, io.ErrUnexpectedEOF
+	}
+	if n > 256<<20 {
+		return nil, 0, fmt.Errorf("record too large (%d bytes)", n)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return nil, 0, io.ErrUnexpectedEOF
+	}
+	if crc32.ChecksumIEEE(body) != binary.LittleEndian.Uint32(crc[:]) {
+		return nil, 0, fmt.Errorf("record checksum mismatch")
+	}
+	return body, int64(uvarintLen(n)) + 4 + int64(n), nil
+}
+
+func uvarintLen(n uint64) int {
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(b[:], n)
+}
+
+func encodeMessage(m *api.Message) []byte {
+	obj := map[string]any{"t": m.Time.UnixNano()}
+	if m.Payload != nil {
+		obj["p"] = m.Payload
+	}
+	if m.Data != nil {
+		obj["d"] = m.Data
+	}
+	if m.Meta != nil {
+		obj["m"] = m.Meta
+	}
+	return value.AppendValue(nil, obj)
+}
+
+func decodeMessage(b []byte) (*api.Message, error) {
+	r := value.NewReader(b)
+	obj, _ := r.Value().(map[string]any)
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	m := &api.Message{}
+	if ns, ok := obj["t"].(int64); ok {
+		m.Time = time.Unix(0, ns)
+	}
+	m.Payload, _ = obj["p"].([]byte)
+	m.Data, _ = obj["d"].(map[string]any)
+	m.Meta, _ = obj["m"].(map[string]any)
+	return m, nil
+}
