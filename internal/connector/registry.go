@@ -42,6 +42,10 @@ type Deps struct {
 	HTTP HTTPMux
 	// DataDir is the daemon's data directory (eKuiper's "data" folder).
 	DataDir string
+	// State is the rule's user state, included in its checkpoints. It is
+	// set for sinks and for sources read by one rule only (qos >= 1); nil
+	// for sources shared between rules.
+	State api.State
 }
 
 // HTTPMux lets push sources serve endpoints on the daemon's HTTP server.

@@ -47,6 +47,8 @@ type Spec struct {
 	// coordinator; both may be nil.
 	OnSnapshot func(*runtime.Snapshot)
 	OnSinkAck  func(id uint64, sink int)
+	// UserState, when set, is the extensions' state checkpointed with the rule.
+	UserState operator.Stateful
 }
 
 // Built is a planned rule ready to start.
@@ -81,6 +83,10 @@ func BuildStmt(s Spec, stmt *ast.SelectStmt) (*Built, error) {
 		return nil, fmt.Errorf("plan rule %s: %w", s.ID, err)
 	}
 	stats := &eval.RuleStats{RuleID: s.ID, StartTime: clock.NowMilli(s.Clock)}
+	state := map[string]operator.Stateful{"analytic": plan.Analytic, "counters": stats}
+	if s.UserState != nil {
+		state["user"] = s.UserState
+	}
 	r := runtime.New(runtime.Config{
 		ID:           s.ID,
 		Ops:          plan.Ops,
@@ -93,7 +99,7 @@ func BuildStmt(s Spec, stmt *ast.SelectStmt) (*Built, error) {
 		Tracker:      s.Tracker,
 		Inputs:       s.Inputs,
 		Qos:          s.Options.Qos,
-		State:        map[string]operator.Stateful{"analytic": plan.Analytic, "counters": stats},
+		State:        state,
 		OnSnapshot:   s.OnSnapshot,
 		OnSinkAck:    s.OnSinkAck,
 	})

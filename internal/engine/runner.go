@@ -23,6 +23,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/sql/parser"
 	"github.com/rekuiper/rekuiper/internal/stream"
+	"github.com/rekuiper/rekuiper/internal/userstate"
 )
 
 // Runner runs the daemon's rules: it resolves stream definitions from the
@@ -56,6 +57,7 @@ type prepared struct {
 	defs  map[string]*ast.CreateStreamStmt
 	sinks []*sinkNode
 	fp    string
+	state *userstate.Store
 }
 
 // Validate plans the rule and checks its actions without running it.
@@ -80,7 +82,7 @@ func (rn *Runner) prepare(def *rule.Def) (*prepared, error) {
 	for _, j := range stmt.Joins {
 		names = append(names, j.Name)
 	}
-	p := &prepared{stmt: stmt, defs: map[string]*ast.CreateStreamStmt{}}
+	p := &prepared{stmt: stmt, defs: map[string]*ast.CreateStreamStmt{}, state: userstate.New()}
 	h := sha256.New()
 	fmt.Fprintf(h, "sql:%s\n", def.SQL)
 	for _, n := range names {
@@ -103,7 +105,7 @@ func (rn *Runner) prepare(def *rule.Def) (*prepared, error) {
 	fmt.Fprintf(h, "opts:%v/%v/%v/%v/%v\n", o.IsEventTime, time.Duration(o.LateTolerance), o.SendError, o.SendNilField, o.SendMetaToSink)
 	p.fp = hex.EncodeToString(h.Sum(nil))
 	for i, a := range def.Actions {
-		sn, err := rn.buildSink(i, a.Type, a.Props)
+		sn, err := rn.buildSink(i, a.Type, a.Props, p.state)
 		if err != nil {
 			return nil, fmt.Errorf("%w: rule %s: %w", ErrInvalid, def.ID, err)
 		}
@@ -125,7 +127,7 @@ func (rn *Runner) spec(def *rule.Def, p *prepared, coord *checkpoint.Coordinator
 	}
 	s := Spec{
 		ID: def.ID, SQL: def.SQL, Options: def.Options, Defs: p.defs, Funcs: rn.Funcs,
-		Clock: rn.Clock, Location: rn.Location, Sinks: sinks, Inputs: inputs,
+		Clock: rn.Clock, Location: rn.Location, Sinks: sinks, Inputs: inputs, UserState: p.state,
 	}
 	if coord != nil {
 		s.OnSnapshot = coord.OnSnapshot

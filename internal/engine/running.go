@@ -85,7 +85,11 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 					return l, err
 				}
 			}
-			return rr.rn.newSubscription(in.Def, typ, props, wrap)
+			var state api.State
+			if perRule {
+				state = p.state
+			}
+			return rr.rn.newSubscription(in.Def, typ, props, wrap, state)
 		})
 		if err != nil {
 			return fmt.Errorf("stream %s of rule %s: %w", in.Name, rr.def.ID, err)
@@ -175,7 +179,7 @@ func (rn *Runner) sourceLogDir(ruleID, streamName string) string {
 	return filepath.Join(rn.Paths.Data, "rule_"+ruleID, "sourcelog", streamName)
 }
 
-func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props map[string]any, wrap func(api.Source) (api.Source, error)) (*stream.Subscription, error) {
+func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props map[string]any, wrap func(api.Source) (api.Source, error), state api.State) (*stream.Subscription, error) {
 	entry, ok := rn.Registry.Source(typ)
 	if !ok {
 		return nil, fmt.Errorf("unknown source type %q (TYPE of stream %s)", typ, def.Name)
@@ -184,7 +188,9 @@ func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props m
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", def.Name, err)
 	}
-	src, err := entry.New(valid, rn.Deps)
+	deps := rn.Deps
+	deps.State = state
+	src, err := entry.New(valid, deps)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", def.Name, err)
 	}

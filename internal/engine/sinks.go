@@ -56,7 +56,7 @@ func (s *sinkNode) Flush(ctx context.Context) error {
 }
 
 // buildSink validates an action and constructs its sink (not connected).
-func (rn *Runner) buildSink(index int, typ string, action map[string]any) (*sinkNode, error) {
+func (rn *Runner) buildSink(index int, typ string, action map[string]any, state api.State) (*sinkNode, error) {
 	entry, ok := rn.Registry.Sink(typ)
 	if !ok {
 		return nil, fmt.Errorf("action %d: %w: sink %q", index, connector.ErrUnknownType, typ)
@@ -73,7 +73,9 @@ func (rn *Runner) buildSink(index int, typ string, action map[string]any) (*sink
 	if err != nil {
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
 	}
-	sink, err := entry.New(valid, rn.Deps)
+	deps := rn.Deps
+	deps.State = state
+	sink, err := entry.New(valid, deps)
 	if err != nil {
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
 	}

@@ -1,0 +1,196 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rekuiper/rekuiper/api"
+	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/checkpoint"
+	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/config"
+	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/builtin"
+	"github.com/rekuiper/rekuiper/internal/connector/membus"
+	"github.com/rekuiper/rekuiper/internal/function"
+	"github.com/rekuiper/rekuiper/internal/rule"
+	"github.com/rekuiper/rekuiper/internal/stream"
+)
+
+// countingSink is an extension sink that keeps a delivery counter in the
+// rule's user state (api.State), so the counter survives restarts.
+type countingSink struct {
+	state api.State
+	out   *sinkLog
+}
+
+type sinkLog struct {
+	mu   sync.Mutex
+	msgs []string
+	seqs []int64
+}
+
+func (s *countingSink) Connect(context.Context) error { return nil }
+func (s *countingSink) Close(context.Context) error   { return nil }
+func (s *countingSink) Write(_ context.Context, m *api.SinkMessage) error {
+	n, err := s.state.Increment("delivered", 1)
+	if err != nil {
+		return err
+	}
+	s.out.mu.Lock()
+	s.out.msgs = append(s.out.msgs, string(m.Payload))
+	s.out.seqs = append(s.out.seqs, n)
+	s.out.mu.Unlock()
+	return nil
+}
+
+func (l *sinkLog) wait(t *testing.T, n int) ([]string, []int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		l.mu.Lock()
+		if len(l.msgs) >= n {
+			msgs, seqs := append([]string(nil), l.msgs...), append([]int64(nil), l.seqs...)
+			l.mu.Unlock()
+			return msgs, seqs
+		}
+		l.mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t.Fatalf("got %d messages, want %d: %v", len(l.msgs), n, l.msgs)
+	return nil, nil
+}
+
+type testEnv struct {
+	runner *Runner
+	bus    *membus.Bus
+	out    *sinkLog
+}
+
+func newTestEnv(t *testing.T) *testEnv {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	store, err := catalog.Open(ctx, dir+"/catalog.db", catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	cat, err := catalog.New(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := connector.NewRegistry()
+	if err := builtin.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	out := &sinkLog{}
+	if err := reg.RegisterSink("counting", connector.Spec{}, func(_ map[string]any, deps connector.Deps) (api.Sink, error) {
+		return &countingSink{state: deps.State, out: out}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	bus := membus.New()
+	rn := &Runner{
+		Catalog: cat, Registry: reg, Clock: clock.Wall{}, Funcs: function.Builtins(),
+		Deps:        connector.Deps{Clock: clock.Wall{}, Memory: bus, DataDir: dir},
+		Paths:       config.Paths{Data: dir},
+		Streams:     stream.NewManager(),
+		Checkpoints: &checkpoint.Store{Dir: dir},
+		Logger:      discard(),
+	}
+	if _, err := cat.PutStream(ctx, catalog.Stream{Name: "s", Kind: catalog.KindStream,
+		SQL: `CREATE STREAM s (v BIGINT) WITH (DATASOURCE="in", TYPE="memory")`}, catalog.Create); err != nil {
+		t.Fatal(err)
+	}
+	return &testEnv{runner: rn, bus: bus, out: out}
+}
+
+func (e *testEnv) publish(t *testing.T, vs ...int64) {
+	t.Helper()
+	for _, v := range vs {
+		if err := e.bus.Publish(context.Background(), membus.Message{Topic: "in", Data: map[string]any{"v": v}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRunnerRestoresStateAcrossRestart runs a count-window rule at qos 1
+// over a push source (memory, made replayable by the source log), stops it
+// after a checkpoint with a window half full, starts it again and checks
+// that the window, and the extension sink's user state, carried over.
+func TestRunnerRestoresStateAcrossRestart(t *testing.T) {
+	e := newTestEnv(t)
+	def, err := rule.ParseDef([]byte(`{"id":"r","sql":"SELECT sum(v) AS s, count(*) AS c FROM s GROUP BY COUNTWINDOW(3)",
+		"actions":[{"counting":{}}],"options":{"qos":1,"checkpointInterval":"50ms"}}`), rule.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	run, err := e.runner.Start(ctx, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitSubscribed(t, e.bus, 1)
+	e.publish(t, 1, 2, 3, 10)
+	if msgs, _ := e.out.wait(t, 1); msgs[0] != `[{"c":3,"s":6}]` {
+		t.Fatalf("first window %s", msgs[0])
+	}
+	waitCheckpoint(t, run, 2)
+	if err := run.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	run, err = e.runner.Start(ctx, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Stop(ctx)
+	waitSubscribed(t, e.bus, 1)
+	e.publish(t, 20, 30)
+	msgs, seqs := e.out.wait(t, 2)
+	if msgs[1] != `[{"c":3,"s":60}]` {
+		t.Fatalf("window across the restart = %s, want the restored 10 with 20 and 30", msgs[1])
+	}
+	if seqs[1] != 2 {
+		t.Fatalf("user-state counter after restart = %d, want 2", seqs[1])
+	}
+}
+
+func waitSubscribed(t *testing.T, bus *membus.Bus, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for bus.Subscribers() < n {
+		if time.Now().After(deadline) {
+			t.Fatal("source never subscribed")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// waitCheckpoint waits until a checkpoint was completed after the rule had
+// seen n records.
+func waitCheckpoint(t *testing.T, run interface{ Metrics() map[string]any }, after int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var start int64 = -1
+	for time.Now().Before(deadline) {
+		m := run.Metrics()
+		done, _ := m["checkpoint_completed_total"].(int64)
+		if start < 0 {
+			start = done
+		}
+		if done >= start+after {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no checkpoint completed: %v", run.Metrics())
+}
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
