@@ -254,9 +254,18 @@ func (s *Subscription) connect(ctx context.Context) error {
 // while no record arrives.
 func (s *Subscription) run(ctx context.Context, lastOffset *[]byte) error {
 	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	results := make(chan readResult)
-	go s.reader(rctx, results)
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		s.reader(rctx, results)
+	}()
+	// The reader must be out of Read before the source is closed or
+	// reconnected.
+	defer func() {
+		cancel()
+		<-readerDone
+	}()
 	for {
 		select {
 		case req := <-s.barriers:
