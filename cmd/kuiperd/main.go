@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/rekuiper/rekuiper/internal/app"
+	"github.com/rekuiper/rekuiper/internal/broker"
+	engine "github.com/rekuiper/rekuiper/internal/daemon"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -21,15 +23,25 @@ func main() {
 	etc := fs.String("etc", "", "configuration folder (default <base>/etc, base from $KuiperBaseKey)")
 	data := fs.String("data", "", "data folder holding the catalog (default <base>/data)")
 	logDir := fs.String("log", "", "log folder (default <base>/log)")
+	embedded := fs.String("embedded-broker", "", "also run an embedded MQTT broker on this address (e.g. 127.0.0.1:1883)")
 	fs.Parse(os.Args[1:]) //nolint:errcheck // ExitOnError
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	if *embedded != "" {
+		b, err := broker.Start(ctx, *embedded)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "kuiperd: embedded broker: %v\n", err)
+			os.Exit(1)
+		}
+		defer b.Close()
+		fmt.Printf("Embedded MQTT broker on %s\n", b.URL())
+	}
 	err := app.Run(ctx, app.Options{
 		EtcDir: *etc, DataDir: *data, LogDir: *logDir,
 		Environ:   os.Environ(),
 		Stdout:    os.Stdout,
-		NewRunner: newRunner,
+		NewRunner: engine.NewRunner,
 		Version:   version,
 	})
 	if err != nil {

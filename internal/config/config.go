@@ -11,6 +11,9 @@ import "time"
 // Config is the content of etc/kuiper.yaml after defaults, the file and the
 // environment overrides have been applied, in that order.
 type Config struct {
+	// Environ is the environment the configuration was loaded with; source
+	// and sink confKey files apply their overrides from it too.
+	Environ       []string      `yaml:"-" json:"-"`
 	Basic         Basic         `yaml:"basic" json:"basic"`
 	Rule          RuleOptions   `yaml:"rule" json:"rule"`
 	Sink          SinkDefaults  `yaml:"sink" json:"sink"`

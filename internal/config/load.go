@@ -130,6 +130,7 @@ func Load(opts LoadOptions) (*Config, error) {
 		return nil, fmt.Errorf("load config: %w", err)
 	}
 	cfg.Warnings = append(cfg.Warnings, warns...)
+	cfg.Environ = opts.Environ
 	return cfg, nil
 }
 

@@ -108,6 +108,7 @@ func EngineProps(k Kind) []string {
 			"resendAlterQueue", "resendPriority", "resendIndicatorField",
 			"resendDestination", "concurrency", "runAsync", "batchSize",
 			"lingerInterval", "bufferLength", "connectionSelector", "resourceId",
+			"dropPolicy", "cacheSync",
 		}
 	}
 	return nil

@@ -59,7 +59,39 @@ func (rn *Runner) sourceProps(def *ast.CreateStreamStmt) (string, map[string]any
 		}
 		maps.Copy(props, m)
 	}
+	if err := rn.resolveConnection(typ, props); err != nil {
+		return "", nil, fmt.Errorf("stream %s: %w", def.Name, err)
+	}
 	return typ, props, nil
+}
+
+// resolveConnection replaces a connectionSelector with the properties of
+// the named connection (`name`, `type.name` or `type/name`), which the
+// connector pools by their settings, so rules naming the same connection
+// share one.
+func (rn *Runner) resolveConnection(typ string, props map[string]any) error {
+	sel, _ := props["connectionSelector"].(string)
+	if sel == "" || rn.Catalog == nil {
+		return nil
+	}
+	id := sel
+	if t, k, ok := strings.Cut(sel, "/"); ok && strings.EqualFold(t, typ) {
+		id = k
+	} else if t, k, ok := strings.Cut(sel, "."); ok && strings.EqualFold(t, typ) {
+		id = k
+	}
+	conn, err := rn.Catalog.Connection(id)
+	if err != nil {
+		return fmt.Errorf("connectionSelector %q: %w", sel, err)
+	}
+	if !strings.EqualFold(conn.Type, typ) {
+		return fmt.Errorf("connectionSelector %q names a %s connection, not %s", sel, conn.Type, typ)
+	}
+	delete(props, "connectionSelector")
+	for k, v := range conn.Props {
+		props[k] = v
+	}
+	return nil
 }
 
 // sinkProps resolves an action's properties: a `resourceId` names a sink
@@ -90,6 +122,9 @@ func (rn *Runner) sinkProps(typ string, action map[string]any) (map[string]any, 
 		if k != "resourceId" {
 			props[k] = v
 		}
+	}
+	if err := rn.resolveConnection(typ, props); err != nil {
+		return nil, fmt.Errorf("sink %s: %w", typ, err)
 	}
 	return props, nil
 }

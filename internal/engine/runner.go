@@ -44,6 +44,8 @@ type Runner struct {
 	Checkpoints *checkpoint.Store
 	// DefaultCheckpointInterval applies when a rule's is zero.
 	DefaultCheckpointInterval time.Duration
+	// SinkDefaults are the sink cache defaults of kuiper.yaml `sink:`.
+	SinkDefaults config.SinkDefaults
 }
 
 var _ rulemgr.Runner = (*Runner)(nil)
@@ -105,7 +107,7 @@ func (rn *Runner) prepare(def *rule.Def) (*prepared, error) {
 	fmt.Fprintf(h, "opts:%v/%v/%v/%v/%v\n", o.IsEventTime, time.Duration(o.LateTolerance), o.SendError, o.SendNilField, o.SendMetaToSink)
 	p.fp = hex.EncodeToString(h.Sum(nil))
 	for i, a := range def.Actions {
-		sn, err := rn.buildSink(i, a.Type, a.Props, p.state)
+		sn, err := rn.buildSink(def.ID, i, a.Type, a.Props, p.state)
 		if err != nil {
 			return nil, fmt.Errorf("%w: rule %s: %w", ErrInvalid, def.ID, err)
 		}

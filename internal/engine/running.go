@@ -295,6 +295,19 @@ func (rr *running) Metrics() map[string]any {
 		for k, v := range r.SinkMetrics[i].Snapshot() {
 			out[prefix+k] = v
 		}
+		if s.cache != nil {
+			st := s.cache.Stats()
+			out[prefix+"cache_records_cached_total"] = st.Cached
+			out[prefix+"cache_records_replayed_total"] = st.Replayed
+			out[prefix+"cache_records_dropped_total"] = st.Dropped
+			out[prefix+"cache_records_failed_total"] = st.Failed
+			out[prefix+"cache_length"] = int64(st.Length)
+			out[prefix+"cache_memory_length"] = int64(st.MemoryLength)
+			out[prefix+"cache_disk_length"] = int64(st.DiskLength)
+			out[prefix+"cache_disk_bytes"] = st.DiskBytes
+			out[prefix+"cache_oldest_age_ms"] = st.OldestAge.Milliseconds()
+			out[prefix+"cache_disk_error"] = st.DiskError
+		}
 	}
 	if rr.coord != nil {
 		st := rr.coord.Stats()

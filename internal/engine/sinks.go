@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/format"
 	"github.com/rekuiper/rekuiper/internal/output"
 	"github.com/rekuiper/rekuiper/internal/runtime"
+	"github.com/rekuiper/rekuiper/internal/sinkcache"
 )
 
 // sinkNode adapts a connector sink to the runtime: it shapes each emission
@@ -19,6 +22,7 @@ type sinkNode struct {
 	typ    string
 	sink   api.Sink
 	shaper *output.Shaper
+	cache  *sinkcache.Cache // set when enableCache is on
 }
 
 var (
@@ -55,8 +59,9 @@ func (s *sinkNode) Flush(ctx context.Context) error {
 	return nil
 }
 
-// buildSink validates an action and constructs its sink (not connected).
-func (rn *Runner) buildSink(index int, typ string, action map[string]any, state api.State) (*sinkNode, error) {
+// buildSink validates an action and constructs its sink (not connected),
+// wrapped in the sink cache when enableCache is on.
+func (rn *Runner) buildSink(ruleID string, index int, typ string, action map[string]any, state api.State) (*sinkNode, error) {
 	entry, ok := rn.Registry.Sink(typ)
 	if !ok {
 		return nil, fmt.Errorf("action %d: %w: sink %q", index, connector.ErrUnknownType, typ)
@@ -69,15 +74,78 @@ func (rn *Runner) buildSink(index int, typ string, action map[string]any, state 
 	if err != nil {
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
 	}
-	valid, err := entry.Spec.Validate(props)
+	cacheCfg, err := sinkcache.FromDefaults(rn.SinkDefaults).WithProps(props)
 	if err != nil {
+		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
+	}
+	if err := cacheCfg.Validate(); err != nil {
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
 	}
 	deps := rn.Deps
 	deps.State = state
-	sink, err := entry.New(valid, deps)
+	newSink := func(p map[string]any) (api.Sink, error) {
+		valid, err := entry.Spec.Validate(p)
+		if err != nil {
+			return nil, err
+		}
+		return entry.New(valid, deps)
+	}
+	sink, err := newSink(props)
 	if err != nil {
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
 	}
-	return &sinkNode{name: fmt.Sprintf("%s_%d", typ, index), typ: typ, sink: sink, shaper: shaper}, nil
+	name := fmt.Sprintf("%s_%d", typ, index)
+	node := &sinkNode{name: name, typ: typ, sink: sink, shaper: shaper}
+	if !cacheCfg.EnableCache {
+		return node, nil
+	}
+	cacheCfg.Dir = filepath.Join(rn.Paths.Data, "cache", ruleID, name)
+	cdeps := sinkcache.Deps{Clock: rn.Clock, Logger: rn.Logger, Reshape: reshape}
+	if cacheCfg.ResendAlterQueue && cacheCfg.ResendDestination != "" {
+		alt, err := newSink(withDestination(props, cacheCfg.ResendDestination))
+		if err != nil {
+			return nil, fmt.Errorf("action %d (%s): resendDestination: %w", index, typ, err)
+		}
+		cdeps.Alternate = alt
+	}
+	cache, err := sinkcache.Wrap(sink, cacheCfg, cdeps)
+	if err != nil {
+		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
+	}
+	node.sink, node.cache = cache, cache
+	return node, nil
+}
+
+// withDestination points a copy of a sink's properties at the replay
+// destination: its topic, URL or table, whichever the sink has.
+func withDestination(props map[string]any, dest string) map[string]any {
+	out := make(map[string]any, len(props))
+	for k, v := range props {
+		out[k] = v
+	}
+	for _, key := range []string{"topic", "url", "table", "channel", "key", "path"} {
+		if _, ok := out[key]; ok {
+			out[key] = dest
+			return out
+		}
+	}
+	out["topic"] = dest
+	return out
+}
+
+// reshape re-encodes a replayed message's rows after the resend indicator
+// field was added: an array payload stays an array, an object payload (one
+// row, sendSingle) stays an object.
+func reshape(m *api.SinkMessage) (*api.SinkMessage, error) {
+	var v any = m.Rows
+	if len(m.Payload) > 0 && m.Payload[0] == '{' && len(m.Rows) == 1 {
+		v = m.Rows[0]
+	}
+	b, err := format.AppendJSON(nil, v)
+	if err != nil {
+		return nil, err
+	}
+	out := *m
+	out.Payload = b
+	return &out, nil
 }

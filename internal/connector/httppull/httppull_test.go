@@ -23,6 +23,10 @@ type server struct {
 	status int
 	reqs   []*http.Request
 	got    []string
+	// clock, when set, records the virtual time of each request in at: the
+	// test keeps advancing the clock while the real request is in flight.
+	clock *clock.Virtual
+	at    []int64
 }
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -31,6 +35,9 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b, _ := io.ReadAll(r.Body)
 	s.reqs = append(s.reqs, r)
 	s.got = append(s.got, string(b))
+	if s.clock != nil {
+		s.at = append(s.at, s.clock.Now().UnixMilli())
+	}
 	body := s.bodies[0]
 	if len(s.bodies) > 1 {
 		s.bodies = s.bodies[1:]
@@ -100,20 +107,20 @@ func TestRequest(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := &server{bodies: []string{`{"t":1}`}}
+			v := clock.NewVirtual(0)
+			srv := &server{bodies: []string{`{"t":1}`}, clock: v}
 			ts := httptest.NewServer(srv)
 			defer ts.Close()
 			props := map[string]any{"url": ts.URL, "headers": map[string]any{"X-Token": "abc"}}
 			for k, v := range tc.props {
 				props[k] = v
 			}
-			v := clock.NewVirtual(0)
 			s := newSource(t, v, props)
-			m, at, err := read(t, v, s)
+			m, _, err := read(t, v, s)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if at != 10000 {
+			if at := srv.at[0]; at != 10000 {
 				t.Errorf("first request at %d ms, want 10000 (default interval)", at)
 			}
 			if string(m.Payload) != `{"t":1}` || m.Meta["statusCode"] != int64(200) {
@@ -165,9 +172,10 @@ func TestFailures(t *testing.T) {
 }
 
 func TestIncremental(t *testing.T) {
-	ts := httptest.NewServer(&server{bodies: []string{"a", "a", "a", "b", "b", "c"}})
-	defer ts.Close()
 	v := clock.NewVirtual(0)
+	srv := &server{bodies: []string{"a", "a", "a", "b", "b", "c"}, clock: v}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
 	s := newSource(t, v, map[string]any{"url": ts.URL, "interval": "1s", "incremental": true})
 	want := []struct {
 		body string
@@ -175,10 +183,13 @@ func TestIncremental(t *testing.T) {
 	}{{"a", 1000}, {"b", 4000}, {"c", 6000}}
 	var off []byte
 	for i, w := range want {
-		m, at, err := read(t, v, s)
+		m, _, err := read(t, v, s)
 		if err != nil {
 			t.Fatal(err)
 		}
+		srv.mu.Lock()
+		at := srv.at[len(srv.at)-1] // the request that returned this body
+		srv.mu.Unlock()
 		if string(m.Payload) != w.body || at != w.at {
 			t.Fatalf("read %d = %q at %d, want %q at %d", i, m.Payload, at, w.body, w.at)
 		}

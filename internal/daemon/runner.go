@@ -1,4 +1,7 @@
-package main
+// Package daemon wires kuiperd's engine: every built-in connector, the
+// shared push endpoint server, the subscription manager and the checkpoint
+// store. cmd/kuiperd and cmd/quickstart both build their runner here.
+package daemon
 
 import (
 	"context"
@@ -17,18 +20,24 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/builtin"
 	"github.com/rekuiper/rekuiper/internal/connector/membus"
+	"github.com/rekuiper/rekuiper/internal/connector/mqtt"
 	"github.com/rekuiper/rekuiper/internal/engine"
 	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/stream"
 )
 
-// newRunner wires the engine: the connector registry, the shared push
-// endpoint server, the subscription manager and the checkpoint store.
-func newRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (rulemgr.Runner, func(), error) {
+// NewRunner wires the engine: the connector registry, the shared push
+// endpoint server, the subscription manager and the checkpoint store. It
+// matches app.RunnerFactory; the returned func releases what it started.
+func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (rulemgr.Runner, func(), error) {
 	reg := connector.NewRegistry()
 	if err := builtin.Register(reg); err != nil {
 		return nil, nil, err
+	}
+	pool := mqtt.NewPool(logger, clock.Wall{})
+	if err := mqtt.Register(reg, pool); err != nil {
+		return nil, nil, fmt.Errorf("register mqtt connector: %w", err)
 	}
 	loc := time.UTC
 	if cfg.Basic.Timezone != "" {
@@ -47,6 +56,7 @@ func newRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 			Logger: logger, Clock: clock.Wall{}, Memory: membus.New(), HTTP: mux, DataDir: cfg.Paths.Data,
 		},
 		Paths:                     cfg.Paths,
+		Environ:                   cfg.Environ,
 		Clock:                     clock.Wall{},
 		Location:                  loc,
 		Logger:                    logger,
@@ -54,8 +64,15 @@ func newRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 		Streams:                   stream.NewManager(),
 		Checkpoints:               &checkpoint.Store{Dir: cfg.Paths.Data},
 		DefaultCheckpointInterval: cfg.Rule.CheckpointInterval.Std(),
+		SinkDefaults:              cfg.Sink,
 	}
-	return rn, stopPush, nil
+	release := func() {
+		stopPush()
+		if err := pool.Close(); err != nil {
+			logger.Warn("close mqtt connections", "err", err)
+		}
+	}
+	return rn, release, nil
 }
 
 // servePush serves push endpoints (httppush, websocket server) on

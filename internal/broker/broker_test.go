@@ -1,0 +1,67 @@
+package broker
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+)
+
+func TestStartListensOnLoopbackAndCloses(t *testing.T) {
+	b, err := Start(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _, err := net.SplitHostPort(b.Addr())
+	if err != nil || host != "127.0.0.1" {
+		t.Fatalf("addr = %q, want loopback", b.Addr())
+	}
+	c, err := net.DialTimeout("tcp", b.Addr(), time.Second)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	_ = c.Close()
+	// mochi's Close races with a connection still being attached (a data
+	// race inside mochi); let the accept path settle first.
+	time.Sleep(100 * time.Millisecond)
+	if err := b.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+	if c, err := net.DialTimeout("tcp", b.Addr(), 200*time.Millisecond); err == nil {
+		_ = c.Close()
+		t.Fatal("broker still accepts connections after Close")
+	}
+}
+
+func TestStartFailsOnBusyAddress(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if _, err := Start(context.Background(), ln.Addr().String()); err == nil {
+		t.Fatal("Start on a busy address succeeded")
+	}
+}
+
+func TestContextCancelCloses(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	b, err := Start(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", b.Addr(), 100*time.Millisecond)
+		if err != nil {
+			return
+		}
+		_ = c.Close()
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("broker still listening after ctx cancel")
+}

@@ -1,0 +1,189 @@
+package mqtt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rekuiper/rekuiper/api"
+	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/connector"
+)
+
+func newTestPool(t *testing.T) *Pool {
+	t.Helper()
+	p := NewPool(nil, clock.Wall{})
+	p.minBackoff, p.maxBackoff, p.connectTimeout = 50*time.Millisecond, 400*time.Millisecond, 5*time.Second
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+var topicSeq struct {
+	sync.Mutex
+	n int
+}
+
+// uniqueTopic returns a topic prefix no other test uses.
+func uniqueTopic(t *testing.T) string {
+	topicSeq.Lock()
+	defer topicSeq.Unlock()
+	topicSeq.n++
+	name := strings.NewReplacer("/", "_", " ", "_", "#", "_", "+", "_", ".", "_").Replace(t.Name())
+	return fmt.Sprintf("rk/%s/%d", name, topicSeq.n)
+}
+
+func newSource(t *testing.T, p *Pool, props map[string]any) (*Source, error) {
+	t.Helper()
+	v, err := SourceSpec().Validate(props)
+	if err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+	s, err := NewSource(p, v, connector.Deps{})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Connect(ctx); err != nil {
+		_ = s.Close(context.Background())
+		return nil, err
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s, nil
+}
+
+func mustSource(t *testing.T, p *Pool, props map[string]any) *Source {
+	t.Helper()
+	s, err := newSource(t, p, props)
+	if err != nil {
+		t.Fatalf("source: %v", err)
+	}
+	return s
+}
+
+func newSink(t *testing.T, p *Pool, props map[string]any) (*Sink, error) {
+	t.Helper()
+	v, err := SinkSpec().Validate(props)
+	if err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+	s, err := NewSink(p, v, connector.Deps{})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Connect(ctx); err != nil {
+		_ = s.Close(context.Background())
+		return nil, err
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s, nil
+}
+
+func mustSink(t *testing.T, p *Pool, props map[string]any) *Sink {
+	t.Helper()
+	s, err := newSink(t, p, props)
+	if err != nil {
+		t.Fatalf("sink: %v", err)
+	}
+	return s
+}
+
+// waitConnected polls Status until connected.
+func waitConnected(t *testing.T, status func() (string, time.Time, time.Time, string)) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if st, _, _, _ := status(); st == StateConnected {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	st, _, _, e := status()
+	t.Fatalf("not connected: state %s, last error %q", st, e)
+}
+
+// write publishes payload, retrying retryable errors for up to 15 s.
+func write(t *testing.T, s *Sink, payload string, rows ...map[string]any) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		err := s.Write(context.Background(), &api.SinkMessage{Payload: []byte(payload), Rows: rows})
+		if err == nil {
+			return
+		}
+		if !isRetryable(err) || time.Now().After(deadline) {
+			t.Fatalf("write %q: %v", payload, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func isRetryable(err error) bool {
+	return errorsIsRetryable(err)
+}
+
+func flush(t *testing.T, s *Sink) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := s.Flush(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		if !isRetryable(err) || time.Now().After(deadline) {
+			t.Fatalf("flush: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// read returns the next message or fails after timeout.
+func read(t *testing.T, s *Source, timeout time.Duration) *api.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	m, err := s.Read(ctx)
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return m
+}
+
+// readNone asserts that nothing arrives within d.
+func readNone(t *testing.T, s *Source, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if m, err := s.Read(ctx); err == nil {
+		t.Fatalf("unexpected message %q on %v", m.Payload, m.Meta["topic"])
+	}
+}
+
+// collect reads and acks messages until n distinct payloads were seen or
+// timeout; it returns how many distinct payloads arrived.
+func collect(s *Source, n int, timeout time.Duration) map[string]int {
+	seen := map[string]int{}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for len(seen) < n {
+		m, err := s.Read(ctx)
+		if err != nil {
+			break
+		}
+		seen[string(m.Payload)]++
+		if m.Ack != nil {
+			m.Ack()
+		}
+	}
+	return seen
+}
+
+func errorsIsRetryable(err error) bool { return errors.Is(err, api.ErrRetryable) }

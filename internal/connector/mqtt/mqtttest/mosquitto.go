@@ -1,0 +1,187 @@
+package mqtttest
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Mosquitto is a mosquitto process with four loopback listeners: Plain,
+// TLS (server certificate for 127.0.0.1/localhost), MTLS (client
+// certificate required, signed by the test CA) and WrongName (server
+// certificate for wrong.example only). Sessions and queued messages
+// persist across Restart.
+type Mosquitto struct {
+	t                           testing.TB
+	Certs                       *Certs
+	Dir                         string
+	conf                        string
+	Plain, TLS, MTLS, WrongName int
+
+	bin string
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+	log *bytes.Buffer
+	ex  chan struct{}
+}
+
+// StartMosquitto starts mosquitto, or skips the test when the binary is
+// not installed.
+func StartMosquitto(t testing.TB) *Mosquitto {
+	t.Helper()
+	bin, err := exec.LookPath("mosquitto")
+	if err != nil {
+		for _, p := range []string{"/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto"} {
+			if _, e := os.Stat(p); e == nil {
+				bin, err = p, nil
+				break
+			}
+		}
+	}
+	if err != nil {
+		t.Skip("mosquitto binary not found (apt-get install mosquitto): skipping broker integration test")
+	}
+	m := &Mosquitto{t: t, Certs: NewCerts(t), Dir: t.TempDir()}
+	m.Plain, m.TLS, m.MTLS, m.WrongName = FreePort(t), FreePort(t), FreePort(t), FreePort(t)
+	var b strings.Builder
+	if os.Geteuid() == 0 {
+		b.WriteString("user root\n")
+	}
+	fmt.Fprintf(&b, "per_listener_settings false\nallow_anonymous true\npersistence true\npersistence_location %s/\n", m.Dir)
+	b.WriteString("log_dest stdout\nlog_type error\nlog_type warning\nlog_type notice\nmax_queued_messages 100000\nmax_inflight_messages 100\n")
+	fmt.Fprintf(&b, "listener %d 127.0.0.1\n", m.Plain)
+	tlsListener := func(port int, p Pair, requireCert bool) {
+		fmt.Fprintf(&b, "listener %d 127.0.0.1\ncafile %s\ncertfile %s\nkeyfile %s\n", port, m.Certs.CAFile, p.CertFile, p.KeyFile)
+		if requireCert {
+			b.WriteString("require_certificate true\n")
+		}
+	}
+	tlsListener(m.TLS, m.Certs.Server, false)
+	tlsListener(m.MTLS, m.Certs.Server, true)
+	tlsListener(m.WrongName, m.Certs.WrongName, false)
+	m.conf = filepath.Join(m.Dir, "mosquitto.conf")
+	if err := os.WriteFile(m.conf, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m.bin = bin
+	m.Start()
+	t.Cleanup(m.Stop)
+	return m
+}
+
+// URL returns the broker URL of a listener: "plain", "tls", "mtls" or
+// "wrongname".
+func (m *Mosquitto) URL(listener string) string {
+	switch listener {
+	case "tls":
+		return fmt.Sprintf("ssl://127.0.0.1:%d", m.TLS)
+	case "mtls":
+		return fmt.Sprintf("ssl://127.0.0.1:%d", m.MTLS)
+	case "wrongname":
+		return fmt.Sprintf("ssl://127.0.0.1:%d", m.WrongName)
+	}
+	return fmt.Sprintf("tcp://127.0.0.1:%d", m.Plain)
+}
+
+// Start starts the process and waits until the plain listener accepts.
+func (m *Mosquitto) Start() {
+	m.t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ex != nil {
+		return
+	}
+	m.log = &bytes.Buffer{}
+	m.cmd = exec.Command(m.bin, "-c", m.conf)
+	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
+	if err := m.cmd.Start(); err != nil {
+		m.t.Fatalf("start mosquitto: %v", err)
+	}
+	ex := make(chan struct{})
+	m.ex = ex
+	go func(c *exec.Cmd) { _ = c.Wait(); close(ex) }(m.cmd)
+	if err := WaitListening(fmt.Sprintf("127.0.0.1:%d", m.Plain), 10*time.Second, ex); err != nil {
+		m.t.Fatalf("mosquitto did not start: %v\n%s", err, m.log.String())
+	}
+	for _, p := range []int{m.TLS, m.MTLS, m.WrongName} {
+		if err := WaitListening(fmt.Sprintf("127.0.0.1:%d", p), 5*time.Second, ex); err != nil {
+			m.t.Fatalf("mosquitto TLS listener: %v\n%s", err, m.log.String())
+		}
+	}
+}
+
+// Stop terminates the process gracefully (SIGTERM, so it saves its
+// persistence file) and waits for it to exit.
+func (m *Mosquitto) Stop() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ex == nil {
+		return
+	}
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m.ex:
+	case <-time.After(10 * time.Second):
+		_ = m.cmd.Process.Kill()
+		<-m.ex
+	}
+	m.ex = nil
+}
+
+// Restart stops and starts the broker on the same ports.
+func (m *Mosquitto) Restart() {
+	m.Stop()
+	m.Start()
+}
+
+// Log returns what mosquitto printed in its current or last run.
+func (m *Mosquitto) Log() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.log == nil {
+		return ""
+	}
+	return m.log.String()
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// WaitListening polls addr until it accepts a TCP connection, the process
+// exits (exited is closed) or timeout passes.
+func WaitListening(addr string, timeout time.Duration, exited <-chan struct{}) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			_ = c.Close()
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("process exited before %s accepted connections", addr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not listening after %s: %w", addr, timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,540 @@
+package mqtt
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/eclipse/paho.golang/paho/session"
+	"github.com/eclipse/paho.golang/paho/session/state"
+
+	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/connector"
+)
+
+// Connection states reported by Status.
+const (
+	StateConnecting   = "connecting"
+	StateConnected    = "connected"
+	StateDisconnected = "disconnected"
+)
+
+// Pool shares broker connections: all sources (and, separately, all sinks)
+// with the same broker, identity, session and TLS settings use one
+// connection. It also holds named connections for connectionSelector.
+// The daemon creates one Pool, passes it to Register, and calls Close at
+// shutdown. It is safe for concurrent use.
+type Pool struct {
+	logger *slog.Logger
+	clock  clock.Clock
+
+	mu    sync.Mutex
+	conns map[string]*conn
+	named map[string]map[string]any
+
+	// Tunables; tests shorten them.
+	minBackoff, maxBackoff time.Duration
+	connectTimeout         time.Duration
+	bufferLength           int
+}
+
+// NewPool returns an empty pool. Reconnect backoff runs on c.
+func NewPool(logger *slog.Logger, c clock.Clock) *Pool {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if c == nil {
+		c = clock.Wall{}
+	}
+	return &Pool{
+		logger: logger, clock: c,
+		conns: map[string]*conn{}, named: map[string]map[string]any{},
+		minBackoff: 100 * time.Millisecond, maxBackoff: 10 * time.Second,
+		connectTimeout: defaultConnectTimeout, bufferLength: defaultBufferLength,
+	}
+}
+
+// ConnectionSpec is the property spec of a named MQTT connection.
+func ConnectionSpec() connector.Spec {
+	var props []connector.Prop
+	for _, p := range connProps() {
+		if p.Name != "connectionSelector" {
+			props = append(props, p)
+		}
+	}
+	return connector.Spec{Props: props}
+}
+
+// Define adds or replaces the named connection name (eKuiper's
+// connectionSelector target). props are validated against ConnectionSpec
+// and checked (TLS material is loaded). Sources and sinks created later
+// with connectionSelector=name use these properties instead of their own
+// connection properties.
+func (p *Pool) Define(name string, props map[string]any) error {
+	v, err := ConnectionSpec().Validate(props)
+	if err != nil {
+		return fmt.Errorf("connection %s: %w", name, err)
+	}
+	if _, err := parseConn(v); err != nil {
+		return fmt.Errorf("connection %s: %w", name, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.named[name] = v
+	return nil
+}
+
+// Remove deletes the named connection. Connectors already created keep
+// their connection.
+func (p *Pool) Remove(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.named, name)
+}
+
+// resolve applies connectionSelector: it returns the connection config of
+// props, or of the named connection they select.
+func (p *Pool) resolve(props map[string]any) (connConfig, error) {
+	sel := connector.Get[string](props, "connectionSelector")
+	if sel == "" {
+		return parseConn(props)
+	}
+	p.mu.Lock()
+	named, ok := p.named[sel]
+	p.mu.Unlock()
+	if !ok {
+		return connConfig{}, fmt.Errorf("property connectionSelector: unknown connection %q", sel)
+	}
+	return parseConn(named)
+}
+
+// ConnectionStatus describes one pooled connection.
+type ConnectionStatus struct {
+	Server           string
+	ClientID         string
+	Role             string // "source" or "sink"
+	Refs             int
+	State            string
+	LastConnected    time.Time
+	LastDisconnected time.Time
+	LastError        string
+}
+
+// Connections lists the pooled connections, sorted by server and client id.
+func (p *Pool) Connections() []ConnectionStatus {
+	p.mu.Lock()
+	conns := make([]*conn, 0, len(p.conns))
+	refs := map[*conn]int{}
+	for _, c := range p.conns {
+		conns = append(conns, c)
+		refs[c] = c.refs
+	}
+	p.mu.Unlock()
+	out := make([]ConnectionStatus, 0, len(conns))
+	for _, c := range conns {
+		st, lc, ld, le := c.status()
+		out = append(out, ConnectionStatus{Server: c.cfg.server.Redacted(), ClientID: c.clientID, Role: c.role,
+			Refs: refs[c], State: st, LastConnected: lc, LastDisconnected: ld, LastError: le})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Server != out[j].Server {
+			return out[i].Server < out[j].Server
+		}
+		return out[i].ClientID < out[j].ClientID
+	})
+	return out
+}
+
+// Close stops every connection. Connectors still holding one see it as
+// disconnected.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	conns := make([]*conn, 0, len(p.conns))
+	for k, c := range p.conns {
+		conns = append(conns, c)
+		delete(p.conns, k)
+	}
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.shutdown()
+	}
+	return nil
+}
+
+// acquire returns the shared connection for cfg and role and takes a
+// reference. The caller registers its subscription, then calls start: a
+// persistent session delivers queued messages right after connecting, and
+// they must find their subscription.
+func (p *Pool) acquire(cfg connConfig, role string) *conn {
+	key := cfg.key(role)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, ok := p.conns[key]
+	if ok && c.finished() {
+		ok = false
+	}
+	if !ok {
+		c = newConn(p, cfg, role, key)
+		p.conns[key] = c
+	}
+	c.refs++
+	return c
+}
+
+// release drops a reference; the last one stops the connection.
+func (p *Pool) release(c *conn) {
+	p.mu.Lock()
+	c.refs--
+	last := c.refs <= 0
+	if last && p.conns[c.key] == c {
+		delete(p.conns, c.key)
+	}
+	p.mu.Unlock()
+	if last {
+		c.shutdown()
+	}
+}
+
+// shared reports whether c has other users than the caller.
+func (p *Pool) shared(c *conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return c.refs > 1
+}
+
+// backoff is the delay before reconnect attempt n (n >= 1): exponential
+// from minBackoff, capped at maxBackoff, with jitter in [d/2, d].
+func (p *Pool) backoff(n int) time.Duration {
+	d := p.minBackoff
+	for i := 1; i < n && d < p.maxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, p.maxBackoff)
+	half := d / 2
+	return half + rand.N(half+1)
+}
+
+// conn is one logical broker connection with its reconnect loop. The loop
+// goroutine is owned by the conn and ends at shutdown, or after a permanent
+// failure of the very first attempt.
+type conn struct {
+	pool      *Pool
+	cfg       connConfig
+	role      string
+	key       string
+	clientID  string
+	refs      int // guarded by pool.mu
+	sess      session.SessionManager
+	startOnce sync.Once
+
+	stopCtx context.Context
+	stop    context.CancelFunc
+	done    chan struct{}
+	first   chan struct{} // closed after the first attempt
+	// firstErr is the permanent error of the first attempt (read after first).
+	firstErr error
+
+	mu        sync.Mutex
+	tr        transport // nil while not connected
+	up        chan struct{}
+	state     string
+	lastConn  time.Time
+	lastDisc  time.Time
+	lastErr   string
+	subs      map[*subscription]struct{}
+	attempted bool
+}
+
+func newConn(p *Pool, cfg connConfig, role, key string) *conn {
+	c := &conn{pool: p, cfg: cfg, role: role, key: key, clientID: cfg.clientID,
+		done: make(chan struct{}), first: make(chan struct{}), up: make(chan struct{}),
+		state: StateDisconnected, subs: map[*subscription]struct{}{}}
+	if c.clientID == "" {
+		b := make([]byte, 8)
+		_, _ = crand.Read(b)
+		c.clientID = "rekuiper-" + hex.EncodeToString(b)
+	}
+	if cfg.version == 5 {
+		c.sess = state.NewInMemory()
+	}
+	c.stopCtx, c.stop = context.WithCancel(context.Background())
+	return c
+}
+
+// start runs the connection loop once; later calls do nothing.
+func (c *conn) start() { c.startOnce.Do(func() { go c.run() }) }
+
+func (c *conn) finished() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *conn) shutdown() {
+	c.stop()
+	c.start() // a conn never started still closes done
+	<-c.done
+}
+
+func (c *conn) newTransport() transport {
+	if c.cfg.version == 5 {
+		return newV5(c.cfg, c.clientID, c.sess, c.dispatch, c.pool.connectTimeout)
+	}
+	return newV3(c.cfg, c.clientID, c.dispatch, c.pool.connectTimeout)
+}
+
+func (c *conn) run() {
+	defer close(c.done)
+	log := c.pool.logger.With(slog.String("server", c.cfg.describe()), slog.String("role", c.role))
+	attempt := 0
+	for {
+		c.setState(StateConnecting, nil)
+		tr := c.newTransport()
+		ctx, cancel := context.WithTimeout(c.stopCtx, c.pool.connectTimeout)
+		err := classify(tr.connect(ctx))
+		if err == nil {
+			err = c.attach(ctx, tr)
+		}
+		cancel()
+		if c.stopCtx.Err() != nil {
+			if err == nil {
+				tr.close()
+			}
+			c.setState(StateDisconnected, nil)
+			c.signalFirst(nil)
+			return
+		}
+		if err != nil {
+			c.setState(StateDisconnected, err)
+			if !c.attempted && errors.Is(err, errPermanent) {
+				c.signalFirst(err)
+				return
+			}
+			c.signalFirst(nil)
+			attempt++
+			d := c.pool.backoff(attempt)
+			log.Warn("mqtt connect failed", slog.String("error", err.Error()), slog.Duration("retry_in", d))
+			if connector.Wait(c.stopCtx, c.pool.clock, d) != nil {
+				c.setState(StateDisconnected, nil)
+				return
+			}
+			continue
+		}
+		attempt = 0
+		c.signalFirst(nil)
+		log.Info("mqtt connected")
+		select {
+		case err = <-tr.lost():
+			c.detach(err)
+			tr.close()
+			log.Warn("mqtt connection lost", slog.String("error", fmt.Sprint(err)))
+		case <-c.stopCtx.Done():
+			c.detach(nil)
+			tr.close()
+			return
+		}
+	}
+}
+
+// attach makes tr the current transport and subscribes every filter in
+// use. Publishing to tr and subscribing new sources may start before the
+// resubscription completes.
+func (c *conn) attach(ctx context.Context, tr transport) error {
+	c.mu.Lock()
+	c.tr = tr
+	filters := c.filtersLocked(nil)
+	c.mu.Unlock()
+	if len(filters) > 0 {
+		if err := tr.subscribe(ctx, filters); err != nil {
+			c.mu.Lock()
+			c.tr = nil
+			c.mu.Unlock()
+			tr.close()
+			return err
+		}
+	}
+	c.mu.Lock()
+	c.state, c.lastConn, c.lastErr = StateConnected, c.pool.clock.Now(), ""
+	close(c.up)
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *conn) detach(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tr = nil
+	c.up = make(chan struct{})
+	c.state, c.lastDisc = StateDisconnected, c.pool.clock.Now()
+	if err != nil {
+		c.lastErr = err.Error()
+	}
+}
+
+func (c *conn) signalFirst(err error) {
+	if c.attempted {
+		return
+	}
+	c.attempted = true
+	c.firstErr = err
+	close(c.first)
+}
+
+func (c *conn) setState(s string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s == StateDisconnected && c.state != StateDisconnected {
+		c.lastDisc = c.pool.clock.Now()
+	}
+	c.state = s
+	if err != nil {
+		c.lastErr = err.Error()
+	}
+}
+
+// status returns the state, the last connect and disconnect times and the
+// last error text.
+func (c *conn) status() (string, time.Time, time.Time, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state, c.lastConn, c.lastDisc, c.lastErr
+}
+
+// waitFirst waits for the outcome of the first connect attempt and returns
+// its permanent error, if any. A broker that is merely unreachable is not
+// an error. ctx bounds the wait only.
+func (c *conn) waitFirst(ctx context.Context) error {
+	select {
+	case <-c.first:
+		return c.firstErr
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// current returns the connected transport, or nil.
+func (c *conn) current() transport {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tr
+}
+
+// filtersLocked returns the union of the subscriptions' filters with the
+// highest QoS of each, leaving out except.
+func (c *conn) filtersLocked(except *subscription) map[string]byte {
+	out := map[string]byte{}
+	for s := range c.subs {
+		if s == except {
+			continue
+		}
+		for f, q := range s.filters {
+			if q >= out[f] {
+				out[f] = q
+			}
+		}
+	}
+	return out
+}
+
+// addSub registers s and subscribes its filters if connected; otherwise the
+// next connection subscribes them.
+func (c *conn) addSub(ctx context.Context, s *subscription) error {
+	c.mu.Lock()
+	before := c.filtersLocked(s)
+	c.subs[s] = struct{}{}
+	tr := c.tr
+	c.mu.Unlock()
+	need := map[string]byte{}
+	for f, q := range s.filters {
+		if old, ok := before[f]; !ok || q > old {
+			need[f] = q
+		}
+	}
+	if tr == nil || len(need) == 0 {
+		return nil
+	}
+	if err := tr.subscribe(ctx, need); err != nil && errors.Is(err, errPermanent) {
+		c.mu.Lock()
+		delete(c.subs, s)
+		c.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// removeSub unregisters s. Without a persistent session, filters no longer
+// used are unsubscribed; with one they stay, so the broker keeps queueing.
+func (c *conn) removeSub(s *subscription) {
+	c.mu.Lock()
+	delete(c.subs, s)
+	left := c.filtersLocked(nil)
+	tr := c.tr
+	c.mu.Unlock()
+	if tr == nil || c.cfg.session {
+		return
+	}
+	var drop []string
+	for f := range s.filters {
+		if _, ok := left[f]; !ok {
+			drop = append(drop, f)
+		}
+	}
+	if len(drop) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.stopCtx, 2*time.Second)
+	defer cancel()
+	_ = tr.unsubscribe(ctx, drop)
+}
+
+// dispatch hands one received message to every subscription whose filter
+// matches. It blocks while a subscription's buffer is full (backpressure
+// reaches the broker through TCP and, for QoS >= 1, the unacknowledged
+// window). The broker's acknowledgement is sent once every receiving
+// subscription has acknowledged.
+func (c *conn) dispatch(m inbound) {
+	c.mu.Lock()
+	var targets []*subscription
+	for s := range c.subs {
+		if s.matches(m.topic) {
+			targets = append(targets, s)
+		}
+	}
+	c.mu.Unlock()
+	if len(targets) == 0 {
+		// Not acknowledging would stall the connection's in-order acks.
+		c.pool.logger.Warn("mqtt message matches no subscription; dropped", slog.String("topic", m.topic))
+		if m.ack != nil {
+			m.ack()
+		}
+		return
+	}
+	ack := m.ack
+	if ack != nil && len(targets) > 1 {
+		var mu sync.Mutex
+		n := len(targets)
+		inner := m.ack
+		ack = func() {
+			mu.Lock()
+			n--
+			last := n == 0
+			mu.Unlock()
+			if last {
+				inner()
+			}
+		}
+	}
+	for _, s := range targets {
+		s.deliver(m, ack)
+	}
+}

@@ -1,0 +1,340 @@
+package mqtt
+
+import (
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"compress/zlib"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/rekuiper/rekuiper/api"
+	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/connector"
+)
+
+// maxDecompressed bounds a decompressed payload (64 MiB).
+const maxDecompressed = 64 << 20
+
+// SourceSpec is the mqtt source's property spec.
+func SourceSpec() connector.Spec {
+	props := []connector.Prop{
+		{Name: "datasource", Type: connector.TypeString, Required: true, Doc: "topic filters, comma-separated; + and # wildcards; $share/group/filter"},
+		{Name: "qos", Type: connector.TypeInt, Default: int64(1), Enum: []any{int64(0), int64(1), int64(2)}},
+		{Name: "decompression", Type: connector.TypeString, Default: "", Enum: []any{"", "gzip", "zlib", "flate", "zstd"}, Doc: "decompress each payload before decoding"},
+	}
+	return connector.Spec{Props: append(props, connProps()...)}
+}
+
+// Source subscribes to topic filters on a pooled connection. Connect
+// registers the subscription and returns without waiting for the broker:
+// when the broker is unreachable the connection keeps retrying in the
+// background and Read blocks until messages arrive. Connect fails only for
+// errors retrying cannot fix (TLS verification, refused credentials,
+// refused subscription). For QoS 1 and 2 each Message carries Ack: the
+// broker's acknowledgement is sent only when the engine calls it, so a
+// message not acknowledged before a disconnect is redelivered by a
+// persistent session. Read is called from one goroutine.
+type Source struct {
+	pool    *Pool
+	cfg     connConfig
+	filters map[string]byte
+	decomp  string
+	logger  *slog.Logger
+	clock   clock.Clock
+
+	conn *conn
+	sub  *subscription
+}
+
+var _ api.Source = (*Source)(nil)
+
+// NewSource builds a source from validated props. It loads TLS material but
+// does no network I/O.
+func NewSource(pool *Pool, props map[string]any, deps connector.Deps) (*Source, error) {
+	cfg, err := pool.resolve(props)
+	if err != nil {
+		return nil, err
+	}
+	qos := byte(connector.Get[int64](props, "qos"))
+	filters, err := parseFilters(connector.Get[string](props, "datasource"), qos)
+	if err != nil {
+		return nil, err
+	}
+	s := &Source{pool: pool, cfg: cfg, filters: filters, decomp: connector.Get[string](props, "decompression"),
+		logger: deps.Logger, clock: deps.Clock}
+	if s.logger == nil {
+		s.logger = pool.logger
+	}
+	if s.clock == nil {
+		s.clock = pool.clock
+	}
+	return s, nil
+}
+
+// parseFilters splits a comma-separated list of topic filters and checks
+// each.
+func parseFilters(list string, qos byte) (map[string]byte, error) {
+	out := map[string]byte{}
+	for _, f := range strings.Split(list, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if err := checkFilter(f); err != nil {
+			return nil, fmt.Errorf("property datasource: %w", err)
+		}
+		out[f] = qos
+	}
+	if len(out) == 0 {
+		return nil, errors.New("property datasource: no topic")
+	}
+	return out, nil
+}
+
+// Connect joins the pooled connection and subscribes. ctx bounds only the
+// wait for the first connection attempt.
+func (s *Source) Connect(ctx context.Context) error {
+	if s.conn != nil {
+		return nil
+	}
+	c := s.pool.acquire(s.cfg, "source")
+	sub := newSubscription(s.filters, s.decomp, s.pool.bufferLength, s.clock, s.logger)
+	if err := c.addSub(ctx, sub); err != nil {
+		c.removeSub(sub)
+		s.pool.release(c)
+		return fmt.Errorf("subscribe on %s: %w", s.cfg.describe(), err)
+	}
+	c.start()
+	if err := c.waitFirst(ctx); err != nil {
+		sub.close(false)
+		c.removeSub(sub)
+		s.pool.release(c)
+		return fmt.Errorf("connect to %s: %w", s.cfg.describe(), err)
+	}
+	s.conn, s.sub = c, sub
+	return nil
+}
+
+// Read returns the next message, blocking until one arrives or ctx ends.
+func (s *Source) Read(ctx context.Context) (*api.Message, error) {
+	if s.sub == nil {
+		return nil, errors.New("mqtt source not connected")
+	}
+	select {
+	case m := <-s.sub.ch:
+		return m, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close unsubscribes (unless the session is persistent) and releases the
+// connection. Messages buffered but not read are acknowledged when the
+// connection stays in use by other sources (so they do not stall it), and
+// left unacknowledged otherwise (a persistent session redelivers them).
+func (s *Source) Close(context.Context) error {
+	if s.conn == nil {
+		return nil
+	}
+	s.sub.close(s.pool.shared(s.conn))
+	s.conn.removeSub(s.sub)
+	s.pool.release(s.conn)
+	s.conn = nil
+	return nil
+}
+
+// Status reports the connection state: "connected", "connecting" or
+// "disconnected", when it last connected and disconnected, and the last
+// error text.
+func (s *Source) Status() (state string, lastConnected, lastDisconnected time.Time, lastErr string) {
+	if s.conn == nil {
+		return StateDisconnected, time.Time{}, time.Time{}, ""
+	}
+	return s.conn.status()
+}
+
+// subscription is one source's view of a connection.
+type subscription struct {
+	filters map[string]byte
+	match   []string // filters without the $share/group/ prefix
+	decomp  string
+	clock   clock.Clock
+	logger  *slog.Logger
+	ch      chan *api.Message
+
+	closeOnce  sync.Once
+	closed     chan struct{}
+	releaseAck atomic.Bool
+}
+
+func newSubscription(filters map[string]byte, decomp string, buf int, c clock.Clock, l *slog.Logger) *subscription {
+	s := &subscription{filters: filters, decomp: decomp, clock: c, logger: l,
+		ch: make(chan *api.Message, buf), closed: make(chan struct{})}
+	for f := range filters {
+		s.match = append(s.match, stripShare(f))
+	}
+	return s
+}
+
+func (s *subscription) matches(topic string) bool {
+	for _, f := range s.match {
+		if topicMatches(f, topic) {
+			return true
+		}
+	}
+	return false
+}
+
+// deliver converts m and queues it, blocking while the buffer is full.
+func (s *subscription) deliver(m inbound, ack func()) {
+	payload := m.payload
+	if s.decomp != "" {
+		p, err := decompress(s.decomp, payload)
+		if err != nil {
+			s.logger.Warn("mqtt message dropped: cannot decompress", slog.String("topic", m.topic), slog.String("error", err.Error()))
+			if ack != nil {
+				ack()
+			}
+			return
+		}
+		payload = p
+	}
+	meta := map[string]any{
+		"topic": m.topic, "qos": int64(m.qos), "messageId": int64(m.id), "retained": m.retained,
+	}
+	if m.user != nil {
+		meta["userProperties"] = m.user
+	}
+	msg := &api.Message{Payload: payload, Meta: meta, Time: s.clock.Now()}
+	if ack != nil {
+		var once sync.Once
+		msg.Ack = func() { once.Do(ack) }
+	}
+	select {
+	case s.ch <- msg:
+	case <-s.closed:
+		if s.releaseAck.Load() && msg.Ack != nil {
+			msg.Ack()
+		}
+	}
+}
+
+// close stops deliveries. With releaseAcks, buffered and later messages are
+// acknowledged so a shared connection is not stalled.
+func (s *subscription) close(releaseAcks bool) {
+	s.releaseAck.Store(releaseAcks)
+	s.closeOnce.Do(func() { close(s.closed) })
+	for {
+		select {
+		case m := <-s.ch:
+			if releaseAcks && m.Ack != nil {
+				m.Ack()
+			}
+		default:
+			return
+		}
+	}
+}
+
+// stripShare turns "$share/group/filter" into "filter".
+func stripShare(f string) string {
+	if rest, ok := strings.CutPrefix(f, "$share/"); ok {
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			return rest[i+1:]
+		}
+	}
+	return f
+}
+
+// checkFilter validates an MQTT topic filter.
+func checkFilter(f string) error {
+	if strings.HasPrefix(f, "$share/") {
+		rest := strings.TrimPrefix(f, "$share/")
+		i := strings.IndexByte(rest, '/')
+		if i <= 0 || i == len(rest)-1 {
+			return fmt.Errorf("shared subscription %q must be $share/<group>/<filter>", f)
+		}
+		if strings.ContainsAny(rest[:i], "+#") {
+			return fmt.Errorf("shared subscription %q: group name must not contain wildcards", f)
+		}
+		f = rest[i+1:]
+	}
+	levels := strings.Split(f, "/")
+	for i, l := range levels {
+		switch {
+		case l == "#" && i != len(levels)-1:
+			return fmt.Errorf("topic filter %q: # must be the last level", f)
+		case l != "#" && l != "+" && strings.ContainsAny(l, "+#"):
+			return fmt.Errorf("topic filter %q: a wildcard must occupy a whole level", f)
+		}
+	}
+	return nil
+}
+
+// topicMatches reports whether topic matches filter (MQTT 4.7 rules; a
+// topic starting with $ is not matched by a leading wildcard).
+func topicMatches(filter, topic string) bool {
+	if strings.HasPrefix(topic, "$") && (strings.HasPrefix(filter, "+") || strings.HasPrefix(filter, "#")) {
+		return false
+	}
+	for {
+		fl, frest, fmore := strings.Cut(filter, "/")
+		if fl == "#" {
+			return true
+		}
+		tl, trest, tmore := strings.Cut(topic, "/")
+		if fl != "+" && fl != tl {
+			return false
+		}
+		if !fmore || !tmore {
+			// "a/#" also matches "a".
+			return fmore == tmore || (fmore && frest == "#")
+		}
+		filter, topic = frest, trest
+	}
+}
+
+func decompress(method string, p []byte) ([]byte, error) {
+	var (
+		r   io.Reader
+		err error
+	)
+	switch method {
+	case "gzip":
+		r, err = gzip.NewReader(bytes.NewReader(p))
+	case "zlib":
+		r, err = zlib.NewReader(bytes.NewReader(p))
+	case "flate":
+		r = flate.NewReader(bytes.NewReader(p))
+	case "zstd":
+		var d *zstd.Decoder
+		d, err = zstd.NewReader(bytes.NewReader(p), zstd.WithDecoderConcurrency(1))
+		if err == nil {
+			defer d.Close()
+			r = d
+		}
+	default:
+		return nil, fmt.Errorf("unknown decompression %q", method)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	out, err := io.ReadAll(io.LimitReader(r, maxDecompressed+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	if len(out) > maxDecompressed {
+		return nil, fmt.Errorf("%s: output exceeds %d bytes", method, maxDecompressed)
+	}
+	return out, nil
+}
