@@ -16,8 +16,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/config"
+	"github.com/rekuiper/rekuiper/internal/metrics"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/server"
@@ -101,13 +106,28 @@ func Run(ctx context.Context, opts Options) (err error) {
 		Catalog: cat, Rules: mgr, Config: cfg, Environ: opts.Environ, Logger: logger, Version: opts.Version,
 	})
 
+	var handler http.Handler = api
+	if cfg.Basic.Prometheus {
+		stopMetrics, h, err := servePrometheus(cfg, mgr, logger)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+		if h != nil {
+			mux := http.NewServeMux()
+			mux.Handle("/metrics", h)
+			mux.Handle("/", api)
+			handler = mux
+		}
+	}
+
 	addr := net.JoinHostPort(cfg.Basic.RestIP, strconv.Itoa(cfg.Basic.RestPort))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	srv := &http.Server{
-		Handler:           api,
+		Handler:           handler,
 		ReadHeaderTimeout: 30 * time.Second,
 		ReadTimeout:       5 * time.Minute,
 		WriteTimeout:      5 * time.Minute,
@@ -200,3 +220,34 @@ func newLogger(cfg *config.Config, stdout io.Writer) (*slog.Logger, func(), erro
 }
 
 var errNoRunner = errors.New("no runner factory")
+
+// servePrometheus exposes rule metrics at /metrics: on the REST port when
+// basic.prometheusPort equals basic.restPort (the handler is returned for
+// the caller to mount), else on a server of its own.
+func servePrometheus(cfg *config.Config, mgr *rulemgr.Manager, logger *slog.Logger) (func(), http.Handler, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		metrics.NewCollector(mgr),
+	)
+	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	if cfg.Basic.PrometheusPort == cfg.Basic.RestPort {
+		return func() {}, h, nil
+	}
+	addr := net.JoinHostPort(cfg.Basic.RestIP, strconv.Itoa(cfg.Basic.PrometheusPort))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("prometheus: listen on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("prometheus server failed", "err", err)
+		}
+	}()
+	logger.Info("prometheus metrics listening", "addr", ln.Addr().String())
+	return func() { srv.Close() }, nil, nil
+}

@@ -1,0 +1,66 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/rekuiper/rekuiper/internal/rulemgr"
+)
+
+type fakeRules struct{ st []rulemgr.Status }
+
+func (f fakeRules) List() []rulemgr.Status { return f.st }
+func (f fakeRules) Status(id string) (rulemgr.Status, error) {
+	for _, s := range f.st {
+		if s.ID == id {
+			return s, nil
+		}
+	}
+	return rulemgr.Status{}, nil
+}
+
+func TestSplitKey(t *testing.T) {
+	for _, tc := range []struct{ key, kind, op, inst, metric string }{
+		{"source_demo_0_records_in_total", "source", "demo", "0", "records_in_total"},
+		{"op_2_window_0_process_latency_us", "op", "2_window", "0", "process_latency_us"},
+		{"sink_mqtt_0_0_cache_records_cached_total", "sink", "mqtt_0", "0", "cache_records_cached_total"},
+	} {
+		kind, op, inst, metric, ok := splitKey(tc.key)
+		if !ok || kind != tc.kind || op != tc.op || inst != tc.inst || metric != tc.metric {
+			t.Errorf("splitKey(%q) = %q %q %q %q %v", tc.key, kind, op, inst, metric, ok)
+		}
+	}
+}
+
+func TestCollectorExposesRuleMetrics(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(fakeRules{st: []rulemgr.Status{{
+		ID: "r1", State: rulemgr.StateRunning,
+		Metrics: map[string]any{
+			"source_demo_0_records_in_total":           int64(12),
+			"sink_log_0_0_exceptions_total":            int64(1),
+			"op_1_filter_0_last_exception":             "boom",
+			"checkpoint_completed_total":               int64(3),
+			"sink_log_0_0_cache_records_dropped_total": int64(0),
+		},
+	}}}))
+	want := `
+# HELP kuiper_source_records_in_total rekuiper source metric records_in_total.
+# TYPE kuiper_source_records_in_total counter
+kuiper_source_records_in_total{op="demo",op_instance="0",rule="r1",type="source"} 12
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kuiper_source_records_in_total"); err != nil {
+		t.Fatal(err)
+	}
+	n, err := testutil.GatherAndCount(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// status, two rule counts, 4 numeric metrics
+	if n != 7 {
+		t.Fatalf("gathered %d metrics, want 7", n)
+	}
+}
