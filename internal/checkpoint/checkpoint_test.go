@@ -115,10 +115,11 @@ type committed struct {
 	ids []uint64
 }
 
-func (c *committed) CheckpointCommitted(cp *Checkpoint) {
+func (c *committed) CheckpointCommitted(cp *Checkpoint) error {
 	c.mu.Lock()
 	c.ids = append(c.ids, cp.ID)
 	c.mu.Unlock()
+	return nil
 }
 
 func TestCoordinatorCompletesAndAbandons(t *testing.T) {
@@ -158,6 +159,9 @@ func TestCoordinatorCompletesAndAbandons(t *testing.T) {
 	}
 	if !reflect.DeepEqual(com.ids, []uint64{1, 3}) {
 		t.Fatalf("committed %v, want [1 3]", com.ids)
+	}
+	if id, ok := store.Committed("r"); !ok || id != 3 {
+		t.Fatalf("committed marker = %d %v, want 3", id, ok)
 	}
 	c.Stop()
 }

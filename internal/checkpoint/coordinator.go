@@ -19,9 +19,10 @@ type Injector interface {
 
 // Committer is told when a checkpoint is durable, so that transactional
 // sinks commit and sources acknowledge upstream or truncate their logs.
-// It is called from the goroutine that completed the checkpoint.
+// It is called from the goroutine that completed the checkpoint. When every
+// committer succeeded the checkpoint is marked committed in the store.
 type Committer interface {
-	CheckpointCommitted(cp *Checkpoint)
+	CheckpointCommitted(cp *Checkpoint) error
 }
 
 // Config describes one rule's checkpointing.
@@ -204,7 +205,19 @@ func (c *Coordinator) complete(p *pending) {
 	c.stats.LastSizeBytes = size
 	committers := c.cfg.Committers
 	c.mu.Unlock()
+	ok := true
 	for _, cm := range committers {
-		cm.CheckpointCommitted(cp)
+		if err := cm.CheckpointCommitted(cp); err != nil {
+			ok = false
+			c.cfg.Logger.Error("checkpoint commit failed", "rule", c.cfg.RuleID, "id", p.id, "err", err)
+			c.mu.Lock()
+			c.stats.LastError = err.Error()
+			c.mu.Unlock()
+		}
+	}
+	if ok {
+		if err := c.cfg.Store.MarkCommitted(c.cfg.RuleID, p.id); err != nil {
+			c.cfg.Logger.Error("mark checkpoint committed", "rule", c.cfg.RuleID, "id", p.id, "err", err)
+		}
 	}
 }

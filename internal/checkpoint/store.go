@@ -153,8 +153,12 @@ func (s *Store) prune(dir string) {
 	if keep <= 0 {
 		keep = 2
 	}
+	committed, hasCommitted := readCommitted(dir)
 	ids := s.ids(dir)
 	for i := keep; i < len(ids); i++ {
+		if hasCommitted && ids[i] == committed {
+			continue // the last committed checkpoint is the fallback of restore
+		}
 		os.Remove(filepath.Join(dir, fmt.Sprintf("%s%020d%s", filePrefix, ids[i], fileSuffix)))
 	}
 	// Leftovers of interrupted writes.
@@ -195,6 +199,58 @@ func (s *Store) Latest(ruleID, fingerprint string) (*Checkpoint, error) {
 		return nil, fmt.Errorf("%w (%w)", ErrNotFound, firstErr)
 	}
 	return nil, fmt.Errorf("rule %s: %w", ruleID, ErrNotFound)
+}
+
+// MarkCommitted records that checkpoint id's transactional sinks committed
+// (atomically: tmp file, fsync, rename). Restore of a rule with
+// transactional sinks uses the last committed checkpoint, so that a
+// checkpoint whose transaction never committed is replayed, not skipped.
+func (s *Store) MarkCommitted(ruleID string, id uint64) error {
+	dir := s.ruleDir(ruleID)
+	path := filepath.Join(dir, "committed")
+	if err := writeSync(path+".tmp", []byte(strconv.FormatUint(id, 10))); err != nil {
+		return fmt.Errorf("mark checkpoint %d committed: %w", id, err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		return fmt.Errorf("mark checkpoint %d committed: %w", id, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("mark checkpoint %d committed: %w", id, err)
+	}
+	return nil
+}
+
+// Committed returns the last checkpoint id marked committed.
+func (s *Store) Committed(ruleID string) (uint64, bool) {
+	return readCommitted(s.ruleDir(ruleID))
+}
+
+func readCommitted(dir string) (uint64, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, "committed"))
+	if err != nil {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	return id, err == nil
+}
+
+// Load returns checkpoint id of the rule, checked like Latest.
+func (s *Store) Load(ruleID, fingerprint string, id uint64) (*Checkpoint, error) {
+	data, err := os.ReadFile(filepath.Join(s.ruleDir(ruleID), fmt.Sprintf("%s%020d%s", filePrefix, id, fileSuffix)))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("checkpoint %d of rule %s: %w", id, ruleID, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read checkpoint %d of rule %s: %w", id, ruleID, err)
+	}
+	cp, err := decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %d of rule %s: %w", id, ruleID, err)
+	}
+	if cp.RuleID != ruleID || cp.Fingerprint != fingerprint {
+		return nil, fmt.Errorf("checkpoint %d of rule %s: %w", id, ruleID, ErrMismatch)
+	}
+	return cp, nil
 }
 
 // Delete removes every checkpoint of the rule.

@@ -407,3 +407,13 @@ func toFloatMS(v any) (float64, error) {
 	}
 	return 0, fmt.Errorf("cannot convert %T to duration", v)
 }
+
+// Has reports whether the spec declares a property.
+func (s Spec) Has(name string) bool {
+	for _, p := range s.Props {
+		if strings.EqualFold(p.Name, name) {
+			return true
+		}
+	}
+	return false
+}

@@ -107,7 +107,7 @@ func (rn *Runner) prepare(def *rule.Def) (*prepared, error) {
 	fmt.Fprintf(h, "opts:%v/%v/%v/%v/%v\n", o.IsEventTime, time.Duration(o.LateTolerance), o.SendError, o.SendNilField, o.SendMetaToSink)
 	p.fp = hex.EncodeToString(h.Sum(nil))
 	for i, a := range def.Actions {
-		sn, err := rn.buildSink(def.ID, i, a.Type, a.Props, p.state)
+		sn, err := rn.buildSink(def.ID, def.Options.Qos, i, a.Type, a.Props, p.state)
 		if err != nil {
 			return nil, fmt.Errorf("%w: rule %s: %w", ErrInvalid, def.ID, err)
 		}
@@ -145,10 +145,16 @@ func (rn *Runner) Start(ctx context.Context, def *rule.Def) (rulemgr.Running, er
 		return nil, err
 	}
 	rr := &running{rn: rn, def: def, sinks: p.sinks, done: make(chan struct{}), logger: rn.Logger.With("rule", def.ID)}
+	for _, s := range p.sinks {
+		if err := s.sink.Connect(ctx); err != nil {
+			rr.closeSinks()
+			return nil, fmt.Errorf("connect sink %s of rule %s: %w", s.name, def.ID, err)
+		}
+	}
 	var coord *checkpoint.Coordinator
 	var restored *checkpoint.Checkpoint
 	if def.Options.Qos > 0 && rn.Checkpoints != nil {
-		restored = rn.latestCheckpoint(def.ID, p.fp, rr.logger)
+		restored = rn.restorePoint(ctx, def.ID, p.fp, p.sinks, rr.logger)
 		interval := time.Duration(def.Options.CheckpointInterval)
 		if interval <= 0 {
 			interval = rn.DefaultCheckpointInterval
@@ -165,6 +171,7 @@ func (rn *Runner) Start(ctx context.Context, def *rule.Def) (rulemgr.Running, er
 	}
 	built, err := BuildStmt(rn.spec(def, p, coord), p.stmt)
 	if err != nil {
+		rr.closeSinks()
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	rr.built = built
@@ -174,12 +181,6 @@ func (rn *Runner) Start(ctx context.Context, def *rule.Def) (rulemgr.Running, er
 			restored = nil
 		} else {
 			rr.logger.Info("restored checkpoint", "id", restored.ID)
-		}
-	}
-	for _, s := range p.sinks {
-		if err := s.sink.Connect(ctx); err != nil {
-			rr.closeSinks()
-			return nil, fmt.Errorf("connect sink %s of rule %s: %w", s.name, def.ID, err)
 		}
 	}
 	built.Rule.Start()
@@ -210,6 +211,45 @@ func (rn *Runner) latestCheckpoint(id, fp string, logger *slog.Logger) *checkpoi
 		logger.Warn("checkpoint unreadable; starting without state", "err", err)
 	}
 	return nil
+}
+
+// restorePoint picks the checkpoint to restore. With transactional sinks it
+// is the last one whose transactions committed (the store's marker, or a
+// SQL sink's own bookkeeping when that is newer): a checkpoint whose
+// transaction was lost in a crash is replayed from the one before.
+func (rn *Runner) restorePoint(ctx context.Context, id, fp string, sinks []*sinkNode, logger *slog.Logger) *checkpoint.Checkpoint {
+	txn := false
+	var target uint64
+	found := false
+	for _, s := range sinks {
+		if _, ok := s.sink.(transactional); !ok {
+			continue
+		}
+		txn = true
+		if lc, ok := s.sink.(interface {
+			LastCommitted(context.Context) (uint64, error)
+		}); ok {
+			if n, err := lc.LastCommitted(ctx); err == nil && n > 0 && (!found || n > target) {
+				target, found = n, true
+			}
+		}
+	}
+	if !txn {
+		return rn.latestCheckpoint(id, fp, logger)
+	}
+	if n, ok := rn.Checkpoints.Committed(id); ok && (!found || n > target) {
+		target, found = n, true
+	}
+	if !found {
+		logger.Info("no committed checkpoint: starting without state")
+		return nil
+	}
+	cp, err := rn.Checkpoints.Load(id, fp, target)
+	if err != nil {
+		logger.Warn("committed checkpoint not restorable; starting without state", "id", target, "err", err)
+		return nil
+	}
+	return cp
 }
 
 // Cleanup removes what a deleted rule leaves on disk (its checkpoints).

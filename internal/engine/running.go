@@ -121,6 +121,11 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 		sub.Start()
 	}
 	if rr.coord != nil {
+		for _, s := range rr.sinks {
+			if _, ok := s.sink.(transactional); ok {
+				committers = append(committers, s)
+			}
+		}
 		rr.coord.SetSources(injectors, committers...)
 	}
 	return nil
@@ -133,12 +138,14 @@ type logTruncator struct {
 	logger *slog.Logger
 }
 
-func (t logTruncator) CheckpointCommitted(cp *checkpoint.Checkpoint) {
+func (t logTruncator) CheckpointCommitted(cp *checkpoint.Checkpoint) error {
 	if off, ok := cp.Offsets[t.key]; ok && len(off) > 0 {
 		if err := t.log.Truncate(off); err != nil {
+			// Not fatal: the segments go at the next checkpoint.
 			t.logger.Warn("truncate source log", "source", t.key, "err", err)
 		}
 	}
+	return nil
 }
 
 func (rr *running) consumer(in *input, source, port int) *stream.Consumer {

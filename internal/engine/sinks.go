@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 
 	"github.com/rekuiper/rekuiper/api"
+	"github.com/rekuiper/rekuiper/internal/checkpoint"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/format"
 	"github.com/rekuiper/rekuiper/internal/output"
@@ -23,6 +25,7 @@ type sinkNode struct {
 	sink   api.Sink
 	shaper *output.Shaper
 	cache  *sinkcache.Cache // set when enableCache is on
+	logger *slog.Logger
 }
 
 var (
@@ -59,9 +62,35 @@ func (s *sinkNode) Flush(ctx context.Context) error {
 	return nil
 }
 
+// transactional is what Kafka and SQL sinks implement at qos 2.
+type transactional interface {
+	PreCommit(ctx context.Context, id uint64) error
+	Commit(ctx context.Context, id uint64) error
+}
+
+// PreCommit flushes a transactional sink's open transaction at barrier id;
+// other sinks are flushed.
+func (s *sinkNode) PreCommit(ctx context.Context, id uint64) error {
+	if t, ok := s.sink.(transactional); ok {
+		return t.PreCommit(ctx, id)
+	}
+	return s.Flush(ctx)
+}
+
+// CheckpointCommitted commits a transactional sink's transaction once the
+// checkpoint is durable (checkpoint.Committer).
+func (s *sinkNode) CheckpointCommitted(cp *checkpoint.Checkpoint) error {
+	if t, ok := s.sink.(transactional); ok {
+		if err := t.Commit(context.Background(), cp.ID); err != nil {
+			return fmt.Errorf("commit sink %s for checkpoint %d: %w", s.name, cp.ID, err)
+		}
+	}
+	return nil
+}
+
 // buildSink validates an action and constructs its sink (not connected),
 // wrapped in the sink cache when enableCache is on.
-func (rn *Runner) buildSink(ruleID string, index int, typ string, action map[string]any, state api.State) (*sinkNode, error) {
+func (rn *Runner) buildSink(ruleID string, qos int, index int, typ string, action map[string]any, state api.State) (*sinkNode, error) {
 	entry, ok := rn.Registry.Sink(typ)
 	if !ok {
 		return nil, fmt.Errorf("action %d: %w: sink %q", index, connector.ErrUnknownType, typ)
@@ -81,6 +110,14 @@ func (rn *Runner) buildSink(ruleID string, index int, typ string, action map[str
 	if err := cacheCfg.Validate(); err != nil {
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
 	}
+	name := fmt.Sprintf("%s_%d", typ, index)
+	if qos >= 2 && entry.Spec.Has("transactionalID") {
+		if _, set := props["transactionalID"]; !set {
+			// Exactly once end to end: the sink writes in transactions
+			// committed with the rule's checkpoints.
+			props["transactionalID"] = "rekuiper-" + ruleID + "-" + name
+		}
+	}
 	deps := rn.Deps
 	deps.State = state
 	newSink := func(p map[string]any) (api.Sink, error) {
@@ -94,8 +131,7 @@ func (rn *Runner) buildSink(ruleID string, index int, typ string, action map[str
 	if err != nil {
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
 	}
-	name := fmt.Sprintf("%s_%d", typ, index)
-	node := &sinkNode{name: name, typ: typ, sink: sink, shaper: shaper}
+	node := &sinkNode{name: name, typ: typ, sink: sink, shaper: shaper, logger: rn.Logger}
 	if !cacheCfg.EnableCache {
 		return node, nil
 	}

@@ -33,6 +33,13 @@ type Flusher interface {
 	Flush(ctx context.Context) error
 }
 
+// PreCommitter is implemented by transactional sinks (qos 2): at barrier id
+// they flush the open transaction's writes; the transaction commits when
+// the checkpoint is durable.
+type PreCommitter interface {
+	PreCommit(ctx context.Context, id uint64) error
+}
+
 // Config describes a rule to run.
 type Config struct {
 	ID        string
@@ -416,7 +423,12 @@ func (r *Rule) runSink(i int) {
 // was delivered: flushing sinks are flushed first; a failed flush withholds
 // the acknowledgement, so the checkpoint is abandoned rather than wrong.
 func (r *Rule) sinkBarrier(i int, id uint64) {
-	if f, ok := r.cfg.Sinks[i].(Flusher); ok {
+	if p, ok := r.cfg.Sinks[i].(PreCommitter); ok {
+		if err := p.PreCommit(context.Background(), id); err != nil {
+			r.SinkMetrics[i].RecordException(fmt.Sprintf("pre-commit for checkpoint %d: %v", id, err), r.nowMS())
+			return
+		}
+	} else if f, ok := r.cfg.Sinks[i].(Flusher); ok {
 		if err := f.Flush(context.Background()); err != nil {
 			r.SinkMetrics[i].RecordException(fmt.Sprintf("flush for checkpoint %d: %v", id, err), r.nowMS())
 			return

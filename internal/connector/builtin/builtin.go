@@ -9,11 +9,15 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector/file"
 	"github.com/rekuiper/rekuiper/internal/connector/httppull"
 	"github.com/rekuiper/rekuiper/internal/connector/httppush"
+	"github.com/rekuiper/rekuiper/internal/connector/kafka"
 	"github.com/rekuiper/rekuiper/internal/connector/logsink"
 	"github.com/rekuiper/rekuiper/internal/connector/memory"
 	"github.com/rekuiper/rekuiper/internal/connector/nop"
+	"github.com/rekuiper/rekuiper/internal/connector/redis"
 	"github.com/rekuiper/rekuiper/internal/connector/rest"
 	"github.com/rekuiper/rekuiper/internal/connector/simulator"
+	"github.com/rekuiper/rekuiper/internal/connector/sqldb"
+	"github.com/rekuiper/rekuiper/internal/connector/websocket"
 )
 
 // Register adds all built-in connectors to r.
@@ -30,6 +34,10 @@ func Register(r *connector.Registry) error {
 		{rest.Type, rest.Register},
 		{logsink.Type, logsink.Register},
 		{nop.Type, nop.Register},
+		{kafka.Type, kafka.Register},
+		{redis.Type, redis.Register},
+		{sqldb.Type, sqldb.Register},
+		{websocket.Type, websocket.Register},
 	} {
 		if err := reg.f(r); err != nil {
 			return fmt.Errorf("register %s connector: %w", reg.name, err)

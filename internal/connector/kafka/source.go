@@ -1,0 +1,374 @@
+package kafka
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/rekuiper/rekuiper/api"
+	"github.com/rekuiper/rekuiper/internal/connector"
+)
+
+// SourceSpec is the kafka source's property spec. The stream's DATASOURCE
+// is the topic.
+func SourceSpec() connector.Spec {
+	return connector.Spec{Props: append(commonProps(),
+		connector.Prop{Name: "datasource", Type: connector.TypeString, Required: true, Doc: "topic"},
+		connector.Prop{Name: "groupID", Type: connector.TypeString, Doc: "consumer group; offsets are committed to it when a checkpoint completes"},
+		connector.Prop{Name: "partition", Type: connector.TypeInt, Default: -1, Doc: "read only this partition (no group); -1 reads all"},
+		connector.Prop{Name: "maxBytes", Type: connector.TypeInt, Default: 1 << 20, Doc: "maximum bytes of one fetch"},
+		connector.Prop{Name: "maxAttempts", Type: connector.TypeInt, Default: 3, Doc: "retries of one request"},
+	)}
+}
+
+// Source reads one topic. Without groupID it reads all partitions (or the
+// fixed partition) from the earliest offset, or from the rewound offsets;
+// partitions created after Connect are not read. With groupID it joins the
+// group, starts from the group's committed offsets (earliest when none) or
+// from the rewound offsets when they are set, and commits offsets to the
+// group only in Commit. It reads read_committed: records of aborted
+// transactions are skipped.
+//
+// Read, Offset and Rewind are called from the engine's read loop;
+// PreCommit, Commit and Abort may be called from another goroutine. The
+// franz-go client owns its goroutines; Close stops them.
+type Source struct {
+	topic     string
+	group     string
+	partition int32
+	opts      []kgo.Opt
+	connectTO time.Duration
+	logger    *slog.Logger
+
+	cl      *kgo.Client
+	buf     []*kgo.Record
+	rewound bool // Rewind while connected: Read reconnects first
+
+	mu    sync.Mutex
+	next  map[int32]int64            // next offset per partition after the last Read
+	snaps map[uint64]map[int32]int64 // offsets at PreCommit, by checkpoint
+}
+
+var (
+	_ api.Source     = (*Source)(nil)
+	_ api.Rewindable = (*Source)(nil)
+	_ Transactional  = (*Source)(nil)
+)
+
+// NewSource builds a kafka source from validated props.
+func NewSource(props map[string]any, deps connector.Deps) (api.Source, error) {
+	opts, err := clientOpts(props)
+	if err != nil {
+		return nil, err
+	}
+	s := &Source{
+		topic:     connector.Get[string](props, "datasource"),
+		group:     connector.Get[string](props, "groupID"),
+		partition: int32(connector.Get[int64](props, "partition")),
+		connectTO: connector.Get[time.Duration](props, "connectTimeout"),
+		logger:    deps.Logger,
+		next:      map[int32]int64{},
+		snaps:     map[uint64]map[int32]int64{},
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	if s.topic == "" {
+		return nil, errors.New("property \"datasource\" (topic) is empty")
+	}
+	if s.partition < -1 {
+		return nil, fmt.Errorf("property \"partition\": %d is negative", s.partition)
+	}
+	if s.partition >= 0 && s.group != "" {
+		return nil, errors.New("properties \"partition\" and \"groupID\" exclude each other")
+	}
+	maxBytes := connector.Get[int64](props, "maxBytes")
+	if maxBytes <= 0 || maxBytes > 1<<30 {
+		return nil, fmt.Errorf("property \"maxBytes\": %d is out of range 1..1GiB", maxBytes)
+	}
+	opts = append(opts,
+		kgo.FetchMaxBytes(int32(maxBytes)),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.RequestRetries(int(max(connector.Get[int64](props, "maxAttempts"), 1))),
+	)
+	if s.group != "" {
+		opts = append(opts,
+			kgo.ConsumerGroup(s.group),
+			kgo.ConsumeTopics(s.topic),
+			kgo.DisableAutoCommit(),
+			kgo.AdjustFetchOffsetsFn(s.adjustOffsets),
+		)
+	}
+	s.opts = opts
+	return s, nil
+}
+
+// adjustOffsets replaces the group's committed offsets with rewound or
+// already read ones, so a rebalance or restore resumes where Read stopped.
+func (s *Source) adjustOffsets(_ context.Context, in map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p := range in[s.topic] {
+		if off, ok := s.next[p]; ok {
+			in[s.topic][p] = kgo.NewOffset().At(off).WithEpoch(-1)
+		}
+	}
+	return in, nil
+}
+
+// Connect creates the client and checks that the brokers answer and the
+// topic exists.
+func (s *Source) Connect(ctx context.Context) error {
+	if s.cl != nil {
+		s.cl.Close()
+		s.cl = nil
+	}
+	cl, err := kgo.NewClient(s.opts...)
+	if err != nil {
+		return fmt.Errorf("create kafka client: %w", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.connectTO)
+	defer cancel()
+	parts, err := topicPartitions(cctx, cl, s.topic)
+	if err != nil {
+		cl.Close()
+		return err
+	}
+	s.buf, s.rewound = nil, false
+	if s.group == "" {
+		s.mu.Lock()
+		assign := map[int32]kgo.Offset{}
+		for _, p := range parts {
+			if s.partition >= 0 && p != s.partition {
+				continue
+			}
+			if off, ok := s.next[p]; ok {
+				assign[p] = kgo.NewOffset().At(off)
+			} else {
+				assign[p] = kgo.NewOffset().AtStart()
+			}
+		}
+		s.mu.Unlock()
+		if len(assign) == 0 {
+			cl.Close()
+			return fmt.Errorf("topic %s has no partition %d", s.topic, s.partition)
+		}
+		cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{s.topic: assign})
+	}
+	s.cl = cl
+	return nil
+}
+
+func topicPartitions(ctx context.Context, cl *kgo.Client, topic string) ([]int32, error) {
+	md, err := kadm.NewClient(cl).Metadata(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("kafka metadata of topic %s: %w", topic, err)
+	}
+	td, ok := md.Topics[topic]
+	if !ok {
+		return nil, fmt.Errorf("kafka topic %s not found", topic)
+	}
+	if td.Err != nil {
+		return nil, fmt.Errorf("kafka topic %s: %w", topic, td.Err)
+	}
+	return slices.Sorted(maps.Keys(td.Partitions)), nil
+}
+
+// Read returns the next record: Payload is the value, meta holds topic,
+// partition, offset, key, headers and timestamp (milliseconds).
+func (s *Source) Read(ctx context.Context) (*api.Message, error) {
+	if s.cl == nil {
+		return nil, errors.New("kafka source not connected")
+	}
+	if s.rewound {
+		if err := s.Connect(ctx); err != nil {
+			return nil, fmt.Errorf("seek after rewind: %w", err)
+		}
+	}
+	for len(s.buf) == 0 {
+		fs := s.cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if fs.IsClientClosed() {
+			return nil, errors.New("kafka client closed")
+		}
+		var errs []error
+		for _, fe := range fs.Errors() {
+			if errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, context.DeadlineExceeded) {
+				continue
+			}
+			errs = append(errs, fmt.Errorf("fetch %s[%d]: %w", fe.Topic, fe.Partition, fe.Err))
+		}
+		s.buf = fs.Records()
+		if len(s.buf) == 0 && len(errs) > 0 {
+			return nil, errors.Join(errs...)
+		}
+		for _, err := range errs {
+			s.logger.Warn("kafka fetch", slog.Any("error", err))
+		}
+	}
+	r := s.buf[0]
+	s.buf = s.buf[1:]
+	s.mu.Lock()
+	s.next[r.Partition] = r.Offset + 1
+	s.mu.Unlock()
+	meta := map[string]any{
+		"topic":     r.Topic,
+		"partition": int64(r.Partition),
+		"offset":    r.Offset,
+		"key":       string(r.Key),
+		"timestamp": r.Timestamp.UnixMilli(),
+	}
+	if len(r.Headers) > 0 {
+		h := make(map[string]any, len(r.Headers))
+		for _, kv := range r.Headers {
+			h[kv.Key] = string(kv.Value)
+		}
+		meta["headers"] = h
+	}
+	return &api.Message{Payload: r.Value, Meta: meta}, nil
+}
+
+// Close stops the client. In group mode it leaves the group without
+// committing.
+func (s *Source) Close(context.Context) error {
+	if s.cl != nil {
+		s.cl.Close()
+		s.cl = nil
+	}
+	s.buf, s.rewound = nil, false
+	return nil
+}
+
+// sourceOffset is the versioned offset encoding: {"v":1,"topic":..,
+// "next":{"<partition>":<next offset>}}.
+type sourceOffset struct {
+	V     int              `json:"v"`
+	Topic string           `json:"topic"`
+	Next  map[string]int64 `json:"next"`
+}
+
+// Offset returns the next offset of every partition read so far (and of
+// every rewound partition).
+func (s *Source) Offset() ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := sourceOffset{V: 1, Topic: s.topic, Next: make(map[string]int64, len(s.next))}
+	for p, n := range s.next {
+		o.Next[strconv.Itoa(int(p))] = n
+	}
+	return json.Marshal(o)
+}
+
+// Rewind makes Read continue at the offsets in b: partitions in b resume at
+// their offset; the others, which had not been read when the offset was
+// taken, start at the earliest offset (at the group's committed offset with
+// groupID). It drops records already fetched; when connected, the next Read
+// reconnects at these offsets. It is idempotent.
+func (s *Source) Rewind(b []byte) error {
+	var o sourceOffset
+	if err := json.Unmarshal(b, &o); err != nil {
+		return fmt.Errorf("decode kafka offset: %w", err)
+	}
+	if o.V != 1 {
+		return fmt.Errorf("decode kafka offset: unsupported version %d", o.V)
+	}
+	if o.Topic != s.topic {
+		return fmt.Errorf("kafka offset is for topic %q, not %q", o.Topic, s.topic)
+	}
+	next := map[int32]int64{}
+	for k, n := range o.Next {
+		p, err := strconv.ParseInt(k, 10, 32)
+		if err != nil || p < 0 || n < 0 {
+			return fmt.Errorf("decode kafka offset: bad partition %q or offset %d", k, n)
+		}
+		next[int32(p)] = n
+	}
+	s.mu.Lock()
+	s.next = next
+	s.mu.Unlock()
+	s.buf = nil
+	// A new client starts at exactly these offsets; doing it in Read keeps
+	// Rewind free of I/O.
+	s.rewound = s.cl != nil
+	return nil
+}
+
+// PreCommit records the current offsets for checkpointID; it does no I/O.
+func (s *Source) PreCommit(_ context.Context, checkpointID uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.snaps[checkpointID] = maps.Clone(s.next)
+	return nil
+}
+
+// Commit commits the offsets recorded by PreCommit(checkpointID) to the
+// consumer group (without groupID it only forgets them) and forgets older
+// snapshots. A Commit without PreCommit does nothing.
+func (s *Source) Commit(ctx context.Context, checkpointID uint64) error {
+	s.mu.Lock()
+	snap, ok := s.snaps[checkpointID]
+	for id := range s.snaps {
+		if id <= checkpointID {
+			delete(s.snaps, id)
+		}
+	}
+	cl := s.cl
+	s.mu.Unlock()
+	if !ok || s.group == "" || len(snap) == 0 {
+		return nil
+	}
+	if cl == nil {
+		return errors.New("commit kafka offsets: source not connected")
+	}
+	offs := map[int32]kgo.EpochOffset{}
+	for p, n := range snap {
+		offs[p] = kgo.EpochOffset{Epoch: -1, Offset: n}
+	}
+	var cerr error
+	cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{s.topic: offs},
+		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err != nil {
+				cerr = err
+				return
+			}
+			cerr = commitResponseErr(resp)
+		})
+	if cerr != nil {
+		return fmt.Errorf("commit kafka offsets of group %s: %w", s.group, cerr)
+	}
+	return nil
+}
+
+// Abort forgets the offsets recorded by PreCommit.
+func (s *Source) Abort(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.snaps)
+	return nil
+}
+
+func commitResponseErr(resp *kmsg.OffsetCommitResponse) error {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return fmt.Errorf("partition %d: %w", p.Partition, err)
+			}
+		}
+	}
+	return nil
+}

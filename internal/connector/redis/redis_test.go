@@ -1,0 +1,394 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/rekuiper/rekuiper/api"
+	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
+)
+
+// server is a redis-server on an ephemeral port, restartable on the same
+// port (without persistence: a restart empties it).
+type server struct {
+	bin, dir string
+	port     int
+	cmd      *exec.Cmd
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func startRedis(t *testing.T) *server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server not installed")
+	}
+	s := &server{bin: bin, dir: t.TempDir(), port: freePort(t)}
+	s.start(t)
+	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *server) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+
+func (s *server) start(t *testing.T) {
+	t.Helper()
+	s.cmd = exec.Command(s.bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", s.dir)
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("start redis-server: %v", err)
+	}
+	cl := goredis.NewClient(&goredis.Options{Addr: s.addr()})
+	defer cl.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for cl.Ping(context.Background()).Err() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("redis-server did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (s *server) stop() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+	}
+}
+
+// Restart implements conformancetest.Restarter.
+func (s *server) Restart(t *testing.T) {
+	s.stop()
+	s.start(t)
+}
+
+func (s *server) client(t *testing.T) *goredis.Client {
+	t.Helper()
+	cl := goredis.NewClient(&goredis.Options{Addr: s.addr()})
+	t.Cleanup(func() { cl.Close() })
+	return cl
+}
+
+type publisher struct {
+	*server
+	channel string
+}
+
+func (p publisher) Produce(t *testing.T, payloads [][]byte) {
+	t.Helper()
+	cl := p.client(t)
+	for _, b := range payloads {
+		if err := cl.Publish(context.Background(), p.channel, b).Err(); err != nil {
+			t.Fatalf("publish: %v", err)
+		}
+	}
+}
+
+func invalid(base map[string]any, extra ...conformancetest.InvalidCase) []conformancetest.InvalidCase {
+	with := func(k string, v any) map[string]any {
+		m := map[string]any{}
+		for bk, bv := range base {
+			m[bk] = bv
+		}
+		if v == nil {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+		return m
+	}
+	return append([]conformancetest.InvalidCase{
+		{Name: "no addr", Props: with("addr", nil), WantErr: `"addr" is required`},
+		{Name: "bad addr", Props: with("addr", "localhost"), WantErr: "not host:port"},
+		{Name: "bad db", Props: with("db", "x"), WantErr: `property "db"`},
+		{Name: "unknown", Props: with("adress", "x"), WantErr: "unknown properties: adress"},
+	}, extra...)
+}
+
+func TestSubConformance(t *testing.T) {
+	s := startRedis(t)
+	conformancetest.RunSourceSuite(t, conformancetest.SourceFactory{
+		Spec: SubSpec(), New: NewSub,
+		Props: func(*testing.T) map[string]any {
+			return map[string]any{"addr": s.addr(), "channels": []any{"conf"}}
+		},
+		UnreachableProps: map[string]any{"address": "127.0.0.1:" + strconv.Itoa(freePort(t)), "channels": []any{"x"}, "timeout": "500ms"},
+		Invalid: invalid(map[string]any{"addr": "127.0.0.1:1", "channels": []any{"c"}},
+			conformancetest.InvalidCase{Name: "no channels", Props: map[string]any{"addr": "127.0.0.1:1"}, WantErr: `"channels" or "patterns" is required`},
+			conformancetest.InvalidCase{Name: "bad channel", Props: map[string]any{"addr": "127.0.0.1:1", "channels": []any{1}}, WantErr: "is not a name"}),
+	}, publisher{s, "conf"})
+}
+
+// subscriber collects what is published on a channel.
+type subscriber struct {
+	*server
+	channel string
+	mu      sync.Mutex
+	got     []int64
+	ps      *goredis.PubSub
+	cl      *goredis.Client
+	done    chan struct{}
+}
+
+func newSubscriber(t *testing.T, s *server, channel string) *subscriber {
+	r := &subscriber{server: s, channel: channel}
+	r.subscribe(t)
+	t.Cleanup(r.close)
+	return r
+}
+
+func (r *subscriber) subscribe(t *testing.T) {
+	t.Helper()
+	r.cl = goredis.NewClient(&goredis.Options{Addr: r.addr()})
+	r.ps = r.cl.Subscribe(context.Background(), r.channel)
+	if _, err := r.ps.Receive(context.Background()); err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	ch := r.ps.Channel()
+	r.done = make(chan struct{})
+	go func(done chan struct{}) {
+		defer close(done)
+		for m := range ch {
+			seq, err := conformancetest.DecodeSeq(&api.Message{Payload: []byte(m.Payload)})
+			if err != nil {
+				continue
+			}
+			r.mu.Lock()
+			r.got = append(r.got, seq)
+			r.mu.Unlock()
+		}
+	}(r.done)
+}
+
+func (r *subscriber) close() {
+	r.ps.Close()
+	r.cl.Close()
+	<-r.done
+}
+
+func (r *subscriber) Restart(t *testing.T) {
+	r.close()
+	r.server.Restart(t)
+	r.subscribe(t)
+}
+
+func (r *subscriber) Reset(*testing.T) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = nil
+}
+
+func (r *subscriber) Seqs(_ *testing.T, want int, timeout time.Duration) []int64 {
+	deadline := time.Now().Add(timeout)
+	for {
+		r.mu.Lock()
+		got := slices.Clone(r.got)
+		r.mu.Unlock()
+		if len(got) >= want || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestPubConformance(t *testing.T) {
+	s := startRedis(t)
+	r := newSubscriber(t, s, "out")
+	conformancetest.RunSinkSuite(t, conformancetest.SinkFactory{
+		Spec: PubSpec(), New: NewPub,
+		Props: func(*testing.T) map[string]any {
+			return map[string]any{"address": s.addr(), "channel": "out"}
+		},
+		UnreachableProps: map[string]any{"addr": "127.0.0.1:" + strconv.Itoa(freePort(t)), "channel": "x", "timeout": "500ms"},
+		Invalid: invalid(map[string]any{"addr": "127.0.0.1:1", "channel": "c"},
+			conformancetest.InvalidCase{Name: "no channel", Props: map[string]any{"addr": "127.0.0.1:1"}, WantErr: `"channel" is required`}),
+	}, r)
+}
+
+// listReader reads the list that the redis sink LPUSHes onto.
+type listReader struct {
+	*server
+	key string
+}
+
+func (r listReader) Reset(t *testing.T) {
+	if err := r.client(t).Del(context.Background(), r.key).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (r listReader) Seqs(t *testing.T, want int, timeout time.Duration) []int64 {
+	cl := r.client(t)
+	deadline := time.Now().Add(timeout)
+	for {
+		vs, _ := cl.LRange(context.Background(), r.key, 0, -1).Result()
+		var out []int64
+		for i := len(vs) - 1; i >= 0; i-- {
+			seq, err := conformancetest.DecodeSeq(&api.Message{Payload: []byte(vs[i])})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, seq)
+		}
+		if len(out) >= want || time.Now().After(deadline) {
+			return out
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestSinkConformance(t *testing.T) {
+	s := startRedis(t)
+	conformancetest.RunSinkSuite(t, conformancetest.SinkFactory{
+		Spec: SinkSpec(), New: NewSink,
+		Props: func(*testing.T) map[string]any {
+			return map[string]any{"addr": s.addr(), "key": "conf", "dataType": "list"}
+		},
+		UnreachableProps: map[string]any{"addr": "127.0.0.1:" + strconv.Itoa(freePort(t)), "key": "x", "timeout": "500ms"},
+		Invalid: invalid(map[string]any{"addr": "127.0.0.1:1", "key": "k"},
+			conformancetest.InvalidCase{Name: "key and field", Props: map[string]any{"addr": "127.0.0.1:1", "key": "k", "field": "f"}, WantErr: "exactly one"},
+			conformancetest.InvalidCase{Name: "no key", Props: map[string]any{"addr": "127.0.0.1:1"}, WantErr: "exactly one"},
+			conformancetest.InvalidCase{Name: "bad dataType", Props: map[string]any{"addr": "127.0.0.1:1", "key": "k", "dataType": "hash"}, WantErr: "not one of string, list"}),
+	}, listReader{s, "conf"})
+}
+
+func build[T any](t *testing.T, kind connector.Kind, name string, props map[string]any) T {
+	t.Helper()
+	r := connector.NewRegistry()
+	if err := Register(r); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		c   any
+		err error
+	)
+	switch kind {
+	case connector.KindSink:
+		c, err = r.NewSink(name, props, connector.Deps{})
+	case connector.KindLookup:
+		c, err = r.NewLookup(name, props, connector.Deps{})
+	default:
+		c, err = r.NewSource(name, props, connector.Deps{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := c.(interface {
+		Connect(context.Context) error
+		Close(context.Context) error
+	})
+	if err := conn.Connect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return c.(T)
+}
+
+func TestSinkKeysKindsAndLookup(t *testing.T) {
+	s := startRedis(t)
+	ctx := context.Background()
+	cl := s.client(t)
+	write := func(sk api.Sink, rows ...map[string]any) {
+		t.Helper()
+		if err := sk.Write(ctx, &api.SinkMessage{Rows: rows}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("string by field with rowkind", func(t *testing.T) {
+		sk := build[api.Sink](t, connector.KindSink, Type, map[string]any{"addr": s.addr(), "field": "id", "rowkindField": "op", "expiration": "1h"})
+		write(sk, map[string]any{"id": "d1", "v": int64(1)}, map[string]any{"id": "d2", "v": int64(2), "op": "insert"})
+		write(sk, map[string]any{"id": "d1", "v": int64(10), "op": "update"})
+		write(sk, map[string]any{"id": "d2", "op": "delete"})
+		if got, _ := cl.Get(ctx, "d1").Result(); got != `{"id":"d1","op":"update","v":10}` {
+			t.Fatalf("d1 = %s", got)
+		}
+		if n, _ := cl.Exists(ctx, "d2").Result(); n != 0 {
+			t.Fatal("d2 not deleted")
+		}
+		if ttl, _ := cl.TTL(ctx, "d1").Result(); ttl <= 0 || ttl > time.Hour {
+			t.Fatalf("ttl %v, want about 1h", ttl)
+		}
+		err := sk.Write(ctx, &api.SinkMessage{Rows: []map[string]any{{"id": "x", "op": "merge"}}})
+		if err == nil {
+			t.Fatal("unknown row kind accepted")
+		}
+
+		lk := build[connector.LookupSource](t, connector.KindLookup, Type, map[string]any{"addr": s.addr()})
+		rows, err := lk.Lookup(ctx, map[string]any{"id": "d1"})
+		if err != nil || len(rows) != 1 || rows[0]["v"] != int64(10) {
+			t.Fatalf("lookup d1: %v %v", rows, err)
+		}
+		if rows, err := lk.Lookup(ctx, map[string]any{"id": "nope"}); err != nil || len(rows) != 0 {
+			t.Fatalf("lookup missing: %v %v", rows, err)
+		}
+	})
+	t.Run("list with delete and lookup", func(t *testing.T) {
+		sk := build[api.Sink](t, connector.KindSink, Type, map[string]any{"addr": s.addr(), "field": "dev", "dataType": "list", "rowkindField": "op"})
+		write(sk, map[string]any{"dev": "L", "n": int64(1)}, map[string]any{"dev": "L", "n": int64(2)}, map[string]any{"dev": "L", "n": int64(3)})
+		write(sk, map[string]any{"dev": "L", "op": "delete"})
+		lk := build[connector.LookupSource](t, connector.KindLookup, Type, map[string]any{"addr": s.addr(), "dataType": "list"})
+		rows, err := lk.Lookup(ctx, map[string]any{"dev": "L"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ns []any
+		for _, r := range rows {
+			ns = append(ns, r["n"])
+		}
+		if fmt.Sprint(ns) != "[3 2]" {
+			t.Fatalf("list after delete: %v", ns)
+		}
+	})
+	t.Run("wrong type is permanent", func(t *testing.T) {
+		sk := build[api.Sink](t, connector.KindSink, Type, map[string]any{"addr": s.addr(), "key": "d1", "dataType": "list"})
+		err := sk.Write(ctx, conformancetest.Message(1))
+		if err == nil || isRetryable(err) {
+			t.Fatalf("LPUSH onto a string: err %v, want a permanent error", err)
+		}
+	})
+}
+
+func isRetryable(err error) bool { return errors.Is(err, api.ErrRetryable) }
+
+func TestSubPatterns(t *testing.T) {
+	s := startRedis(t)
+	src := build[api.Source](t, connector.KindSource, SubType, map[string]any{"addr": s.addr(), "patterns": []any{"sensor.*"}, "channels": []any{"plain"}})
+	p := s.client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, ch := range []string{"other", "sensor.a", "plain"} {
+		if err := p.Publish(ctx, ch, "m-"+ch).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []struct{ payload, channel, pattern string }{{"m-sensor.a", "sensor.a", "sensor.*"}, {"m-plain", "plain", ""}}
+	for _, w := range want {
+		m, err := src.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(m.Payload) != w.payload || m.Meta["channel"] != w.channel || (w.pattern != "" && m.Meta["pattern"] != w.pattern) {
+			t.Fatalf("got %s %v, want %+v", m.Payload, m.Meta, w)
+		}
+	}
+}

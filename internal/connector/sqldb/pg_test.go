@@ -1,0 +1,146 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// pgServer is a PostgreSQL database for one test: a throwaway cluster
+// started with initdb/pg_ctl, or a throwaway database on the server named
+// by PGHOST/PGPORT.
+type pgServer struct {
+	url     string
+	restart func(t *testing.T) // nil when the server is not ours
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func pgBin(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + name)
+	if len(matches) > 0 {
+		return matches[len(matches)-1]
+	}
+	return ""
+}
+
+// startPostgres returns a PostgreSQL database or skips the test saying why.
+func startPostgres(t *testing.T) *pgServer {
+	t.Helper()
+	if os.Getenv("PGHOST") != "" {
+		return externalPostgres(t)
+	}
+	initdb, pgctl := pgBin("initdb"), pgBin("pg_ctl")
+	if initdb == "" || pgctl == "" {
+		t.Skip("no PostgreSQL: initdb/pg_ctl not found and PGHOST not set")
+	}
+	// Postgres refuses to run as root: run it as the postgres user then.
+	var asUser []string
+	dir, err := os.MkdirTemp("", "rekuiper-pg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			t.Skip("no PostgreSQL: running as root and there is no postgres user")
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+		asUser = []string{"runuser", "-u", "postgres", "--"}
+	}
+	run := func(args ...string) error {
+		full := append(append([]string{}, asUser...), args...)
+		cmd := exec.Command(full[0], full[1:]...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	data := filepath.Join(dir, "data")
+	if err := run(initdb, "-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"); err != nil {
+		t.Skipf("no PostgreSQL: initdb failed: %v", err)
+	}
+	port := freePort(t)
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off", port, dir)
+	logf := filepath.Join(dir, "log")
+	if err := run(pgctl, "-D", data, "-o", opts, "-l", logf, "-w", "-t", "30", "start"); err != nil {
+		t.Skipf("no PostgreSQL: pg_ctl start failed: %v", err)
+	}
+	t.Cleanup(func() { _ = run(pgctl, "-D", data, "-m", "immediate", "-w", "stop") })
+	return &pgServer{
+		url: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port),
+		restart: func(t *testing.T) {
+			if err := run(pgctl, "-D", data, "-m", "fast", "-w", "stop"); err != nil {
+				t.Fatal(err)
+			}
+			if err := run(pgctl, "-D", data, "-o", opts, "-l", logf, "-w", "-t", "30", "start"); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+}
+
+// externalPostgres creates a throwaway database on the server that the
+// libpq environment (PGHOST, PGPORT, PGUSER, PGPASSWORD) names.
+func externalPostgres(t *testing.T) *pgServer {
+	t.Helper()
+	host, port := os.Getenv("PGHOST"), os.Getenv("PGPORT")
+	if port == "" {
+		port = "5432"
+	}
+	usr := os.Getenv("PGUSER")
+	if usr == "" {
+		usr = "postgres"
+	}
+	cred := usr
+	if pw := os.Getenv("PGPASSWORD"); pw != "" {
+		cred += ":" + pw
+	}
+	base := fmt.Sprintf("postgres://%s@%s/%%s?sslmode=disable", cred, net.JoinHostPort(host, port))
+	admin, err := sql.Open("pgx", fmt.Sprintf(base, "postgres"))
+	if err != nil {
+		t.Skipf("no PostgreSQL at PGHOST: %v", err)
+	}
+	defer admin.Close()
+	name := fmt.Sprintf("rekuiper_test_%d", time.Now().UnixNano())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Skipf("no PostgreSQL at PGHOST: create database: %v", err)
+	}
+	t.Cleanup(func() {
+		a, err := sql.Open("pgx", fmt.Sprintf(base, "postgres"))
+		if err == nil {
+			_, _ = a.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
+			a.Close()
+		}
+	})
+	return &pgServer{url: fmt.Sprintf(base, name)}
+}

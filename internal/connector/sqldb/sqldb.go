@@ -1,0 +1,198 @@
+// Package sqldb provides the sql source, sink and lookup source on
+// database/sql, with pgx for PostgreSQL (postgres:// and postgresql://
+// URLs) and modernc SQLite (sqlite:// URLs, file: URIs and plain paths).
+//
+// The sink, given a transactionalID, takes part in checkpoints with the
+// same hooks as the kafka sink (PreCommit, Commit, Abort) plus
+// LastCommitted. Protocol at qos 2: Write executes rows inside the open
+// transaction; PreCommit(id) at the barrier adds an upsert of
+// (transactionalID, id) into the bookkeeping table
+// rekuiper_checkpoints(rule_sink TEXT PRIMARY KEY, checkpoint_id BIGINT);
+// Commit(id), called once checkpoint id is durable, commits the
+// transaction, so a checkpoint's rows and its id become visible together or
+// not at all. Rows written between PreCommit and Commit are held in memory
+// and executed in the next transaction. Abort rolls back and drops held
+// rows.
+//
+// Replay after a crash: LastCommitted returns the id of the last committed
+// checkpoint. A crash before Commit leaves nothing in the database (the
+// transaction dies with the connection), so replaying from the restored
+// checkpoint inserts each row once. If the crash fell between the
+// checkpoint becoming durable and Commit, LastCommitted is lower than the
+// restored checkpoint: the coordinator should restore the checkpoint
+// LastCommitted names when it still has it, otherwise that checkpoint's
+// rows are lost (never duplicated). If the coordinator restores a
+// checkpoint older than LastCommitted, PreCommit of every id up to
+// LastCommitted rolls its rows back instead of committing them twice.
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/rekuiper/rekuiper/api"
+	"github.com/rekuiper/rekuiper/internal/connector"
+)
+
+// Type is the connector type name.
+const Type = "sql"
+
+// CheckpointTable is the bookkeeping table of transactional sinks.
+const CheckpointTable = "rekuiper_checkpoints"
+
+// Transactional is the checkpoint hook set shared with the kafka sink.
+type Transactional interface {
+	PreCommit(ctx context.Context, checkpointID uint64) error
+	Commit(ctx context.Context, checkpointID uint64) error
+	Abort(ctx context.Context) error
+}
+
+// Register adds the sql source, sink and lookup source to r.
+func Register(r *connector.Registry) error {
+	if err := r.RegisterSource(Type, SourceSpec(), NewSource); err != nil {
+		return err
+	}
+	if err := r.RegisterSink(Type, SinkSpec(), NewSink); err != nil {
+		return err
+	}
+	return r.RegisterLookup(Type, LookupSpec(), NewLookup)
+}
+
+func urlProps() []connector.Prop {
+	return []connector.Prop{
+		{Name: "url", Type: connector.TypeString, Secret: true, Doc: "postgres://user:pass@host:port/db, sqlite://path or a file path"},
+		{Name: "dburl", Type: connector.TypeString, Secret: true, Doc: "alias of url"},
+	}
+}
+
+// dialect holds what differs between the supported databases.
+type dialect struct {
+	driver, dsn string
+	postgres    bool
+}
+
+func (d dialect) placeholder(n int) string {
+	if d.postgres {
+		return fmt.Sprintf("$%d", n)
+	}
+	return "?"
+}
+
+// parseURL picks the driver for the url or dburl property.
+func parseURL(props map[string]any) (dialect, error) {
+	u := connector.Get[string](props, "url")
+	if u == "" {
+		u = connector.Get[string](props, "dburl")
+	}
+	if u == "" {
+		return dialect{}, errors.New("property \"url\" is required")
+	}
+	lower := strings.ToLower(u)
+	switch {
+	case strings.HasPrefix(lower, "postgres://"), strings.HasPrefix(lower, "postgresql://"):
+		return dialect{driver: "pgx", dsn: u, postgres: true}, nil
+	case strings.HasPrefix(lower, "sqlite://"):
+		return dialect{driver: "sqlite", dsn: u[len("sqlite://"):]}, nil
+	case strings.HasPrefix(lower, "sqlite:"):
+		return dialect{driver: "sqlite", dsn: u[len("sqlite:"):]}, nil
+	case strings.HasPrefix(lower, "file:"), !strings.Contains(u, "://"):
+		return dialect{driver: "sqlite", dsn: u}, nil
+	}
+	return dialect{}, fmt.Errorf("unsupported database url %q: use postgres://, sqlite:// or a file path", redact(u))
+}
+
+// redact hides the password of a URL in error messages.
+func redact(u string) string {
+	at := strings.LastIndex(u, "@")
+	scheme := strings.Index(u, "://")
+	if at < 0 || scheme < 0 || at < scheme {
+		return u
+	}
+	cred := u[scheme+3 : at]
+	if i := strings.Index(cred, ":"); i >= 0 {
+		cred = cred[:i] + ":" + connector.MaskedValue
+	}
+	return u[:scheme+3] + cred + u[at:]
+}
+
+// open opens and pings the database.
+func open(ctx context.Context, d dialect) (*sql.DB, error) {
+	db, err := sql.Open(d.driver, d.dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if !d.postgres {
+		// One writer at a time avoids SQLITE_BUSY between pooled connections.
+		db.SetMaxOpenConns(1)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, classify(fmt.Errorf("connect to database: %w", err))
+	}
+	return db, nil
+}
+
+// quoteIdent quotes a possibly schema-qualified identifier.
+func quoteIdent(name string) (string, error) {
+	if strings.TrimSpace(name) == "" {
+		return "", errors.New("empty identifier")
+	}
+	parts := strings.Split(name, ".")
+	for i, p := range parts {
+		if p == "" {
+			return "", fmt.Errorf("bad identifier %q", name)
+		}
+		parts[i] = `"` + strings.ReplaceAll(p, `"`, `""`) + `"`
+	}
+	return strings.Join(parts, "."), nil
+}
+
+// classify wraps transient database failures with api.Retryable: lost or
+// refused connections, timeouts, PostgreSQL connection, resource,
+// shutdown, serialization and deadlock errors, and SQLite busy/locked.
+// Constraint violations, syntax errors and missing tables are permanent.
+func classify(err error) error {
+	if err == nil || errors.Is(err, api.ErrRetryable) {
+		return err
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case strings.HasPrefix(pe.Code, "08"), strings.HasPrefix(pe.Code, "53"),
+			strings.HasPrefix(pe.Code, "57P"), pe.Code == "40001", pe.Code == "40P01":
+			return api.Retryable(err)
+		}
+		return err
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR:
+			return api.Retryable(err)
+		}
+		return err
+	}
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, sql.ErrConnDone) ||
+		pgconn.Timeout(err) || pgconn.SafeToRetry(err) {
+		return api.Retryable(err)
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return api.Retryable(err)
+	}
+	return err
+}

@@ -1,0 +1,523 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rekuiper/rekuiper/api"
+	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
+)
+
+// db is a test database: SQLite file or PostgreSQL.
+type db struct {
+	url     string
+	pg      bool
+	restart func(t *testing.T)
+
+	mu    sync.Mutex
+	table string
+	n     int
+	conn  *sql.DB
+}
+
+func sqliteDB(t *testing.T) *db {
+	return newDB(t, &db{url: "sqlite://" + filepath.Join(t.TempDir(), "test.db")})
+}
+
+func pgDB(t *testing.T) *db {
+	s := startPostgres(t)
+	return newDB(t, &db{url: s.url, pg: true, restart: s.restart})
+}
+
+func newDB(t *testing.T, d *db) *db {
+	t.Helper()
+	dl, err := parseURL(map[string]any{"url": d.url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.conn, err = sql.Open(dl.driver, dl.dsn); err != nil {
+		t.Fatal(err)
+	}
+	d.conn.SetMaxOpenConns(2)
+	t.Cleanup(func() { d.conn.Close() })
+	return d
+}
+
+func (d *db) open(*testing.T) *sql.DB { return d.conn }
+
+func (d *db) exec(t *testing.T, q string, args ...any) {
+	t.Helper()
+	conn := d.open(t)
+	var err error
+	for range 50 { // the server may be restarting
+		if _, err = conn.Exec(q, args...); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: %v", q, err)
+}
+
+// newTable creates a fresh table (id, seq, name) and makes it current.
+func (d *db) newTable(t *testing.T) string {
+	t.Helper()
+	d.mu.Lock()
+	d.n++
+	name := fmt.Sprintf("t%d", d.n)
+	d.table = name
+	d.mu.Unlock()
+	idCol := "id INTEGER PRIMARY KEY AUTOINCREMENT"
+	if d.pg {
+		idCol = "id BIGSERIAL PRIMARY KEY"
+	}
+	d.exec(t, fmt.Sprintf("CREATE TABLE %s (%s, seq BIGINT, name TEXT)", name, idCol))
+	return name
+}
+
+func (d *db) current() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.table
+}
+
+// Produce implements conformancetest.Producer.
+func (d *db) Produce(t *testing.T, payloads [][]byte) {
+	t.Helper()
+	for _, p := range payloads {
+		seq, err := conformancetest.DecodeSeq(&api.Message{Payload: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.exec(t, fmt.Sprintf("INSERT INTO %s (seq, name) VALUES (%d, 'x')", d.current(), seq))
+	}
+}
+
+// Seqs implements conformancetest.Reader.
+func (d *db) Seqs(t *testing.T, want int, timeout time.Duration) []int64 {
+	t.Helper()
+	conn := d.open(t)
+	deadline := time.Now().Add(timeout)
+	var out []int64
+	for {
+		out = out[:0]
+		rows, err := conn.Query(fmt.Sprintf("SELECT seq FROM %s ORDER BY id", d.current()))
+		if err == nil {
+			for rows.Next() {
+				var s int64
+				if err := rows.Scan(&s); err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, s)
+			}
+			rows.Close()
+		}
+		if len(out) >= want || time.Now().After(deadline) {
+			return out
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Reset implements conformancetest.Reader.
+func (d *db) Reset(t *testing.T) {
+	if tb := d.current(); tb != "" {
+		d.exec(t, "DELETE FROM "+tb)
+	}
+}
+
+type restarter struct{ *db }
+
+func (r restarter) Restart(t *testing.T) { r.restart(t) }
+
+func deps() connector.Deps { return connector.Deps{Clock: clock.Wall{}} }
+
+func invalidSink() []conformancetest.InvalidCase {
+	return []conformancetest.InvalidCase{
+		{Name: "no url", Props: map[string]any{"table": "t"}, WantErr: `"url" is required`},
+		{Name: "mysql", Props: map[string]any{"url": "mysql://u:secret@h/db", "table": "t"}, WantErr: "unsupported database url"},
+		{Name: "password redacted", Props: map[string]any{"url": "mysql://u:secret@h/db", "table": "t"}, WantErr: "u:******@h"},
+		{Name: "no table", Props: map[string]any{"url": "sqlite://x.db"}, WantErr: `"table" is required`},
+		{Name: "bad fields", Props: map[string]any{"url": "sqlite://x.db", "table": "t", "fields": []any{1}}, WantErr: "not a column name"},
+	}
+}
+
+func invalidSource() []conformancetest.InvalidCase {
+	return []conformancetest.InvalidCase{
+		{Name: "no url", Props: map[string]any{"datasource": "t"}, WantErr: `"url" is required`},
+		{Name: "no table", Props: map[string]any{"url": "sqlite://x.db"}, WantErr: "no table"},
+		{Name: "bad template", Props: map[string]any{"url": "sqlite://x.db", "templateSqlQueryCfg": map[string]any{"templateSql": "select {{.id"}}, WantErr: "templateSql"},
+		{Name: "bad index", Props: map[string]any{"url": "sqlite://x.db", "datasource": "t", "internalSqlQueryCfg": map[string]any{"indexFields": "id"}}, WantErr: "must be a list"},
+		{Name: "bad limit", Props: map[string]any{"url": "sqlite://x.db", "datasource": "t", "internalSqlQueryCfg": map[string]any{"limit": -1}}, WantErr: "limit"},
+	}
+}
+
+func runSuites(t *testing.T, d *db, unreachable string) {
+	var prod conformancetest.Producer = d
+	var rd conformancetest.Reader = d
+	if d.restart != nil {
+		prod, rd = restarter{d}, restarter{d}
+	}
+	t.Run("Source", func(t *testing.T) {
+		conformancetest.RunSourceSuite(t, conformancetest.SourceFactory{
+			Spec: SourceSpec(), New: NewSource, Deps: deps(),
+			Props: func(t *testing.T) map[string]any {
+				return map[string]any{"url": d.url, "interval": "20ms",
+					"internalSqlQueryCfg": map[string]any{"table": d.newTable(t), "limit": 30, "indexFields": []any{map[string]any{"indexField": "id"}}}}
+			},
+			UnreachableProps: map[string]any{"url": unreachable, "datasource": "t"},
+			Invalid:          invalidSource(),
+		}, prod)
+	})
+	t.Run("Sink", func(t *testing.T) {
+		conformancetest.RunSinkSuite(t, conformancetest.SinkFactory{
+			Spec: SinkSpec(), New: NewSink, Deps: deps(),
+			Props: func(t *testing.T) map[string]any {
+				return map[string]any{"url": d.url, "table": d.newTable(t), "fields": []any{"seq", "name"}}
+			},
+			UnreachableProps: map[string]any{"url": unreachable, "table": "t"},
+			Invalid:          invalidSink(),
+		}, rd)
+	})
+}
+
+func TestConformanceSQLite(t *testing.T) {
+	runSuites(t, sqliteDB(t), filepath.Join(t.TempDir(), "missing", "dir", "x.db"))
+}
+
+func TestConformancePostgres(t *testing.T) {
+	runSuites(t, pgDB(t), fmt.Sprintf("postgres://postgres@127.0.0.1:%d/x?sslmode=disable&connect_timeout=2", freePort(t)))
+}
+
+func newSink(t *testing.T, props map[string]any) *Sink {
+	t.Helper()
+	r := connector.NewRegistry()
+	if err := Register(r); err != nil {
+		t.Fatal(err)
+	}
+	s, err := r.NewSink(Type, props, deps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	return s.(*Sink)
+}
+
+func rowsOf(t *testing.T, d *db, q string) string {
+	t.Helper()
+	rows, err := queryRows(context.Background(), d.open(t), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	for _, r := range rows {
+		parts = append(parts, fmt.Sprintf("%v:%v", r["k"], r["v"]))
+	}
+	return strings.Join(parts, ",")
+}
+
+func TestRowKinds(t *testing.T) {
+	for _, mk := range []func(*testing.T) *db{sqliteDB, pgDB} {
+		d := mk(t)
+		t.Run(fmt.Sprintf("pg=%v", d.pg), func(t *testing.T) {
+			d.exec(t, "CREATE TABLE kv (k TEXT PRIMARY KEY, v BIGINT, extra TEXT)")
+			s := newSink(t, map[string]any{"url": d.url, "table": "kv", "rowkindField": "op", "keyField": "k", "fields": []any{"k", "v"}})
+			steps := []struct {
+				rows []map[string]any
+				want string
+			}{
+				{[]map[string]any{{"k": "a", "v": int64(1)}, {"k": "b", "v": int64(2), "op": "insert"}}, "a:1,b:2"},
+				{[]map[string]any{{"k": "a", "v": int64(10), "op": "update"}}, "a:10,b:2"},
+				{[]map[string]any{{"k": "c", "v": int64(3), "op": "UPSERT"}, {"k": "b", "v": int64(20), "op": "upsert"}}, "a:10,b:20,c:3"},
+				{[]map[string]any{{"k": "a", "op": "delete"}}, "b:20,c:3"},
+			}
+			for i, st := range steps {
+				if err := s.Write(context.Background(), &api.SinkMessage{Rows: st.rows}); err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
+				if got := rowsOf(t, d, "SELECT k, v FROM kv ORDER BY k"); got != st.want {
+					t.Fatalf("step %d: table %s, want %s", i, got, st.want)
+				}
+			}
+			err := s.Write(context.Background(), &api.SinkMessage{Rows: []map[string]any{{"k": "x", "op": "merge"}}})
+			if err == nil || errors.Is(err, api.ErrRetryable) {
+				t.Fatalf("unknown row kind: err %v, want a permanent error", err)
+			}
+			err = s.Write(context.Background(), &api.SinkMessage{Rows: []map[string]any{{"k": "b", "v": int64(1)}}})
+			if err == nil || errors.Is(err, api.ErrRetryable) {
+				t.Fatalf("duplicate key: err %v, want a permanent error", err)
+			}
+		})
+	}
+}
+
+func TestTransactional(t *testing.T) {
+	for _, mk := range []func(*testing.T) *db{sqliteDB, pgDB} {
+		d := mk(t)
+		t.Run(fmt.Sprintf("pg=%v", d.pg), func(t *testing.T) {
+			d.exec(t, "CREATE TABLE out (k TEXT, v BIGINT)")
+			props := map[string]any{"url": d.url, "table": "out", "transactionalID": "rule1/0"}
+			ctx := context.Background()
+			write := func(s *Sink, ks ...string) {
+				t.Helper()
+				for _, k := range ks {
+					if err := s.Write(ctx, &api.SinkMessage{Rows: []map[string]any{{"k": k, "v": int64(1)}}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			must := func(err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			table := func() string {
+				t.Helper()
+				return rowsOf(t, d, "SELECT k, v FROM out ORDER BY k")
+			}
+
+			s := newSink(t, props)
+			write(s, "a", "b")
+			must(s.PreCommit(ctx, 1))
+			if got := table(); got != "" {
+				t.Fatalf("visible before Commit: %s", got)
+			}
+			must(s.Close(ctx)) // crash before Commit: rolled back
+			if got := table(); got != "" {
+				t.Fatalf("visible after a crash before Commit: %s", got)
+			}
+
+			s = newSink(t, props)
+			write(s, "a", "b")
+			must(s.PreCommit(ctx, 1))
+			write(s, "c") // after the barrier: checkpoint 2
+			must(s.Commit(ctx, 1))
+			if got := table(); got != "a:1,b:1" {
+				t.Fatalf("after Commit(1): %s", got)
+			}
+			must(s.PreCommit(ctx, 2))
+			must(s.Commit(ctx, 2))
+			if got := table(); got != "a:1,b:1,c:1" {
+				t.Fatalf("after Commit(2): %s", got)
+			}
+			if n, err := s.LastCommitted(ctx); err != nil || n != 2 {
+				t.Fatalf("LastCommitted = %d, %v; want 2", n, err)
+			}
+			write(s, "d")
+			must(s.Abort(ctx))
+			must(s.Close(ctx))
+
+			// Restore from checkpoint 1 and replay: checkpoint 2 is skipped.
+			s = newSink(t, props)
+			write(s, "c")
+			must(s.PreCommit(ctx, 2))
+			must(s.Commit(ctx, 2))
+			write(s, "d")
+			must(s.PreCommit(ctx, 3))
+			must(s.Commit(ctx, 3))
+			if got := table(); got != "a:1,b:1,c:1,d:1" {
+				t.Fatalf("after replay: %s", got)
+			}
+			if err := s.Commit(ctx, 9); err != nil {
+				t.Fatalf("Commit without PreCommit: %v", err)
+			}
+		})
+	}
+}
+
+func TestSinkBatching(t *testing.T) {
+	d := sqliteDB(t)
+	d.exec(t, "CREATE TABLE b (k TEXT, v BIGINT)")
+	s := newSink(t, map[string]any{"url": d.url, "table": "b", "batchSize": 3, "lingerInterval": "50ms"})
+	ctx := context.Background()
+	for i := range 2 {
+		if err := s.Write(ctx, &api.SinkMessage{Rows: []map[string]any{{"k": fmt.Sprint(i), "v": int64(i)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := rowsOf(t, d, "SELECT k, v FROM b ORDER BY k"); got != "" {
+		t.Fatalf("written before the batch filled: %s", got)
+	}
+	if err := s.Write(ctx, &api.SinkMessage{Rows: []map[string]any{{"k": "2", "v": int64(2)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := rowsOf(t, d, "SELECT k, v FROM b ORDER BY k"); got != "0:0,1:1,2:2" {
+		t.Fatalf("after a full batch: %s", got)
+	}
+	if err := s.Write(ctx, &api.SinkMessage{Rows: []map[string]any{{"k": "3", "v": int64(3)}}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for rowsOf(t, d, "SELECT k, v FROM b ORDER BY k") != "0:0,1:1,2:2,3:3" {
+		if time.Now().After(deadline) {
+			t.Fatal("linger did not flush")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func newSource(t *testing.T, props map[string]any) *Source {
+	t.Helper()
+	r := connector.NewRegistry()
+	if err := Register(r); err != nil {
+		t.Fatal(err)
+	}
+	s, err := r.NewSource(Type, props, deps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	return s.(*Source)
+}
+
+func readIDs(t *testing.T, s *Source, n int) []int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var out []int64
+	for range n {
+		m, err := s.Read(ctx)
+		if err != nil {
+			t.Fatalf("read after %v: %v", out, err)
+		}
+		out = append(out, m.Data["id"].(int64))
+	}
+	return out
+}
+
+func TestSourceRewind(t *testing.T) {
+	d := sqliteDB(t)
+	d.exec(t, "CREATE TABLE ev (id INTEGER PRIMARY KEY, ts TEXT, v REAL)")
+	for i := 1; i <= 5; i++ {
+		d.exec(t, fmt.Sprintf("INSERT INTO ev VALUES (%d, 't%d', %d.5)", i, i, i))
+	}
+	tests := []struct {
+		name  string
+		props map[string]any
+	}{
+		{"table", map[string]any{"datasource": "ev", "internalSqlQueryCfg": map[string]any{"limit": 2, "indexFields": []any{"id"}}}},
+		{"template", map[string]any{"templateSqlQueryCfg": map[string]any{
+			"templateSql": "SELECT * FROM ev WHERE id > {{if .id}}{{.id}}{{else}}0{{end}} ORDER BY id LIMIT 2", "indexFields": []any{map[string]any{"indexField": "id"}}}}},
+		{"initial index value", map[string]any{"datasource": "ev", "internalSqlQueryCfg": map[string]any{"indexFields": []any{map[string]any{"indexField": "id", "indexValue": 0}}}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			props := map[string]any{"url": d.url, "interval": "10ms"}
+			for k, v := range tc.props {
+				props[k] = v
+			}
+			s := newSource(t, props)
+			if err := s.Connect(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(readIDs(t, s, 3)); got != "[1 2 3]" {
+				t.Fatalf("read %s", got)
+			}
+			off, err := s.Offset()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(readIDs(t, s, 2)); got != "[4 5]" {
+				t.Fatalf("read %s", got)
+			}
+			if err := s.Rewind(off); err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(readIDs(t, s, 2)); got != "[4 5]" {
+				t.Fatalf("after rewind read %s", got)
+			}
+			s2 := newSource(t, props)
+			if err := s2.Rewind(off); err != nil {
+				t.Fatal(err)
+			}
+			if err := s2.Connect(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(readIDs(t, s2, 2)); got != "[4 5]" {
+				t.Fatalf("new source after rewind read %s", got)
+			}
+		})
+	}
+	t.Run("bad offsets", func(t *testing.T) {
+		s := newSource(t, map[string]any{"url": d.url, "datasource": "ev", "internalSqlQueryCfg": map[string]any{"indexFields": []any{"id"}}})
+		for _, b := range []string{`x`, `{"v":2}`, `{"v":1,"index":[{"f":"other","t":"int","v":"1"}]}`, `{"v":1,"index":[{"f":"id","t":"int","v":"x"}]}`} {
+			if err := s.Rewind([]byte(b)); err == nil {
+				t.Errorf("Rewind(%s) succeeded", b)
+			}
+		}
+	})
+}
+
+func TestLookupCache(t *testing.T) {
+	d := sqliteDB(t)
+	d.exec(t, "CREATE TABLE dev (id BIGINT, name TEXT, zone TEXT)")
+	d.exec(t, "INSERT INTO dev VALUES (1, 'a', 'z1'), (2, 'b', 'z1')")
+	vc := clock.NewVirtual(0)
+	r := connector.NewRegistry()
+	if err := Register(r); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		props     map[string]any
+		wantStale bool
+	}{
+		{"no cache", map[string]any{}, false},
+		{"cache", map[string]any{"cache": true, "cacheTtl": "10s"}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d.exec(t, "UPDATE dev SET name = 'a' WHERE id = 1")
+			props := map[string]any{"url": d.url, "datasource": "dev"}
+			for k, v := range tc.props {
+				props[k] = v
+			}
+			l, err := r.NewLookup(Type, props, connector.Deps{Clock: vc})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if err := l.Connect(ctx); err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close(ctx)
+			name := func() any {
+				t.Helper()
+				rows, err := l.Lookup(ctx, map[string]any{"id": int64(1)})
+				if err != nil || len(rows) != 1 {
+					t.Fatalf("lookup: %v %v", rows, err)
+				}
+				return rows[0]["name"]
+			}
+			if got := name(); got != "a" {
+				t.Fatalf("name %v", got)
+			}
+			d.exec(t, "UPDATE dev SET name = 'a2' WHERE id = 1")
+			if got, want := name(), map[bool]string{true: "a", false: "a2"}[tc.wantStale]; got != want {
+				t.Fatalf("after update: name %v, want %v", got, want)
+			}
+			vc.AdvanceTo(vc.Now().UnixMilli()+11_000, func() {})
+			if got := name(); got != "a2" {
+				t.Fatalf("after ttl: name %v, want a2", got)
+			}
+			rows, err := l.Lookup(ctx, map[string]any{"zone": "z1", "name": "b"})
+			if err != nil || len(rows) != 1 || rows[0]["id"] != int64(2) {
+				t.Fatalf("two keys: %v %v", rows, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,357 @@
+package websocket
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	ws "github.com/coder/websocket"
+
+	"github.com/rekuiper/rekuiper/api"
+	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
+)
+
+// remote is a websocket server for client-mode tests: it pushes produced
+// payloads to its clients and records what they send. It restarts on the
+// same address.
+type remote struct {
+	addr string
+	srv  *httptest.Server
+
+	mu    sync.Mutex
+	conns map[*ws.Conn]struct{}
+	got   []int64
+	stop  chan struct{}
+}
+
+func newRemote(t *testing.T) *remote {
+	t.Helper()
+	r := &remote{}
+	r.start(t)
+	t.Cleanup(r.shutdown)
+	return r
+}
+
+func (r *remote) start(t *testing.T) {
+	t.Helper()
+	addr := r.addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	var l net.Listener
+	var err error
+	for range 50 {
+		if l, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.addr = l.Addr().String()
+	r.mu.Lock()
+	r.conns = map[*ws.Conn]struct{}{}
+	r.stop = make(chan struct{})
+	r.mu.Unlock()
+	r.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: http.HandlerFunc(r.handle)}}
+	r.srv.Start()
+}
+
+func (r *remote) handle(w http.ResponseWriter, req *http.Request) {
+	c, err := ws.Accept(w, req, nil)
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	r.conns[c] = struct{}{}
+	stop := r.stop
+	r.mu.Unlock()
+	ctx, cancel := context.WithCancel(req.Context())
+	defer cancel()
+	go func() {
+		<-stop
+		cancel()
+	}()
+	for {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			break
+		}
+		if seq, err := conformancetest.DecodeSeq(&api.Message{Payload: b}); err == nil {
+			r.mu.Lock()
+			r.got = append(r.got, seq)
+			r.mu.Unlock()
+		}
+	}
+	r.mu.Lock()
+	delete(r.conns, c)
+	r.mu.Unlock()
+	c.CloseNow()
+}
+
+func (r *remote) shutdown() {
+	r.mu.Lock()
+	close(r.stop)
+	for c := range r.conns {
+		c.CloseNow()
+	}
+	r.mu.Unlock()
+	r.srv.Close()
+}
+
+// Restart implements conformancetest.Restarter.
+// The pause lets clients notice the closed connections, as they would
+// during a real restart: a message written to a connection whose close is
+// still in flight is lost (WebSocket has no acknowledgement).
+func (r *remote) Restart(t *testing.T) {
+	r.shutdown()
+	time.Sleep(200 * time.Millisecond)
+	r.start(t)
+}
+
+// Produce sends payloads to every client, waiting up to 2s for one to
+// connect (payloads are dropped otherwise, as during a restart).
+func (r *remote) Produce(t *testing.T, payloads [][]byte) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	var conns []*ws.Conn
+	for {
+		r.mu.Lock()
+		conns = conns[:0]
+		for c := range r.conns {
+			conns = append(conns, c)
+		}
+		r.mu.Unlock()
+		if len(conns) > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, c := range conns {
+		for _, p := range payloads {
+			if err := c.Write(context.Background(), ws.MessageText, p); err != nil {
+				break
+			}
+		}
+	}
+}
+
+func (r *remote) Reset(*testing.T) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = nil
+}
+
+func (r *remote) Seqs(_ *testing.T, want int, timeout time.Duration) []int64 {
+	deadline := time.Now().Add(timeout)
+	for {
+		r.mu.Lock()
+		got := slices.Clone(r.got)
+		r.mu.Unlock()
+		if len(got) >= want || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func invalid(pathProp string) []conformancetest.InvalidCase {
+	return []conformancetest.InvalidCase{
+		{Name: "no path", Props: map[string]any{"addr": "127.0.0.1:1"}, WantErr: `"` + pathProp + `" is required`},
+		{Name: "bad addr", Props: map[string]any{"addr": "nohost", pathProp: "/x"}, WantErr: "not host:port"},
+		{Name: "bad scheme", Props: map[string]any{"addr": "127.0.0.1:1", pathProp: "/x", "scheme": "http"}, WantErr: "not one of ws, wss"},
+		{Name: "server mode without http server", Props: map[string]any{pathProp: "/x"}, WantErr: "needs the daemon's HTTP server"},
+	}
+}
+
+func TestClientSourceConformance(t *testing.T) {
+	r := newRemote(t)
+	conformancetest.RunSourceSuite(t, conformancetest.SourceFactory{
+		Spec: SourceSpec(), New: NewSource,
+		Props: func(*testing.T) map[string]any {
+			return map[string]any{"addr": r.addr, "datasource": "/feed"}
+		},
+		UnreachableProps: map[string]any{"addr": closedAddr(t), "datasource": "/feed"},
+		Invalid:          invalid("datasource"),
+	}, r)
+}
+
+func TestClientSinkConformance(t *testing.T) {
+	r := newRemote(t)
+	conformancetest.RunSinkSuite(t, conformancetest.SinkFactory{
+		Spec: SinkSpec(), New: NewSink,
+		Props: func(*testing.T) map[string]any {
+			return map[string]any{"addr": r.addr, "path": "out"}
+		},
+		UnreachableProps: map[string]any{"addr": closedAddr(t), "path": "/out"},
+		Invalid:          invalid("path"),
+	}, r)
+}
+
+// pusher sends to a server-mode source as a client of the daemon's mux.
+type pusher struct{ url string }
+
+func (p pusher) Produce(t *testing.T, payloads [][]byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, _, err := ws.Dial(ctx, p.url, nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	for _, b := range payloads {
+		if err := c.Write(ctx, ws.MessageText, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close(ws.StatusNormalClosure, "")
+}
+
+func daemonMux(t *testing.T) (*connector.Mux, string) {
+	t.Helper()
+	mux := connector.NewMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return mux, "ws" + strings.TrimPrefix(srv.URL, "http")
+}
+
+func TestServerSourceConformance(t *testing.T) {
+	mux, base := daemonMux(t)
+	conformancetest.RunSourceSuite(t, conformancetest.SourceFactory{
+		Spec: SourceSpec(), New: NewSource, Deps: connector.Deps{HTTP: mux},
+		Props: func(*testing.T) map[string]any {
+			return map[string]any{"datasource": "/in"}
+		},
+		Invalid: invalid("datasource")[:3],
+	}, pusher{base + "/in"})
+}
+
+func TestServerSink(t *testing.T) {
+	mux, base := daemonMux(t)
+	s, err := registry(t).NewSink(Type, map[string]any{"path": "/out", "timeout": "1s"}, connector.Deps{HTTP: mux})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Write(ctx, conformancetest.Message(0)); err != nil {
+		t.Fatalf("write without clients: %v", err)
+	}
+	if err := s.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var clients []*ws.Conn
+	for range 2 {
+		c, _, err := ws.Dial(ctx, base+"/out", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		clients = append(clients, c)
+	}
+	sink := s.(*Sink)
+	for {
+		sink.mu.Lock()
+		n := len(sink.clients)
+		sink.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("clients not registered")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for i := range int64(50) {
+		if err := s.Write(ctx, conformancetest.Message(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for ci, c := range clients {
+		for i := range int64(50) {
+			_, b, err := c.Read(ctx)
+			if err != nil {
+				t.Fatalf("client %d: %v", ci, err)
+			}
+			seq, err := conformancetest.DecodeSeq(&api.Message{Payload: b})
+			if err != nil || seq != i {
+				t.Fatalf("client %d message %d: seq %d, %v", ci, i, seq, err)
+			}
+		}
+	}
+	// A client that leaves does not fail the sink.
+	clients[0].CloseNow()
+	for i := range int64(5) {
+		if err := s.Write(ctx, conformancetest.Message(100+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, b, err := clients[1].Read(ctx); err != nil || !strings.Contains(string(b), `"seq":100`) {
+		t.Fatalf("remaining client: %s %v", b, err)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	for range 10 { // four more messages may be buffered
+		if _, _, err := clients[1].Read(ctx); err != nil {
+			closed = true
+			break
+		}
+	}
+	if !closed {
+		t.Fatal("client still connected after Close")
+	}
+	// The path is free again.
+	if err := mux.Handle("/out", http.NotFoundHandler()); err != nil {
+		t.Fatalf("path not released: %v", err)
+	}
+}
+
+func TestServerModeSharesPath(t *testing.T) {
+	mux, _ := daemonMux(t)
+	ctx := context.Background()
+	a, err := registry(t).NewSource(Type, map[string]any{"datasource": "/p"}, connector.Deps{HTTP: mux})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := registry(t).NewSource(Type, map[string]any{"datasource": "p"}, connector.Deps{HTTP: mux})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(ctx)
+	if err := b.Connect(ctx); err == nil || !strings.Contains(err.Error(), "already in use") {
+		t.Fatalf("second source on the same path: %v", err)
+	}
+	b.Close(ctx)
+}
+
+func registry(t *testing.T) *connector.Registry {
+	t.Helper()
+	r := connector.NewRegistry()
+	if err := Register(r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}

@@ -1,0 +1,154 @@
+package qualify
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestKafkaExactlyOnce: Kafka → rule (event-time 1-second tumbling window,
+// count and sum per key) → Kafka at qos 2, with kuiperd killed by SIGKILL
+// ten times while a producer feeds the input topic at a steady pace. A
+// read_committed consumer of the output topic must see every window result
+// exactly once: no window missing, none wrong, none twice.
+func TestKafkaExactlyOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level crash test; run without -short")
+	}
+	bin := kuiperd(t)
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	brokers := strings.Join(cluster.ListenAddrs(), ",")
+
+	const (
+		n      = 6000
+		keys   = 10
+		base   = int64(1700000000000)
+		stepMS = 10
+	)
+	recs := GenerateRecords(n, keys, base, stepMS)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	produced := make(chan error, 1)
+	go func() { produced <- produce(ctx, brokers, recs, 4*time.Millisecond) }()
+
+	d, err := NewDaemon(bin, filepath.Join(t.TempDir(), "kuiperd"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Kill()
+	for _, step := range []struct {
+		method, path string
+		body         any
+	}{
+		{http.MethodPost, "/streams", map[string]any{"sql": `CREATE STREAM src (seq BIGINT, key STRING, v BIGINT, ts BIGINT) WITH (DATASOURCE="in", TYPE="kafka", FORMAT="json", TIMESTAMP="ts", EXTRA="{\"brokers\":\"` + brokers + `\"}")`}},
+		{http.MethodPost, "/rules", map[string]any{
+			"id":      "eo",
+			"sql":     "SELECT key, count(*) AS c, sum(v) AS s, window_start() AS ws FROM src GROUP BY key, TUMBLINGWINDOW(ss, 1)",
+			"actions": []any{map[string]any{"kafka": map[string]any{"brokers": brokers, "topic": "out"}}},
+			"options": map[string]any{"qos": 2, "checkpointInterval": "1s", "isEventTime": true, "lateTolerance": "0s"},
+		}},
+	} {
+		if _, err := d.Do(step.method, step.path, step.body, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(11, 13))
+	for i := 0; i < 10; i++ {
+		time.Sleep(time.Duration(1000+rng.IntN(1000)) * time.Millisecond)
+		d.Kill()
+		if err := d.Start(ctx); err != nil {
+			t.Fatalf("restart %d: %v", i+1, err)
+		}
+	}
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
+	expected := ExpectedWindows(recs, 1000)
+	observed := consumeCommitted(t, brokers, len(expected), 60*time.Second)
+	rep := CompareWindows(expected, observed, 0)
+	t.Logf("kafka exactly-once after 10 kills: %+v", rep)
+	if !rep.OK() || rep.Duplicates != 0 {
+		t.Fatalf("not exactly once: %+v\n%s", rep, d.Output())
+	}
+}
+
+// produce writes the records to topic "in", one every pace.
+func produce(ctx context.Context, brokers string, recs []Record, pace time.Duration) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.DefaultProduceTopic("in"))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	tick := time.NewTicker(pace)
+	defer tick.Stop()
+	for _, r := range recs {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+		b, _ := json.Marshal(r)
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: b}).FirstErr(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// consumeCommitted reads topic "out" with read_committed isolation until
+// want distinct windows arrived and the topic stays quiet, or the limit.
+func consumeCommitted(t *testing.T, brokers string, want int, limit time.Duration) map[WindowKey][]WindowValue {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.ConsumeTopics("out"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	out := map[WindowKey][]WindowValue{}
+	deadline := time.Now().Add(limit)
+	quietSince := time.Now()
+	for time.Now().Before(deadline) {
+		fctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		fs := cl.PollFetches(fctx)
+		cancel()
+		got := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			got++
+			var rows []resultRow
+			if err := json.Unmarshal(r.Value, &rows); err != nil {
+				var one resultRow
+				if json.Unmarshal(r.Value, &one) != nil {
+					return
+				}
+				rows = []resultRow{one}
+			}
+			for _, row := range rows {
+				k := WindowKey{Key: row.Key, Start: row.WS}
+				out[k] = append(out[k], WindowValue{Count: row.C, Sum: row.S})
+			}
+		})
+		if got > 0 {
+			quietSince = time.Now()
+		}
+		if len(out) >= want && time.Since(quietSince) > 5*time.Second {
+			break
+		}
+	}
+	return out
+}
