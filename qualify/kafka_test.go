@@ -2,6 +2,7 @@ package qualify
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"math/rand/v2"
 	"net/http"
@@ -10,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rekuiper/rekuiper/internal/connector/sqldb/pgtest"
 )
 
 // TestKafkaExactlyOnce: Kafka → rule (event-time 1-second tumbling window,
@@ -149,6 +153,104 @@ func consumeCommitted(t *testing.T, brokers string, want int, limit time.Duratio
 		if len(out) >= want && time.Since(quietSince) > 5*time.Second {
 			break
 		}
+	}
+	return out
+}
+
+// TestKafkaToPostgresExactlyOnce is the same pipeline with a PostgreSQL
+// sink at qos 2: each checkpoint's rows are written in one transaction with
+// the checkpoint id, so no window row may appear twice after ten SIGKILLs.
+func TestKafkaToPostgresExactlyOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level crash test; run without -short")
+	}
+	pg := pgtest.Start(t)
+	db, err := sql.Open("pgx", pg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE out (key TEXT, c BIGINT, s BIGINT, ws BIGINT)`); err != nil {
+		t.Fatal(err)
+	}
+	bin := kuiperd(t)
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	brokers := strings.Join(cluster.ListenAddrs(), ",")
+	recs := GenerateRecords(6000, 10, 1700000000000, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	produced := make(chan error, 1)
+	go func() { produced <- produce(ctx, brokers, recs, 4*time.Millisecond) }()
+
+	d, err := NewDaemon(bin, filepath.Join(t.TempDir(), "kuiperd"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Kill()
+	if _, err := d.Do(http.MethodPost, "/streams", map[string]any{"sql": `CREATE STREAM src (seq BIGINT, key STRING, v BIGINT, ts BIGINT) WITH (DATASOURCE="in", TYPE="kafka", FORMAT="json", TIMESTAMP="ts", EXTRA="{\"brokers\":\"` + brokers + `\"}")`}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Do(http.MethodPost, "/rules", map[string]any{
+		"id":      "pg",
+		"sql":     "SELECT key, count(*) AS c, sum(v) AS s, window_start() AS ws FROM src GROUP BY key, TUMBLINGWINDOW(ss, 1)",
+		"actions": []any{map[string]any{"sql": map[string]any{"url": pg.URL, "table": "out"}}},
+		"options": map[string]any{"qos": 2, "checkpointInterval": "1s", "isEventTime": true, "lateTolerance": "0s"},
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(17, 19))
+	for i := 0; i < 10; i++ {
+		time.Sleep(time.Duration(1000+rng.IntN(1000)) * time.Millisecond)
+		d.Kill()
+		if err := d.Start(ctx); err != nil {
+			t.Fatalf("restart %d: %v", i+1, err)
+		}
+	}
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
+	expected := ExpectedWindows(recs, 1000)
+	var observed map[WindowKey][]WindowValue
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		observed = readTable(t, db)
+		if len(observed) >= len(expected) {
+			time.Sleep(3 * time.Second) // let a late duplicate show up
+			observed = readTable(t, db)
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	rep := CompareWindows(expected, observed, 0)
+	t.Logf("kafka to postgres exactly-once after 10 kills: %+v", rep)
+	if !rep.OK() || rep.Duplicates != 0 {
+		t.Fatalf("duplicate or missing rows: %+v\n%s", rep, d.Output())
+	}
+}
+
+func readTable(t *testing.T, db *sql.DB) map[WindowKey][]WindowValue {
+	t.Helper()
+	rows, err := db.Query(`SELECT key, c, s, ws FROM out`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[WindowKey][]WindowValue{}
+	for rows.Next() {
+		var k string
+		var c, s, ws int64
+		if err := rows.Scan(&k, &c, &s, &ws); err != nil {
+			t.Fatal(err)
+		}
+		key := WindowKey{Key: k, Start: ws}
+		out[key] = append(out[key], WindowValue{Count: c, Sum: s})
 	}
 	return out
 }

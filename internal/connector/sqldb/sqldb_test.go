@@ -15,6 +15,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
+	"github.com/rekuiper/rekuiper/internal/connector/sqldb/pgtest"
 )
 
 // db is a test database: SQLite file or PostgreSQL.
@@ -34,8 +35,8 @@ func sqliteDB(t *testing.T) *db {
 }
 
 func pgDB(t *testing.T) *db {
-	s := startPostgres(t)
-	return newDB(t, &db{url: s.url, pg: true, restart: s.restart})
+	s := pgtest.Start(t)
+	return newDB(t, &db{url: s.URL, pg: true, restart: s.Restart})
 }
 
 func newDB(t *testing.T, d *db) *db {
@@ -194,7 +195,7 @@ func TestConformanceSQLite(t *testing.T) {
 }
 
 func TestConformancePostgres(t *testing.T) {
-	runSuites(t, pgDB(t), fmt.Sprintf("postgres://postgres@127.0.0.1:%d/x?sslmode=disable&connect_timeout=2", freePort(t)))
+	runSuites(t, pgDB(t), fmt.Sprintf("postgres://postgres@127.0.0.1:%d/x?sslmode=disable&connect_timeout=2", pgtest.FreePort(t)))
 }
 
 func newSink(t *testing.T, props map[string]any) *Sink {

@@ -1,4 +1,8 @@
-package sqldb
+// Package pgtest gives tests a throwaway PostgreSQL database: a private
+// cluster started with initdb and pg_ctl on an ephemeral port (as the
+// postgres user when running as root), or a throwaway database on the
+// server named by PGHOST/PGPORT.
+package pgtest
 
 import (
 	"context"
@@ -15,15 +19,16 @@ import (
 	"time"
 )
 
-// pgServer is a PostgreSQL database for one test: a throwaway cluster
+// Server is a PostgreSQL database for one test: a throwaway cluster
 // started with initdb/pg_ctl, or a throwaway database on the server named
 // by PGHOST/PGPORT.
-type pgServer struct {
-	url     string
-	restart func(t *testing.T) // nil when the server is not ours
+type Server struct {
+	URL     string
+	Restart func(t *testing.T) // nil when the server is not ours
 }
 
-func freePort(t *testing.T) int {
+// FreePort returns a loopback port that was free a moment ago.
+func FreePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -44,11 +49,11 @@ func pgBin(name string) string {
 	return ""
 }
 
-// startPostgres returns a PostgreSQL database or skips the test saying why.
-func startPostgres(t *testing.T) *pgServer {
+// Start returns a PostgreSQL database or skips the test saying why.
+func Start(t *testing.T) *Server {
 	t.Helper()
 	if os.Getenv("PGHOST") != "" {
-		return externalPostgres(t)
+		return external(t)
 	}
 	initdb, pgctl := pgBin("initdb"), pgBin("pg_ctl")
 	if initdb == "" || pgctl == "" {
@@ -87,16 +92,16 @@ func startPostgres(t *testing.T) *pgServer {
 	if err := run(initdb, "-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"); err != nil {
 		t.Skipf("no PostgreSQL: initdb failed: %v", err)
 	}
-	port := freePort(t)
+	port := FreePort(t)
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off", port, dir)
 	logf := filepath.Join(dir, "log")
 	if err := run(pgctl, "-D", data, "-o", opts, "-l", logf, "-w", "-t", "30", "start"); err != nil {
 		t.Skipf("no PostgreSQL: pg_ctl start failed: %v", err)
 	}
 	t.Cleanup(func() { _ = run(pgctl, "-D", data, "-m", "immediate", "-w", "stop") })
-	return &pgServer{
-		url: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port),
-		restart: func(t *testing.T) {
+	return &Server{
+		URL: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port),
+		Restart: func(t *testing.T) {
 			if err := run(pgctl, "-D", data, "-m", "fast", "-w", "stop"); err != nil {
 				t.Fatal(err)
 			}
@@ -109,7 +114,7 @@ func startPostgres(t *testing.T) *pgServer {
 
 // externalPostgres creates a throwaway database on the server that the
 // libpq environment (PGHOST, PGPORT, PGUSER, PGPASSWORD) names.
-func externalPostgres(t *testing.T) *pgServer {
+func external(t *testing.T) *Server {
 	t.Helper()
 	host, port := os.Getenv("PGHOST"), os.Getenv("PGPORT")
 	if port == "" {
@@ -142,5 +147,5 @@ func externalPostgres(t *testing.T) *pgServer {
 			a.Close()
 		}
 	})
-	return &pgServer{url: fmt.Sprintf(base, name)}
+	return &Server{URL: fmt.Sprintf(base, name)}
 }
