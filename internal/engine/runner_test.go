@@ -2,7 +2,12 @@ package engine
 
 import (
 	"context"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -194,3 +199,82 @@ func waitCheckpoint(t *testing.T, run interface{ Metrics() map[string]any }, aft
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestRestSinkCacheRidesOutOutage sends a rule's results to an HTTP server
+// that first refuses connections, then answers 503, then 200: with the sink
+// cache on, every record is delivered, in order, replays marked "resent".
+func TestRestSinkCacheRidesOutOutage(t *testing.T) {
+	e := newTestEnv(t)
+	var mu sync.Mutex
+	var got []string
+	phase := 1 // 1: answer 503; 2: accept
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if phase == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		got = append(got, string(b))
+	}))
+	// Reserve the address but refuse connections until started.
+	addr := srv.Listener.Addr().String()
+	srv.Listener.Close()
+	def, err := rule.ParseDef([]byte(`{"id":"http","sql":"SELECT v FROM s",
+		"actions":[{"rest":{"url":"http://`+addr+`/ingest","sendSingle":true,"enableCache":true,
+		"resendInterval":"20ms","resendIndicatorField":"resent","resendPriority":1}}]}`), rule.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	run, err := e.runner.Start(ctx, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Stop(ctx)
+	waitSubscribed(t, e.bus, 1)
+	e.publish(t, 1, 2, 3) // connection refused
+	time.Sleep(100 * time.Millisecond)
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Listener = l
+	srv.Start()
+	defer srv.Close()
+	e.publish(t, 4, 5) // 503
+	time.Sleep(100 * time.Millisecond)
+	mu.Lock()
+	phase = 2
+	mu.Unlock()
+	e.publish(t, 6)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n >= 6 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{`{"resent":true,"v":1}`, `{"resent":true,"v":2}`, `{"resent":true,"v":3}`, `{"resent":true,"v":4}`, `{"resent":true,"v":5}`}
+	if len(got) < 6 {
+		t.Fatalf("delivered %d records: %v", len(got), got)
+	}
+	for i, w := range want {
+		if got[i] != w {
+			t.Fatalf("record %d = %s, want %s (all: %v)", i, got[i], w, got)
+		}
+	}
+	if !strings.Contains(got[5], `"v":6`) {
+		t.Fatalf("live record = %s, want v 6 after every cached record", got[5])
+	}
+	m := run.Metrics()
+	if c, _ := m["sink_rest_0_0_cache_records_replayed_total"].(int64); c < 5 {
+		t.Fatalf("replayed counter %v, want >= 5", m["sink_rest_0_0_cache_records_replayed_total"])
+	}
+}

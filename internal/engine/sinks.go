@@ -103,14 +103,13 @@ func (rn *Runner) buildSink(ruleID string, qos int, index int, typ string, actio
 	if err != nil {
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
 	}
-	cacheCfg, err := sinkcache.FromDefaults(rn.SinkDefaults).WithProps(props)
+	name := fmt.Sprintf("%s_%d", typ, index)
+	cacheBase := sinkcache.FromDefaults(rn.SinkDefaults)
+	cacheBase.Dir = filepath.Join(rn.Paths.Data, "cache", ruleID, name)
+	cacheCfg, err := cacheBase.WithProps(props) // validates
 	if err != nil {
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
 	}
-	if err := cacheCfg.Validate(); err != nil {
-		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
-	}
-	name := fmt.Sprintf("%s_%d", typ, index)
 	if qos >= 2 && entry.Spec.Has("transactionalID") {
 		if _, set := props["transactionalID"]; !set {
 			// Exactly once end to end: the sink writes in transactions
@@ -135,7 +134,6 @@ func (rn *Runner) buildSink(ruleID string, qos int, index int, typ string, actio
 	if !cacheCfg.EnableCache {
 		return node, nil
 	}
-	cacheCfg.Dir = filepath.Join(rn.Paths.Data, "cache", ruleID, name)
 	cdeps := sinkcache.Deps{Clock: rn.Clock, Logger: rn.Logger, Reshape: reshape}
 	if cacheCfg.ResendAlterQueue && cacheCfg.ResendDestination != "" {
 		alt, err := newSink(withDestination(props, cacheCfg.ResendDestination))
