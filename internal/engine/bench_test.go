@@ -69,9 +69,10 @@ func decoded(b *testing.B, n int) []map[string]any {
 // chain runs items through bare operators synchronously, as the runtime's
 // operator goroutine does, without channels or metrics.
 type chain struct {
-	ops  []operator.Operator
-	ctx  *operator.Context
-	sink func(operator.Item)
+	ops   []operator.Operator
+	ctxs  []*operator.Context
+	emits []operator.Emit
+	sink  func(operator.Item)
 }
 
 type noTimers struct{}
@@ -79,10 +80,14 @@ type noTimers struct{}
 func (noTimers) At(int64) {}
 
 func newChain(built *Built, vc *clock.Virtual, sink func(operator.Item)) *chain {
-	ctx := &operator.Context{Env: &Env{Clock: vc}, Rule: &eval.RuleStats{}, Timers: noTimers{},
-		NowMS: func() int64 { return clock.NowMilli(vc) }}
-	c := &chain{ops: built.Plan.Ops, ctx: ctx, sink: sink}
-	for _, op := range c.ops {
+	stats := &eval.RuleStats{}
+	c := &chain{ops: built.Plan.Ops, sink: sink}
+	for i, op := range c.ops {
+		ctx := &operator.Context{Env: &Env{Clock: vc}, Rule: stats, Timers: noTimers{},
+			NowMS: func() int64 { return clock.NowMilli(vc) }}
+		c.ctxs = append(c.ctxs, ctx)
+		next := i + 1
+		c.emits = append(c.emits, func(out operator.Item) { c.run(next, out) })
 		if s, ok := op.(operator.Starter); ok {
 			s.Start(ctx)
 		}
@@ -95,7 +100,7 @@ func (c *chain) run(i int, it operator.Item) {
 		c.sink(it)
 		return
 	}
-	c.ops[i].Process(c.ctx, it, func(out operator.Item) { c.run(i+1, out) })
+	c.ops[i].Process(c.ctxs[i], it, c.emits[i])
 }
 
 // BenchmarkFilterPathOperators: decode a 4-field JSON object, WHERE,

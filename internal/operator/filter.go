@@ -12,6 +12,8 @@ import (
 // filters the set's rows. Rows that pass update the rule's last-hit counters.
 type Filter struct {
 	Cond eval.Expr
+
+	one [1]*row.Tuple // reused to pass a single passing tuple on
 }
 
 func (f *Filter) Name() string { return "filter" }
@@ -55,7 +57,8 @@ func (f *Filter) Process(ctx *Context, it Item, emit Emit) error {
 		if ok {
 			// Emit before counting the hit: the SELECT of this row reads the
 			// previous last_hit_count() and last_hit_time().
-			emit(Item{Kind: Data, Tuples: []*row.Tuple{t}})
+			f.one[0] = t
+			emit(Item{Kind: Data, Tuples: f.one[:]})
 			ctx.Rule.HitCount++
 			ctx.Rule.HitTime = t.Timestamp
 		}

@@ -59,6 +59,11 @@ type Context struct {
 	SendError bool
 	// NowMS reads the engine clock in milliseconds.
 	NowMS func() int64
+
+	// scratch is the evaluation context evalCtx hands out, reused for every
+	// row: each operator has its own Context and evaluates one row at a
+	// time, so no allocation is needed per row.
+	scratch eval.Ctx
 }
 
 // Operator processes items. Process is called from one goroutine only.
@@ -96,7 +101,10 @@ func forward(it Item, emit Emit) {
 	emit(it)
 }
 
-// evalCtx builds an evaluation context for one row.
+// evalCtx returns the operator's evaluation context set up for one row.
+// It is valid until the next call by the same operator.
 func evalCtx(ctx *Context, r row.Row) *eval.Ctx {
-	return &eval.Ctx{Row: r, Env: ctx.Env, Rule: ctx.Rule}
+	ec := &ctx.scratch
+	*ec = eval.Ctx{Row: r, Env: ctx.Env, Rule: ctx.Rule}
+	return ec
 }

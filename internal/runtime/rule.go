@@ -90,6 +90,10 @@ type Rule struct {
 	sinksDone sync.WaitGroup
 	opCtx     *operator.Context
 
+	// emits[i] passes operator i's output on; built once on the operator
+	// goroutine so that no closure is allocated per item.
+	emits []operator.Emit
+
 	// sendMu orders enqueues against Stop: once stopped is set, nothing
 	// more enters the input channel.
 	sendMu  sync.RWMutex
@@ -226,6 +230,16 @@ func (r *Rule) runOps(started chan<- struct{}) {
 		}
 	}
 	close(started)
+	r.emits = make([]operator.Emit, len(r.cfg.Ops))
+	for i := range r.cfg.Ops {
+		m, next := r.OpMetrics[i], i+1
+		r.emits[i] = func(out operator.Item) {
+			if out.Kind == operator.Data {
+				m.RecordsOut.Add(1)
+			}
+			r.process(ctxs, next, out)
+		}
+	}
 	al := &aligner{r: r, ctxs: ctxs, barriers: map[uint64]map[int]bool{}, blocked: map[int]bool{}}
 	for {
 		select {
@@ -363,12 +377,7 @@ func (r *Rule) process(ctxs []*operator.Context, i int, it operator.Item) {
 		m.RecordsIn.Add(1)
 	}
 	start := time.Now()
-	err := op.Process(ctxs[i], it, func(out operator.Item) {
-		if out.Kind == operator.Data {
-			m.RecordsOut.Add(1)
-		}
-		r.process(ctxs, i+1, out)
-	})
+	err := op.Process(ctxs[i], it, r.emits[i])
 	m.ProcessLatency.Store(time.Since(start).Microseconds())
 	m.LastInvocation.Store(r.nowMS())
 	if err != nil {
