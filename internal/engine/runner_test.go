@@ -278,3 +278,36 @@ func TestRestSinkCacheRidesOutOutage(t *testing.T) {
 		t.Fatalf("replayed counter %v, want >= 5", m["sink_rest_0_0_cache_records_replayed_total"])
 	}
 }
+
+// TestBadRowsAreCountedAndRuleKeepsRunning: a row whose expression fails
+// increments exceptions_total and records last_exception; without sendError
+// nothing is emitted for it, and the next rows flow.
+func TestBadRowsAreCountedAndRuleKeepsRunning(t *testing.T) {
+	e := newTestEnv(t)
+	def, err := rule.ParseDef([]byte(`{"id":"bad","sql":"SELECT v * 2 AS d FROM s","actions":[{"counting":{}}]}`), rule.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	run, err := e.runner.Start(ctx, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Stop(ctx)
+	waitSubscribed(t, e.bus, 1)
+	if err := e.bus.Publish(ctx, membus.Message{Topic: "in", Data: map[string]any{"v": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	e.publish(t, 21)
+	msgs, _ := e.out.wait(t, 1)
+	if msgs[0] != `[{"d":42}]` {
+		t.Fatalf("emitted %v, want only the good row", msgs)
+	}
+	m := run.Metrics()
+	if n, _ := m["op_2_project_0_exceptions_total"].(int64); n != 1 {
+		t.Fatalf("project exceptions_total = %v, want 1 (%v)", m["op_2_project_0_exceptions_total"], m)
+	}
+	if s, _ := m["op_2_project_0_last_exception"].(string); !strings.Contains(s, "invalid operation string(x) * int64(2)") {
+		t.Fatalf("last_exception = %q", s)
+	}
+}

@@ -393,6 +393,9 @@ func (r *Rule) toSinks(it operator.Item) {
 	if it.Kind != operator.Data && it.Kind != operator.Error && it.Kind != operator.Barrier {
 		return
 	}
+	if it.Kind == operator.Error && !r.cfg.SendError {
+		return // counted where it happened; emitted only with sendError
+	}
 	if it.Kind == operator.Data && it.Results == nil {
 		return
 	}
