@@ -94,6 +94,9 @@ func Open(inner api.Source, dir string, opts Options) (*Log, error) {
 	return l, nil
 }
 
+// Inner is the wrapped source (for its connection status).
+func (l *Log) Inner() api.Source { return l.inner }
+
 // Connect connects the wrapped source.
 func (l *Log) Connect(ctx context.Context) error { return l.inner.Connect(ctx) }
 

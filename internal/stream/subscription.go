@@ -139,11 +139,35 @@ func (s *Subscription) InjectBarrier(consumer int, id uint64) {
 	}
 }
 
-// Status returns the connection state and counters.
+// ConnStatus is implemented by sources that track their own connection
+// (MQTT connects in the background and reconnects by itself).
+type ConnStatus interface {
+	Status() (state string, lastConnected, lastDisconnected time.Time, lastErr string)
+}
+
+// Status returns the connection state and counters. A source that tracks
+// its own connection reports it; otherwise the read loop's view is used.
 func (s *Subscription) Status() Status {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.status
+	st := s.status
+	s.mu.Unlock()
+	src := s.src
+	if w, ok := src.(interface{ Inner() api.Source }); ok {
+		src = w.Inner()
+	}
+	if cs, ok := src.(ConnStatus); ok {
+		state, conn, disc, msg := cs.Status()
+		st.State, st.LastError = state, msg
+		st.LastConnected, st.LastDisconnected = millis(conn), millis(disc)
+	}
+	return st
+}
+
+func millis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 // Start runs the read loop until Stop. Connection failures are retried with
