@@ -1,0 +1,200 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rekuiper/rekuiper/api"
+	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/format"
+	"github.com/rekuiper/rekuiper/internal/row"
+)
+
+// fakeSource serves payloads; it fails once after failAt records (to test
+// reconnects) and ends with io.EOF when bounded.
+type fakeSource struct {
+	mu       sync.Mutex
+	payloads []string
+	next     int
+	failAt   int
+	failed   bool
+	bounded  bool
+	connects int
+	gate     chan struct{} // when set, each Read waits for a token
+}
+
+func (f *fakeSource) Connect(context.Context) error {
+	f.mu.Lock()
+	f.connects++
+	f.mu.Unlock()
+	return nil
+}
+func (f *fakeSource) Close(context.Context) error { return nil }
+func (f *fakeSource) Read(ctx context.Context) (*api.Message, error) {
+	if f.gate != nil {
+		select {
+		case <-f.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failAt > 0 && f.next == f.failAt && !f.failed {
+		f.failed = true
+		return nil, errors.New("connection reset")
+	}
+	if f.next >= len(f.payloads) {
+		if f.bounded {
+			return nil, io.EOF
+		}
+		f.mu.Unlock()
+		<-ctx.Done()
+		f.mu.Lock()
+		return nil, ctx.Err()
+	}
+	p := f.payloads[f.next]
+	f.next++
+	return &api.Message{Payload: []byte(p), Meta: map[string]any{"topic": "t"}}, nil
+}
+func (f *fakeSource) Offset() ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return json.Marshal(f.next)
+}
+func (f *fakeSource) Rewind(b []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return json.Unmarshal(b, &f.next)
+}
+
+type recorder struct {
+	mu       sync.Mutex
+	seqs     []int64
+	barriers map[uint64]string // barrier id → offset
+	errs     int
+	ended    chan error
+}
+
+func newRecorder() *recorder {
+	return &recorder{barriers: map[uint64]string{}, ended: make(chan error, 1)}
+}
+
+func (r *recorder) consumer() *Consumer {
+	return &Consumer{
+		Deliver: func(ts []*row.Tuple) bool {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			for _, t := range ts {
+				r.seqs = append(r.seqs, t.Message["seq"].(int64))
+			}
+			return true
+		},
+		Barrier: func(id uint64, off []byte) {
+			r.mu.Lock()
+			r.barriers[id] = string(off)
+			r.mu.Unlock()
+		},
+		Error: func(error) { r.mu.Lock(); r.errs++; r.mu.Unlock() },
+		End:   func(err error) { r.ended <- err },
+	}
+}
+
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.seqs)
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func jsonDecoder(t *testing.T) format.Decoder {
+	d, err := format.New("json", format.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestBarrierRecordsOffsetAfterLastDeliveredRecord(t *testing.T) {
+	src := &fakeSource{payloads: []string{`{"seq":0}`, `{"seq":1}`, `{"seq":2}`, `{"seq":3}`}, gate: make(chan struct{}, 8)}
+	sub := NewSubscription("s", src, jsonDecoder(t), clock.Wall{}, nil)
+	rec := newRecorder()
+	id := sub.Attach(rec.consumer())
+	sub.Start()
+	defer sub.Stop(context.Background())
+	src.gate <- struct{}{}
+	src.gate <- struct{}{}
+	waitFor(t, func() bool { return rec.count() == 2 })
+	// Nothing more arrives; the barrier must still be served, with the
+	// offset after record 1.
+	sub.InjectBarrier(id, 7)
+	waitFor(t, func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return rec.barriers[7] != "" })
+	if got := rec.barriers[7]; got != "2" {
+		t.Fatalf("barrier offset %s, want 2 (after the two delivered records)", got)
+	}
+}
+
+func TestReconnectAfterReadErrorAndEnd(t *testing.T) {
+	src := &fakeSource{payloads: []string{`{"seq":0}`, `not json`, `{"seq":2}`, `{"seq":3}`}, failAt: 3, bounded: true}
+	sub := NewSubscription("s", src, jsonDecoder(t), clock.Wall{}, nil)
+	rec := newRecorder()
+	sub.Attach(rec.consumer())
+	sub.Start()
+	defer sub.Stop(context.Background())
+	select {
+	case err := <-rec.ended:
+		if err != nil {
+			t.Fatalf("end error %v, want nil (bounded source)", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("source never ended")
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.seqs) != 3 || rec.seqs[0] != 0 || rec.seqs[2] != 3 || rec.errs != 1 {
+		t.Fatalf("delivered %v with %d decode errors; want [0 2 3] and 1", rec.seqs, rec.errs)
+	}
+	if src.connects != 2 {
+		t.Fatalf("connects = %d, want a reconnect after the read error", src.connects)
+	}
+	if st := sub.Status(); st.DecodeErrors != 1 || st.RecordsIn != 4 {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+func TestManagerSharesSubscriptions(t *testing.T) {
+	m := NewManager()
+	made := 0
+	create := func() (*Subscription, error) {
+		made++
+		return NewSubscription("s", &fakeSource{}, nil, clock.Wall{}, nil), nil
+	}
+	a, relA, _ := m.Acquire("k", create)
+	b, relB, _ := m.Acquire("k", create)
+	if a != b || made != 1 {
+		t.Fatalf("rules on the same key must share one subscription (made %d)", made)
+	}
+	relA(context.Background())
+	if m.Len() != 1 {
+		t.Fatal("released too early")
+	}
+	relB(context.Background())
+	if m.Len() != 0 {
+		t.Fatal("last release must stop the subscription")
+	}
+}
