@@ -83,8 +83,8 @@ type Snapshot struct {
 // Rule is a running rule. Start it once; Stop it once.
 type Rule struct {
 	cfg       Config
-	in        chan operator.Item
-	sinkIn    []chan operator.Item
+	in        chan *operator.Item // pointers: a buffered slot costs 8 bytes, not a whole Item
+	sinkIn    []chan *operator.Item
 	quit      chan struct{}
 	opsDone   chan struct{}
 	sinksDone sync.WaitGroup
@@ -116,7 +116,7 @@ func New(cfg Config) *Rule {
 	}
 	r := &Rule{
 		cfg:     cfg,
-		in:      make(chan operator.Item, cfg.BufferLength),
+		in:      make(chan *operator.Item, cfg.BufferLength),
 		quit:    make(chan struct{}),
 		opsDone: make(chan struct{}),
 	}
@@ -124,7 +124,7 @@ func New(cfg Config) *Rule {
 		r.OpMetrics = append(r.OpMetrics, &Metrics{})
 	}
 	for range cfg.Sinks {
-		ch := make(chan operator.Item, cfg.BufferLength)
+		ch := make(chan *operator.Item, cfg.BufferLength)
 		r.sinkIn = append(r.sinkIn, ch)
 		m := &Metrics{}
 		m.BufferLength = func() int64 { return int64(len(ch)) }
@@ -169,7 +169,7 @@ func (r *Rule) Send(it operator.Item) bool {
 		return false
 	}
 	select {
-	case r.in <- it:
+	case r.in <- &it:
 		return true
 	case <-r.quit:
 		r.cfg.Tracker.Done()
@@ -244,14 +244,14 @@ func (r *Rule) runOps(started chan<- struct{}) {
 	for {
 		select {
 		case it := <-r.in:
-			al.dispatch(it)
+			al.dispatch(*it)
 			r.cfg.Tracker.Done()
 		case <-r.quit:
 			// Soft stop: process what was already accepted, then exit.
 			for {
 				select {
 				case it := <-r.in:
-					al.dispatch(it)
+					al.dispatch(*it)
 					r.cfg.Tracker.Done()
 				default:
 					return
@@ -401,7 +401,7 @@ func (r *Rule) toSinks(it operator.Item) {
 	}
 	for _, ch := range r.sinkIn {
 		r.cfg.Tracker.Add(1)
-		ch <- it
+		ch <- &it
 	}
 }
 

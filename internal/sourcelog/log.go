@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/rekuiper/rekuiper/api"
+	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/value"
 )
 
@@ -45,7 +46,16 @@ type Options struct {
 	SyncInterval time.Duration // for SyncPeriodic (default 100 ms)
 	// SegmentRecords is the number of records per segment file (default 4096).
 	SegmentRecords int
+	// AckDelay bounds how long an appended record waits before the batch it
+	// belongs to is written and acknowledged upstream (default 2 ms).
+	AckDelay time.Duration
+	// Clock times ack batches and periodic syncs (default the wall clock).
+	Clock clock.Clock
 }
+
+// maxBatch is the number of records after which a batch is written and
+// acknowledged without waiting for AckDelay.
+const maxBatch = 256
 
 // Log wraps a push source. It implements api.Source and api.Rewindable.
 // Read and Offset are called from the engine's read loop only; Truncate may
@@ -64,6 +74,10 @@ type Log struct {
 	segStart int64
 	lastSync time.Time
 	reader   *segmentReader
+	// acks of records appended but not yet written out; they are called
+	// once their batch is written (and synced per policy).
+	acks     []func()
+	ackTimer clock.Timer
 }
 
 var (
@@ -82,6 +96,12 @@ func Open(inner api.Source, dir string, opts Options) (*Log, error) {
 	}
 	if opts.SegmentRecords <= 0 {
 		opts.SegmentRecords = 4096
+	}
+	if opts.AckDelay <= 0 {
+		opts.AckDelay = 2 * time.Millisecond
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Wall{}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open source log: %w", err)
@@ -110,7 +130,7 @@ func (l *Log) Close(ctx context.Context) error {
 		l.reader = nil
 	}
 	if l.w != nil {
-		if ferr := l.bw.Flush(); ferr != nil && err == nil {
+		if ferr := l.flushLocked(); ferr != nil && err == nil {
 			err = ferr
 		}
 		if cerr := l.w.Close(); cerr != nil && err == nil {
@@ -122,8 +142,10 @@ func (l *Log) Close(ctx context.Context) error {
 }
 
 // Read returns the next record: first those in the log after the read
-// position (a replay), then new records from the wrapped source, each
-// appended (and synced per policy) before it is acknowledged upstream.
+// position (a replay), then new records from the wrapped source. Each new
+// record is appended before Read returns it; its upstream acknowledgement
+// waits until its batch is written (and synced per policy): at most
+// AckDelay or maxBatch records later, or at the next Sync.
 func (l *Log) Read(ctx context.Context) (*api.Message, error) {
 	l.mu.Lock()
 	if l.read < l.next {
@@ -137,24 +159,81 @@ func (l *Log) Read(ctx context.Context) (*api.Message, error) {
 		return nil, err
 	}
 	if msg.Time.IsZero() {
-		msg.Time = time.Now()
+		msg.Time = l.opts.Clock.Now()
 	}
 	l.mu.Lock()
 	err = l.append(msg)
 	if err == nil {
 		l.read = l.next
+		if msg.Ack != nil {
+			l.acks = append(l.acks, msg.Ack)
+		}
+		switch {
+		case len(l.acks) >= maxBatch:
+			err = l.flushLocked()
+		case len(l.acks) > 0 && l.ackTimer == nil:
+			l.ackTimer = l.opts.Clock.AfterFunc(l.opts.AckDelay, l.flushTimer)
+		}
 	}
 	l.mu.Unlock()
 	if err != nil {
 		// Not acknowledged: the broker redelivers it.
 		return nil, fmt.Errorf("append to source log: %w", err)
 	}
-	if msg.Ack != nil {
-		msg.Ack()
-	}
 	out := *msg
 	out.Ack = nil
 	return &out, nil
+}
+
+// Sync writes (and syncs, per policy) every appended record and sends the
+// pending upstream acknowledgements. The engine calls it at checkpoint
+// barriers, so a checkpoint never refers to a record not in the log.
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.flushLocked()
+}
+
+func (l *Log) flushTimer() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ackTimer = nil
+	if err := l.flushLocked(); err != nil {
+		// The acks stay pending; the next append or Sync retries.
+		return
+	}
+}
+
+// flushLocked writes the buffered batch, syncs per policy, then acks it.
+func (l *Log) flushLocked() error {
+	if l.ackTimer != nil {
+		l.ackTimer.Stop()
+		l.ackTimer = nil
+	}
+	if l.w != nil {
+		if err := l.bw.Flush(); err != nil {
+			return err
+		}
+		switch l.opts.Sync {
+		case SyncAlways:
+			if err := l.w.Sync(); err != nil {
+				return err
+			}
+		case SyncPeriodic:
+			if now := l.opts.Clock.Now(); now.Sub(l.lastSync) >= l.opts.SyncInterval {
+				if err := l.w.Sync(); err != nil {
+					return err
+				}
+				l.lastSync = now
+			}
+		}
+	}
+	acks := l.acks
+	l.acks = nil
+	for _, ack := range acks {
+		ack()
+	}
+	return nil
 }
 
 // Offset is the index of the next record Read returns.
@@ -327,22 +406,6 @@ func (l *Log) append(msg *api.Message) error {
 	if _, err := l.bw.Write(body); err != nil {
 		return err
 	}
-	if err := l.bw.Flush(); err != nil {
-		return err
-	}
-	switch l.opts.Sync {
-	case SyncAlways:
-		if err := l.w.Sync(); err != nil {
-			return err
-		}
-	case SyncPeriodic:
-		if time.Since(l.lastSync) >= l.opts.SyncInterval {
-			if err := l.w.Sync(); err != nil {
-				return err
-			}
-			l.lastSync = time.Now()
-		}
-	}
 	l.next++
 	return nil
 }
@@ -478,32 +541,64 @@ func uvarintLen(n uint64) int {
 	return binary.PutUvarint(b[:], n)
 }
 
+// Record layout: version 1, flags (1 payload, 2 data, 4 meta), time in
+// Unix ns, then the parts present.
+const (
+	recVersion  = 1
+	flagPayload = 1
+	flagData    = 2
+	flagMeta    = 4
+)
+
 func encodeMessage(m *api.Message) []byte {
-	obj := map[string]any{"t": m.Time.UnixNano()}
+	var flags byte
 	if m.Payload != nil {
-		obj["p"] = m.Payload
+		flags |= flagPayload
 	}
 	if m.Data != nil {
-		obj["d"] = m.Data
+		flags |= flagData
 	}
 	if m.Meta != nil {
-		obj["m"] = m.Meta
+		flags |= flagMeta
 	}
-	return value.AppendValue(nil, obj)
+	b := make([]byte, 0, 16+len(m.Payload))
+	b = append(b, recVersion, flags)
+	b = binary.AppendVarint(b, m.Time.UnixNano())
+	if m.Payload != nil {
+		b = binary.AppendUvarint(b, uint64(len(m.Payload)))
+		b = append(b, m.Payload...)
+	}
+	if m.Data != nil {
+		b = value.AppendObject(b, m.Data)
+	}
+	if m.Meta != nil {
+		b = value.AppendObject(b, m.Meta)
+	}
+	return b
 }
 
 func decodeMessage(b []byte) (*api.Message, error) {
-	r := value.NewReader(b)
-	obj, _ := r.Value().(map[string]any)
+	if len(b) < 2 || b[0] != recVersion {
+		return nil, fmt.Errorf("unsupported record version")
+	}
+	flags := b[1]
+	r := value.NewReader(b[2:])
+	m := &api.Message{Time: time.Unix(0, r.Varint())}
+	if flags&flagPayload != 0 {
+		n := r.Uvarint()
+		if n > uint64(r.Len()) {
+			return nil, fmt.Errorf("payload longer than record")
+		}
+		m.Payload = []byte(r.Bytes(int(n)))
+	}
+	if flags&flagData != 0 {
+		m.Data = r.Object()
+	}
+	if flags&flagMeta != 0 {
+		m.Meta = r.Object()
+	}
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
-	m := &api.Message{}
-	if ns, ok := obj["t"].(int64); ok {
-		m.Time = time.Unix(0, ns)
-	}
-	m.Payload, _ = obj["p"].([]byte)
-	m.Data, _ = obj["d"].(map[string]any)
-	m.Meta, _ = obj["m"].(map[string]any)
 	return m, nil
 }

@@ -332,6 +332,15 @@ func (s *Subscription) reader(ctx context.Context, out chan<- readResult) {
 }
 
 func (s *Subscription) barrier(req barrierReq, offset []byte) {
+	if sy, ok := s.src.(interface{ Sync() error }); ok {
+		// A durable source log writes its batch out first, so the
+		// checkpoint never refers to a record not in the log. If it
+		// cannot, no barrier: the checkpoint is abandoned, not wrong.
+		if err := sy.Sync(); err != nil {
+			s.logger.Error("sync source log for checkpoint", "stream", s.name, "checkpoint", req.id, "err", err)
+			return
+		}
+	}
 	s.mu.Lock()
 	c := s.consumers[req.consumer]
 	s.mu.Unlock()

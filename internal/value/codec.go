@@ -154,6 +154,17 @@ func (r *Reader) String() string {
 	return s
 }
 
+// Bytes reads n raw bytes (a copy).
+func (r *Reader) Bytes(n int) []byte {
+	if n < 0 || n > len(r.buf) {
+		r.fail("bytes longer than input")
+		return nil
+	}
+	b := append([]byte(nil), r.buf[:n]...)
+	r.buf = r.buf[n:]
+	return b
+}
+
 // Byte reads one byte.
 func (r *Reader) Byte() byte {
 	if len(r.buf) == 0 {
