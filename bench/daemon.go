@@ -1,0 +1,173 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DaemonConfig sets up the daemon benchmark of issue 3.
+type DaemonConfig struct {
+	Kuiperd string
+	Dir     string
+	Rules   int // rules to create (10,000)
+	Clients int // concurrent REST clients creating them
+	// Source is the idle stream's type: "memory" or "mqtt" (a mosquitto
+	// with no traffic).
+	Source string
+	Env    []string // added to kuiperd's environment (GODEBUG=..., GOGC=...)
+	// BufferLength, when positive, sets the rules' bufferLength option.
+	BufferLength int
+	Logf         func(format string, args ...any)
+}
+
+// DaemonResult holds the daemon figures.
+type DaemonResult struct {
+	Scenario         string  `json:"scenario"`
+	Source           string  `json:"source"`
+	Rules            int     `json:"rules"`
+	Clients          int     `json:"clients"`
+	BufferLength     int     `json:"bufferLength,omitempty"`
+	CreateSeconds    float64 `json:"createSeconds"`
+	CreateRate       float64 `json:"createRulesPerSecond"`
+	AllRunningAfterS float64 `json:"allRunningAfterCreateSeconds"` // after the last create answered
+	IdleRSSMB        float64 `json:"idleRssMB"`                    // VmRSS with all rules running, 3 s after
+	IdlePeakRSSMB    float64 `json:"idlePeakRssMB"`                // VmHWM of that run
+	IdleCPUCores     float64 `json:"idleCpuCores"`                 // CPU use over 5 s with all rules idle
+	StopSeconds      float64 `json:"gracefulStopSeconds"`
+	RestartPingS     float64 `json:"restartPingSeconds"`       // exec to first /ping answer
+	RestartRunningS  float64 `json:"restartAllRunningSeconds"` // exec to all rules running
+	RestartRSSMB     float64 `json:"restartRssMB"`
+	CatalogMB        float64 `json:"catalogMB"`
+}
+
+// RunDaemon creates cfg.Rules rules on one idle stream with cfg.Clients
+// concurrent clients, measures memory with all of them running, stops the
+// daemon gracefully and restarts it, timing until all rules run again.
+func RunDaemon(ctx context.Context, cfg DaemonConfig) (DaemonResult, error) {
+	logf := cfg.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	res := DaemonResult{Scenario: "rules10k", Source: cfg.Source, Rules: cfg.Rules, Clients: cfg.Clients, BufferLength: cfg.BufferLength}
+	dir, err := os.MkdirTemp(cfg.Dir, "rules10k-"+cfg.Source+"-")
+	if err != nil {
+		return res, fmt.Errorf("run folder: %w", err)
+	}
+	etc := map[string]string{}
+	stream := `CREATE STREAM idle () WITH (DATASOURCE="bench/idle", FORMAT="json", TYPE="memory")`
+	if cfg.Source == "mqtt" {
+		broker, err := StartMosquitto(dir)
+		if err != nil {
+			return res, err
+		}
+		defer broker.Stop(5 * time.Second)
+		etc["mqtt_source.yaml"] = fmt.Sprintf("default:\n  qos: 0\n  server: %s\n", broker.URL())
+		stream = `CREATE STREAM idle () WITH (DATASOURCE="bench/idle", FORMAT="json", TYPE="mqtt")`
+	}
+	d, err := NewDaemon(cfg.Kuiperd, filepath.Join(dir, "kuiperd"), etc)
+	if err != nil {
+		return res, err
+	}
+	d.Env = cfg.Env
+	if _, err := d.Start(ctx); err != nil {
+		return res, err
+	}
+	defer func() { d.Stop(30 * time.Second) }()
+	rest := NewREST(d.URL())
+	if err := rest.CreateStream(stream); err != nil {
+		return res, err
+	}
+
+	logf("rules10k (%s): creating %d rules with %d clients", cfg.Source, cfg.Rules, cfg.Clients)
+	var next atomic.Int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for range cfg.Clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= cfg.Rules || ctx.Err() != nil {
+					return
+				}
+				rule := map[string]any{
+					"id":      "r" + strconv.Itoa(i),
+					"sql":     fmt.Sprintf("SELECT deviceId, temperature FROM idle WHERE temperature > %d", i%100),
+					"actions": []any{map[string]any{"nop": map[string]any{}}},
+				}
+				if cfg.BufferLength > 0 {
+					rule["options"] = map[string]any{"bufferLength": cfg.BufferLength}
+				}
+				if err := rest.CreateRule(rule); err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return res, firstErr
+	}
+	created := time.Since(t0)
+	res.CreateSeconds = created.Seconds()
+	res.CreateRate = float64(cfg.Rules) / created.Seconds()
+	logf("rules10k (%s): created in %s (%.0f rules/s)", cfg.Source, created.Round(time.Millisecond), res.CreateRate)
+	wait, err := rest.WaitRunning(cfg.Rules, 200*time.Millisecond, 5*time.Minute)
+	if err != nil {
+		return res, err
+	}
+	res.AllRunningAfterS = wait.Seconds()
+
+	time.Sleep(3 * time.Second)
+	c0, err := CPUTime(d.PID())
+	if err != nil {
+		return res, err
+	}
+	time.Sleep(5 * time.Second)
+	c1, err := CPUTime(d.PID())
+	if err != nil {
+		return res, err
+	}
+	res.IdleCPUCores = (c1 - c0).Seconds() / 5
+	mem, err := ReadMemory(d.PID())
+	if err != nil {
+		return res, err
+	}
+	res.IdleRSSMB, res.IdlePeakRSSMB = mb(mem.RSS), mb(mem.Peak)
+
+	t1 := time.Now()
+	d.Stop(60 * time.Second)
+	res.StopSeconds = time.Since(t1).Seconds()
+	if fi, err := os.Stat(filepath.Join(d.Dir, "data", "sqliteKV.db")); err == nil {
+		res.CatalogMB = mb(fi.Size())
+	}
+
+	logf("rules10k (%s): restarting with %d rules in the catalog", cfg.Source, cfg.Rules)
+	t2 := time.Now()
+	ping, err := d.Start(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.RestartPingS = ping.Seconds()
+	if _, err := rest.WaitRunning(cfg.Rules, 20*time.Millisecond, 5*time.Minute); err != nil {
+		return res, err
+	}
+	res.RestartRunningS = time.Since(t2).Seconds()
+	time.Sleep(3 * time.Second)
+	if mem, err := ReadMemory(d.PID()); err == nil {
+		res.RestartRSSMB = mb(mem.RSS)
+	}
+	return res, nil
+}
+
+func mb(b int64) float64 { return float64(b) / (1 << 20) }

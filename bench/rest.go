@@ -1,0 +1,132 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// REST is a small client of kuiperd's REST API with a connection pool
+// large enough for concurrent callers.
+type REST struct {
+	Base string
+	hc   *http.Client
+}
+
+// NewREST returns a client of the daemon at base (http://host:port).
+func NewREST(base string) *REST {
+	tr := &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}
+	return &REST{Base: base, hc: &http.Client{Transport: tr, Timeout: 60 * time.Second}}
+}
+
+// Do sends a request with a JSON body (nil for none) and decodes a JSON
+// answer into out (nil to ignore it). A status of 300 or more is an error
+// carrying the body.
+func (r *REST) Do(method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("encode %s %s: %w", method, path, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, r.Base+path, rd)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := r.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, strings.TrimSpace(string(data)))
+	}
+	if out != nil && len(data) > 0 {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("%s %s: decode %q: %w", method, path, data, err)
+		}
+	}
+	return nil
+}
+
+// CreateStream posts a CREATE STREAM statement.
+func (r *REST) CreateStream(sql string) error {
+	return r.Do(http.MethodPost, "/streams", map[string]string{"sql": sql}, nil)
+}
+
+// CreateRule posts a rule definition.
+func (r *REST) CreateRule(rule map[string]any) error {
+	return r.Do(http.MethodPost, "/rules", rule, nil)
+}
+
+// StatusAll returns GET /rules/status/all: rule id → status text.
+func (r *REST) StatusAll() (map[string]string, error) {
+	var all map[string]struct {
+		Status string `json:"status"`
+	}
+	if err := r.Do(http.MethodGet, "/rules/status/all", nil, &all); err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(all))
+	for id, s := range all {
+		out[id] = s.Status
+	}
+	return out, nil
+}
+
+// WaitRunning polls /rules/status/all every poll until n rules are
+// running, and returns the time it took. A rule "stopped by error" fails
+// the wait at once.
+func (r *REST) WaitRunning(n int, poll, timeout time.Duration) (time.Duration, error) {
+	t0 := time.Now()
+	for {
+		all, err := r.StatusAll()
+		if err != nil {
+			return 0, err
+		}
+		running := 0
+		for id, s := range all {
+			switch s {
+			case "running":
+				running++
+			case "stopped by error":
+				var st map[string]any
+				r.Do(http.MethodGet, "/v2/rules/"+id+"/status", nil, &st) //nolint:errcheck // best effort detail
+				return 0, fmt.Errorf("rule %s stopped by error: %v", id, st["message"])
+			}
+		}
+		if running >= n {
+			return time.Since(t0), nil
+		}
+		if time.Since(t0) > timeout {
+			return 0, fmt.Errorf("%d of %d rules running after %s", running, n, timeout)
+		}
+		time.Sleep(poll)
+	}
+}
+
+// RuleMetrics returns the numeric metrics of GET /v2/rules/{id}/status.
+func (r *REST) RuleMetrics(id string) (map[string]float64, error) {
+	var st map[string]any
+	if err := r.Do(http.MethodGet, "/v2/rules/"+id+"/status", nil, &st); err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for k, v := range st {
+		if f, ok := v.(float64); ok {
+			out[k] = f
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,370 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Scenario is one MQTT end-to-end benchmark case.
+type Scenario struct {
+	Name   string
+	Rate   int  // published messages per second
+	Rules  int  // rules on the one stream
+	Window bool // a 1 s tumbling window grouped by deviceId
+	// Direct runs no rule: the subscriber reads the input topic, which
+	// measures the publisher, broker and subscriber alone.
+	Direct bool
+}
+
+// Scenarios are issue 4's cases, by name.
+var Scenarios = []Scenario{
+	{Name: "filter10k", Rate: 10_000, Rules: 1},
+	{Name: "filter40k", Rate: 40_000, Rules: 1},
+	{Name: "window100keys", Rate: 10_000, Rules: 1, Window: true},
+	{Name: "rules100", Rate: 5_000, Rules: 100},
+	{Name: "direct10k", Rate: 10_000, Direct: true},
+	{Name: "direct40k", Rate: 40_000, Direct: true},
+}
+
+// FindScenario returns the scenario called name.
+func FindScenario(name string) (Scenario, bool) {
+	for _, s := range Scenarios {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Scenario{}, false
+}
+
+// RunConfig holds the settings shared by every run.
+type RunConfig struct {
+	Kuiperd    string        // kuiperd binary
+	Dir        string        // a fresh folder per run is created under it
+	Duration   time.Duration // publishing time
+	Publishers int           // MQTT publisher connections; 0 chooses by rate
+	RuleQoS    int           // rule option qos (0, 1, 2); checkpointInterval 1s when > 0
+	Env        []string      // added to kuiperd's environment (GODEBUG=..., GOGC=...)
+	Logf       func(format string, args ...any)
+}
+
+// Result is the outcome of one scenario run. CPU figures are per
+// published message: process CPU time (utime+stime) over the run divided
+// by Published.
+type Result struct {
+	Scenario       string  `json:"scenario"`
+	RuleQoS        int     `json:"ruleQos"`
+	Rules          int     `json:"rules"`
+	Rate           int     `json:"rate"`
+	DurationS      float64 `json:"durationSeconds"`
+	Publishers     int     `json:"publishers"`
+	Published      int64   `json:"published"`
+	PublishRate    float64 `json:"achievedPublishRate"`
+	PublishErrors  int64   `json:"publishErrors"`
+	Expected       int64   `json:"expected"`       // messages (window: rows counted) that should come out
+	Received       int64   `json:"received"`       // distinct messages (window: sum of counts) that came out
+	OutMessages    int64   `json:"outMessages"`    // MQTT messages received on the output topics
+	Lost           int64   `json:"lost"`           // Expected - Received
+	RulesWithLoss  int     `json:"rulesWithLoss"`  // rules100: rules that lost at least one message
+	MaxLostPerRule int64   `json:"maxLostPerRule"` // rules100
+	LostPerRule    []int64 `json:"lostPerRule,omitempty"`
+	Duplicates     int64   `json:"duplicates"`
+	BrokerDropped  int64   `json:"brokerDropped"` // mosquitto's $SYS dropped counter
+	EngineIn       int64   `json:"engineIn"`      // sum of the rules' source records_in
+	EngineOut      int64   `json:"engineOut"`     // sum of the rules' sink records_out
+	EngineCPUUS    float64 `json:"engineCpuUsPerMsg"`
+	BrokerCPUUS    float64 `json:"brokerCpuUsPerMsg"`
+	BenchCPUUS     float64 `json:"benchCpuUsPerMsg"` // publisher + subscriber (this process)
+	EngineCores    float64 `json:"engineCores"`      // engine CPU / wall time of the run
+	BrokerCores    float64 `json:"brokerCores"`
+	BenchCores     float64 `json:"benchCores"`
+	PeakRSSMB      float64 `json:"peakRssMB"`
+	LatencyP50MS   float64 `json:"latencyP50Ms"`
+	LatencyP99MS   float64 `json:"latencyP99Ms"`
+	LatencyMaxMS   float64 `json:"latencyMaxMs"`
+	LatencyKind    string  `json:"latencyKind"`
+	TailMS         float64 `json:"tailMs"` // from the last publish to the last output received
+	// LatencyBySecond holds p50 and p99 (ms) per second of the run, by
+	// the second the message was sent (window: the window end).
+	LatencyBySecond [][2]float64 `json:"latencyBySecond"`
+	PublisherMaxLag int64        `json:"publisherMaxLag"`
+}
+
+// Run executes one scenario: a fresh mosquitto, a fresh kuiperd, the
+// stream and rules over REST, the subscriber, the paced publisher, then a
+// drain until every expected output arrived or none came for 3 s.
+func Run(ctx context.Context, sc Scenario, cfg RunConfig) (Result, error) {
+	logf := cfg.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	dir, err := os.MkdirTemp(cfg.Dir, sc.Name+"-qos"+strconv.Itoa(cfg.RuleQoS)+"-")
+	if err != nil {
+		return Result{}, fmt.Errorf("run folder: %w", err)
+	}
+	broker, err := StartMosquitto(dir)
+	if err != nil {
+		return Result{}, err
+	}
+	defer broker.Stop(5 * time.Second)
+	etc := map[string]string{"mqtt_source.yaml": fmt.Sprintf("default:\n  qos: 0\n  server: %s\n", broker.URL())}
+	d, err := NewDaemon(cfg.Kuiperd, filepath.Join(dir, "kuiperd"), etc)
+	if err != nil {
+		return Result{}, err
+	}
+	d.Env = cfg.Env
+	if _, err := d.Start(ctx); err != nil {
+		return Result{}, err
+	}
+	defer d.Stop(15 * time.Second)
+	rest := NewREST(d.URL())
+
+	filter := "bench/out/#"
+	if sc.Direct {
+		filter = "bench/in"
+	}
+	sub, err := NewSubscriber(broker.URL(), filter, sc.Window)
+	if err != nil {
+		return Result{}, err
+	}
+	defer sub.Close()
+
+	if err := rest.CreateStream(`CREATE STREAM bench () WITH (DATASOURCE="bench/in", FORMAT="json", TYPE="mqtt")`); err != nil {
+		return Result{}, err
+	}
+	ids := make([]string, sc.Rules)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("r%d", i)
+		if err := rest.CreateRule(ruleDef(sc, i, broker.URL(), cfg.RuleQoS)); err != nil {
+			return Result{}, err
+		}
+	}
+	if _, err := rest.WaitRunning(len(ids), 100*time.Millisecond, 60*time.Second); err != nil {
+		return Result{}, err
+	}
+	// The MQTT source subscribes asynchronously after the rule runs.
+	time.Sleep(1500 * time.Millisecond)
+	if sc.Window {
+		// Start just after a second boundary so the first window is full.
+		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 50*time.Millisecond)))
+	}
+
+	pubs := cfg.Publishers
+	if pubs <= 0 {
+		pubs = max(1, sc.Rate/20_000)
+	}
+	cpu0, err := cpuOf(d.PID(), broker.PID())
+	if err != nil {
+		return Result{}, err
+	}
+	wall0 := time.Now()
+	logf("%s qos %d: publishing %d msg/s for %s with %d client(s)", sc.Name, cfg.RuleQoS, sc.Rate, cfg.Duration, pubs)
+	ps, err := Publish(ctx, PublisherConfig{URL: broker.URL(), Topic: "bench/in", Rate: sc.Rate, Duration: cfg.Duration, Clients: pubs})
+	if err != nil {
+		return Result{}, err
+	}
+	exp, perRule := expected(sc, ps.Sent)
+	pubEnd := time.Now()
+	drain(ctx, sub, exp)
+	cpu1, err := cpuOf(d.PID(), broker.PID())
+	if err != nil {
+		return Result{}, err
+	}
+	wall := time.Since(wall0)
+	mem, err := ReadMemory(d.PID())
+	if err != nil {
+		return Result{}, err
+	}
+	st := sub.Stats()
+
+	res := Result{
+		Scenario: sc.Name, RuleQoS: cfg.RuleQoS, Rules: sc.Rules, Rate: sc.Rate, DurationS: cfg.Duration.Seconds(),
+		Publishers: pubs, Published: ps.Sent, PublishErrors: ps.Errors, PublishRate: float64(ps.Sent) / ps.Elapsed.Seconds(),
+		PublisherMaxLag: ps.MaxLag, Expected: exp, Duplicates: st.Duplicates, BrokerDropped: st.Dropped,
+		PeakRSSMB: float64(mem.Peak) / (1 << 20),
+	}
+	if sc.Window {
+		res.Received, res.OutMessages, res.LatencyKind = st.WindowSum, st.Windows, "receive time - window end"
+	} else {
+		res.Received, res.OutMessages, res.LatencyKind = st.Unique, st.Unique+st.Duplicates, "receive time - send timestamp"
+	}
+	res.Lost = res.Expected - res.Received
+	if st.Last.After(pubEnd) {
+		res.TailMS = float64(st.Last.Sub(pubEnd)) / 1e6
+	}
+	if sc.Rules > 1 {
+		res.LostPerRule = make([]int64, sc.Rules)
+		for i := range sc.Rules {
+			lost := perRule[i] - st.PerTopic[outTopic(i)]
+			res.LostPerRule[i] = lost
+			if lost != 0 {
+				res.RulesWithLoss++
+			}
+			res.MaxLostPerRule = max(res.MaxLostPerRule, lost)
+		}
+	}
+	n := float64(ps.Sent)
+	res.EngineCPUUS = us(cpu1.engine-cpu0.engine) / n
+	res.BrokerCPUUS = us(cpu1.broker-cpu0.broker) / n
+	res.BenchCPUUS = us(cpu1.self-cpu0.self) / n
+	res.EngineCores = (cpu1.engine - cpu0.engine).Seconds() / wall.Seconds()
+	res.BrokerCores = (cpu1.broker - cpu0.broker).Seconds() / wall.Seconds()
+	res.BenchCores = (cpu1.self - cpu0.self).Seconds() / wall.Seconds()
+	res.LatencyBySecond = bySecond(st.Latencies, st.At, wall0)
+	res.LatencyP50MS, res.LatencyP99MS, res.LatencyMaxMS = percentiles(st.Latencies)
+	for _, id := range ids {
+		m, err := rest.RuleMetrics(id)
+		if err != nil {
+			return res, err
+		}
+		for k, v := range m {
+			switch {
+			case strings.HasPrefix(k, "source_") && strings.HasSuffix(k, "_records_in_total"):
+				res.EngineIn += int64(v)
+			case strings.HasPrefix(k, "sink_") && strings.HasSuffix(k, "_records_out_total"):
+				res.EngineOut += int64(v)
+			}
+		}
+	}
+	return res, nil
+}
+
+func outTopic(i int) string { return "bench/out/r" + strconv.Itoa(i) }
+
+// ruleDef is rule i of scenario sc. Filter: half the messages pass
+// (temperature > 50). Window: count per deviceId per second. rules100:
+// rule i keeps deviceId "d<i>", 1 % of the stream each, so every message
+// leaves through exactly one rule.
+func ruleDef(sc Scenario, i int, broker string, qos int) map[string]any {
+	var sql string
+	switch {
+	case sc.Window:
+		sql = "SELECT deviceId, count(*) AS c, window_end() AS we FROM bench GROUP BY deviceId, TUMBLINGWINDOW(ss, 1)"
+	case sc.Rules > 1:
+		sql = fmt.Sprintf(`SELECT seq, ts, deviceId FROM bench WHERE deviceId = "d%d"`, i%Keys)
+	default:
+		sql = "SELECT seq, ts, deviceId, temperature FROM bench WHERE temperature > 50"
+	}
+	opts := map[string]any{"qos": qos}
+	if qos > 0 {
+		opts["checkpointInterval"] = 1000
+	}
+	return map[string]any{
+		"id":      "r" + strconv.Itoa(i),
+		"sql":     sql,
+		"actions": []any{map[string]any{"mqtt": map[string]any{"server": broker, "topic": outTopic(i), "qos": 0, "sendSingle": true}}},
+		"options": opts,
+	}
+}
+
+// expected returns how many outputs the n published messages (seq
+// 0..n-1) should give, and per rule for multi-rule scenarios. In the
+// window scenario it is the number of rows the windows should count.
+func expected(sc Scenario, n int64) (int64, []int64) {
+	switch {
+	case sc.Window, sc.Direct:
+		return n, nil
+	case sc.Rules > 1:
+		per := make([]int64, sc.Rules)
+		var total int64
+		for i := range per {
+			k := int64(i % Keys)
+			if k < n {
+				per[i] = (n-1-k)/Keys + 1
+			}
+			total += per[i]
+		}
+		return total, per
+	default:
+		// temperature = seq%Keys + 0.5 passes "> 50" when seq%Keys >= 50.
+		var c int64
+		for seq := int64(0); seq < n; seq++ {
+			if seq%Keys >= 50 {
+				c++
+			}
+		}
+		return c, nil
+	}
+}
+
+// drain waits until the subscriber has want, or nothing arrived for 3 s
+// (more than a window's length).
+func drain(ctx context.Context, sub *Subscriber, want int64) {
+	end := time.Now()
+	for {
+		if sub.Received() >= want {
+			return
+		}
+		last := sub.LastReceive()
+		if last.Before(end) {
+			last = end
+		}
+		if time.Since(last) > 3*time.Second {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+type cpuSample struct{ engine, broker, self time.Duration }
+
+func cpuOf(engine, broker int) (cpuSample, error) {
+	var s cpuSample
+	var err error
+	if s.engine, err = CPUTime(engine); err != nil {
+		return s, err
+	}
+	if s.broker, err = CPUTime(broker); err != nil {
+		return s, err
+	}
+	s.self, err = SelfCPU()
+	return s, err
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// percentiles returns p50, p99 and max of latencies (ns) in ms.
+func percentiles(lat []int64) (p50, p99, mx float64) {
+	if len(lat) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(lat)
+	at := func(q float64) float64 {
+		i := int(q * float64(len(lat)-1))
+		return float64(lat[i]) / 1e6
+	}
+	return at(0.50), at(0.99), float64(lat[len(lat)-1]) / 1e6
+}
+
+// bySecond groups latencies by the second (since start) of their
+// reference time and returns p50 and p99 of each second.
+func bySecond(lat, at []int64, start time.Time) [][2]float64 {
+	var buckets [][]int64
+	for i, l := range lat {
+		sec := int((at[i] - start.UnixNano()) / int64(time.Second))
+		if sec < 0 {
+			sec = 0
+		}
+		for len(buckets) <= sec {
+			buckets = append(buckets, nil)
+		}
+		buckets[sec] = append(buckets[sec], l)
+	}
+	out := make([][2]float64, len(buckets))
+	for i, b := range buckets {
+		p50, p99, _ := percentiles(b)
+		out[i] = [2]float64{round2(p50), round2(p99)}
+	}
+	return out
+}
+
+func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }

@@ -1,0 +1,222 @@
+// Command kuiperbench is rekuiper's end-to-end benchmark. For each MQTT
+// scenario it starts mosquitto and kuiperd as separate processes, creates
+// the stream and rules over REST, runs a paced QoS 0 publisher and an
+// independent subscriber, and reports messages in and out, losses, the
+// engine's and the broker's CPU per message (from /proc), kuiperd's peak
+// RSS and latency percentiles. The rules10k scenario measures the daemon
+// with 10,000 rules: creation rate over REST, restart time and idle
+// memory.
+//
+//	go run ./cmd/kuiperbench [-scenarios filter10k,filter40k,window100keys,rules100] [-duration 20s] [-qos 1,2] [-json out.json]
+//	go run ./cmd/kuiperbench -scenario rules10k [-rules 10000] [-clients 4] [-idle-source memory,mqtt]
+//
+// direct10k and direct40k run no rule (the subscriber reads the input
+// topic): the cost and latency of the publisher, broker and subscriber
+// alone. Flags: go run ./cmd/kuiperbench -h.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rekuiper/rekuiper/bench"
+	"github.com/rekuiper/rekuiper/qualify"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "kuiperbench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+type report struct {
+	Machine  string               `json:"machine"`
+	Date     string               `json:"date"`
+	Command  string               `json:"command"`
+	Results  []bench.Result       `json:"results,omitempty"`
+	Daemon   []bench.DaemonResult `json:"daemon,omitempty"`
+	QoSRatio []qosRatio           `json:"qosCpuRatio,omitempty"`
+}
+
+type qosRatio struct {
+	Scenario string  `json:"scenario"`
+	RuleQoS  int     `json:"ruleQos"`
+	Ratio    float64 `json:"engineCpuRatioToQos0"`
+}
+
+func run(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("kuiperbench", flag.ContinueOnError)
+	scen := fs.String("scenarios", "filter10k,filter40k,window100keys,rules100", "comma-separated scenarios: filter10k, filter40k, window100keys, rules100, rules10k")
+	fs.StringVar(scen, "scenario", *scen, "alias of -scenarios")
+	dur := fs.Duration("duration", 20*time.Second, "publishing time per MQTT scenario")
+	qos := fs.String("qos", "0", "comma-separated rule qos levels for the MQTT scenarios, checkpointInterval 1s above 0; a qos 0 run is always included and the others are reported relative to it (-qos 1,2)")
+	pubs := fs.Int("publishers", 0, "MQTT publisher connections (0: one per 20k msg/s)")
+	jsonOut := fs.String("json", "", "also write the results as JSON to this file")
+	kuiperd := fs.String("kuiperd", "", "kuiperd binary (default: build ./cmd/kuiperd)")
+	rules := fs.Int("rules", 10_000, "rules10k: number of rules")
+	clients := fs.Int("clients", 4, "rules10k: concurrent REST clients")
+	bufLen := fs.Int("rule-buffer", 0, "rules10k: bufferLength option of the rules (0: the default)")
+	idle := fs.String("idle-source", "memory", "rules10k: idle stream type, memory or mqtt (comma-separated for both)")
+	verbose := fs.Bool("v", false, "print p50/p99 latency per second of each run")
+	var env []string
+	fs.Func("kuiperd-env", "KEY=VALUE added to kuiperd's environment (repeatable), e.g. GODEBUG=gctrace=1", func(v string) error {
+		if !strings.Contains(v, "=") {
+			return errors.New("want KEY=VALUE")
+		}
+		env = append(env, v)
+		return nil
+	})
+	keep := fs.Bool("keep", false, "keep the run folders (logs, data) instead of removing them")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	levels, err := parseInts(*qos)
+	if err != nil {
+		return fmt.Errorf("-qos: %w", err)
+	}
+	if !slices.Contains(levels, 0) {
+		// The CPU ratio of qos 1 and 2 needs a qos 0 run to compare with.
+		levels = append([]int{0}, levels...)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logf := func(f string, a ...any) { fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+f+"\n", a...) }
+
+	dir, err := os.MkdirTemp("", "kuiperbench-")
+	if err != nil {
+		return err
+	}
+	if *keep {
+		logf("run folders under %s", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	bin := *kuiperd
+	if bin == "" {
+		root, err := moduleRoot()
+		if err != nil {
+			return err
+		}
+		logf("building kuiperd")
+		if bin, err = qualify.Build(ctx, root, dir); err != nil {
+			return err
+		}
+	}
+
+	rep := report{Machine: bench.Machine() + ", " + runtime.Version(), Date: time.Now().Format("2006-01-02"),
+		Command: "kuiperbench " + strings.Join(args, " ")}
+	for _, name := range strings.Split(*scen, ",") {
+		name = strings.TrimSpace(name)
+		if name == "rules10k" {
+			for _, src := range strings.Split(*idle, ",") {
+				r, err := bench.RunDaemon(ctx, bench.DaemonConfig{Kuiperd: bin, Dir: dir, Rules: *rules, Clients: *clients, Source: strings.TrimSpace(src), Env: env, BufferLength: *bufLen, Logf: logf})
+				if err != nil {
+					return fmt.Errorf("rules10k: %w", err)
+				}
+				rep.Daemon = append(rep.Daemon, r)
+				printDaemon(out, r)
+			}
+			continue
+		}
+		sc, ok := bench.FindScenario(name)
+		if !ok {
+			return fmt.Errorf("unknown scenario %q", name)
+		}
+		var base float64
+		for _, q := range levels {
+			r, err := bench.Run(ctx, sc, bench.RunConfig{Kuiperd: bin, Dir: dir, Duration: *dur, Publishers: *pubs, RuleQoS: q, Env: env, Logf: logf})
+			if err != nil {
+				return fmt.Errorf("%s qos %d: %w", name, q, err)
+			}
+			rep.Results = append(rep.Results, r)
+			printResult(out, r)
+			if *verbose {
+				fmt.Fprintf(out, "  p50/p99 ms by second: %v\n", r.LatencyBySecond)
+			}
+			if q == 0 {
+				base = r.EngineCPUUS
+			} else if base > 0 {
+				rt := qosRatio{Scenario: name, RuleQoS: q, Ratio: r.EngineCPUUS / base}
+				rep.QoSRatio = append(rep.QoSRatio, rt)
+				fmt.Fprintf(out, "  engine CPU per message at rule qos %d: %.2f× qos 0\n", q, rt.Ratio)
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	if *jsonOut != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", *jsonOut, err)
+		}
+	}
+	return nil
+}
+
+func printResult(w io.Writer, r bench.Result) {
+	fmt.Fprintf(w, "%s (rule qos %d, %d rule(s), %d msg/s × %.0f s, %d publisher(s))\n", r.Scenario, r.RuleQoS, r.Rules, r.Rate, r.DurationS, r.Publishers)
+	fmt.Fprintf(w, "  published %d (%.0f msg/s achieved, %d errors, max lag %d)\n", r.Published, r.PublishRate, r.PublishErrors, r.PublisherMaxLag)
+	fmt.Fprintf(w, "  expected %d, received %d (%d output messages), lost %d, duplicates %d, broker dropped %d\n", r.Expected, r.Received, r.OutMessages, r.Lost, r.Duplicates, r.BrokerDropped)
+	if r.Rules > 1 {
+		fmt.Fprintf(w, "  rules with loss %d of %d, max lost by one rule %d\n", r.RulesWithLoss, r.Rules, r.MaxLostPerRule)
+	}
+	fmt.Fprintf(w, "  engine metrics: records in %d, records out %d\n", r.EngineIn, r.EngineOut)
+	fmt.Fprintf(w, "  CPU µs/msg: engine %.2f, broker %.2f, bench %.2f; cores used: engine %.2f, broker %.2f, bench %.2f\n",
+		r.EngineCPUUS, r.BrokerCPUUS, r.BenchCPUUS, r.EngineCores, r.BrokerCores, r.BenchCores)
+	fmt.Fprintf(w, "  kuiperd peak RSS %.1f MB; latency (%s) p50 %.2f ms, p99 %.2f ms, max %.2f ms; last output %.0f ms after the last publish\n", r.PeakRSSMB, r.LatencyKind, r.LatencyP50MS, r.LatencyP99MS, r.LatencyMaxMS, r.TailMS)
+}
+
+func printDaemon(w io.Writer, r bench.DaemonResult) {
+	fmt.Fprintf(w, "rules10k (%d rules on one idle %s stream, %d REST clients, bufferLength %d)\n", r.Rules, r.Source, r.Clients, r.BufferLength)
+	fmt.Fprintf(w, "  create: %.1f s, %.0f rules/s; all running %.2f s after the last create\n", r.CreateSeconds, r.CreateRate, r.AllRunningAfterS)
+	fmt.Fprintf(w, "  idle: RSS %.1f MB (peak %.1f MB), CPU %.3f cores; catalog %.1f MB\n", r.IdleRSSMB, r.IdlePeakRSSMB, r.IdleCPUCores, r.CatalogMB)
+	fmt.Fprintf(w, "  graceful stop %.2f s; restart: /ping after %.2f s, all running after %.2f s, RSS %.1f MB\n", r.StopSeconds, r.RestartPingS, r.RestartRunningS, r.RestartRSSMB)
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// moduleRoot finds the folder holding go.mod from the working directory up.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("go.mod not found above the working directory; pass -kuiperd")
+		}
+		dir = parent
+	}
+}
