@@ -278,7 +278,9 @@ func (s *Subscription) connect(ctx context.Context) error {
 // while no record arrives.
 func (s *Subscription) run(ctx context.Context, lastOffset *[]byte) error {
 	rctx, cancel := context.WithCancel(ctx)
-	results := make(chan readResult)
+	// Buffered, so that records arriving together are delivered to the
+	// rules as one batch.
+	results := make(chan readResult, maxBatch)
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
@@ -295,12 +297,18 @@ func (s *Subscription) run(ctx context.Context, lastOffset *[]byte) error {
 		case req := <-s.barriers:
 			s.barrier(req, *lastOffset)
 		case res := <-results:
-			if res.err != nil {
-				return res.err
+			batch := []readResult{res}
+			for len(batch) < maxBatch && res.err == nil {
+				select {
+				case res = <-results:
+					batch = append(batch, res)
+					continue
+				default:
+				}
+				break
 			}
-			s.deliver(res.msg)
-			if res.offset != nil {
-				*lastOffset = res.offset
+			if err := s.deliverBatch(batch, lastOffset); err != nil {
+				return err
 			}
 		case <-ctx.Done():
 			return ctx.Err()
@@ -359,29 +367,60 @@ func (s *Subscription) consumersSnapshot() []*Consumer {
 	return out
 }
 
-func (s *Subscription) deliver(msg *api.Message) {
-	tuples, err := s.decode(msg)
-	s.mu.Lock()
-	s.status.RecordsIn++
-	if err != nil {
-		s.status.DecodeErrors++
-	}
-	s.mu.Unlock()
+// maxBatch bounds how many records that arrived together are delivered to
+// the rules in one item.
+const maxBatch = 128
+
+// deliverBatch decodes the records read so far, hands their tuples to every
+// consumer in one delivery, then acknowledges them and advances the offset.
+// A read error ends the batch: what came before it is delivered first.
+func (s *Subscription) deliverBatch(batch []readResult, lastOffset *[]byte) error {
 	consumers := s.consumersSnapshot()
-	if err != nil {
-		for _, c := range consumers {
-			if c.Error != nil {
-				c.Error(err)
+	var tuples []*row.Tuple
+	flush := func() {
+		if len(tuples) > 0 {
+			for _, c := range consumers {
+				c.Deliver(tuples)
 			}
-		}
-	} else if len(tuples) > 0 {
-		for _, c := range consumers {
-			c.Deliver(tuples)
+			tuples = nil
 		}
 	}
-	if msg.Ack != nil {
-		msg.Ack()
+	var readErr error
+	n, bad := 0, 0
+	for _, res := range batch {
+		if res.err != nil {
+			readErr = res.err
+			break
+		}
+		n++
+		ts, err := s.decode(res.msg)
+		if err != nil {
+			// Keep the order: records before the bad one go first.
+			bad++
+			flush()
+			for _, c := range consumers {
+				if c.Error != nil {
+					c.Error(err)
+				}
+			}
+			continue
+		}
+		tuples = append(tuples, ts...)
 	}
+	flush()
+	s.mu.Lock()
+	s.status.RecordsIn += int64(n)
+	s.status.DecodeErrors += int64(bad)
+	s.mu.Unlock()
+	for _, res := range batch[:n] {
+		if res.msg.Ack != nil {
+			res.msg.Ack()
+		}
+		if res.offset != nil {
+			*lastOffset = res.offset
+		}
+	}
+	return readErr
 }
 
 func (s *Subscription) decode(msg *api.Message) ([]*row.Tuple, error) {
