@@ -202,3 +202,13 @@ func (d *Daemon) RuleStatus(id string) (map[string]any, error) {
 	_, err := d.Do(http.MethodGet, "/rules/"+id+"/status", nil, &st)
 	return st, err
 }
+
+// PID is the process id of the running daemon, 0 when none was started.
+func (d *Daemon) PID() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cmd == nil || d.cmd.Process == nil {
+		return 0
+	}
+	return d.cmd.Process.Pid
+}

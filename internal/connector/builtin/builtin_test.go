@@ -16,9 +16,9 @@ func TestRegister(t *testing.T) {
 		kind connector.Kind
 		want []string
 	}{
-		{connector.KindSource, []string{"file", "httppull", "httppush", "memory", "simulator"}},
-		{connector.KindSink, []string{"file", "log", "memory", "nop", "rest"}},
-		{connector.KindLookup, []string{"memory"}},
+		{connector.KindSource, []string{"file", "httppull", "httppush", "kafka", "memory", "redisSub", "simulator", "sql", "websocket"}},
+		{connector.KindSink, []string{"file", "kafka", "log", "memory", "nop", "redis", "redisPub", "rest", "sql", "websocket"}},
+		{connector.KindLookup, []string{"memory", "redis", "sql"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.kind.String(), func(t *testing.T) {
