@@ -1,7 +1,6 @@
 package function
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"time"
@@ -19,42 +18,7 @@ var (
 // objects compared deeply). Array membership functions use it: unlike the =
 // operator, an integer element never matches a float, which is how eKuiper
 // compares array elements.
-func arraySame(a, b any) bool {
-	switch av := a.(type) {
-	case nil:
-		return b == nil
-	case []byte:
-		bv, ok := b.([]byte)
-		return ok && bytes.Equal(av, bv)
-	case time.Time:
-		bv, ok := b.(time.Time)
-		return ok && av.Equal(bv)
-	case []any:
-		bv, ok := b.([]any)
-		if !ok || len(av) != len(bv) {
-			return false
-		}
-		for i := range av {
-			if !arraySame(av[i], bv[i]) {
-				return false
-			}
-		}
-		return true
-	case map[string]any:
-		bv, ok := b.(map[string]any)
-		if !ok || len(av) != len(bv) {
-			return false
-		}
-		for k, x := range av {
-			y, ok := bv[k]
-			if !ok || !arraySame(x, y) {
-				return false
-			}
-		}
-		return true
-	}
-	return a == b
-}
+func arraySame(a, b any) bool { return value.Identical(a, b) }
 
 // arraySetKey is the key set operations deduplicate on. Arrays, objects and
 // byte strings have no key (ok false): they are never merged, as in eKuiper.

@@ -271,11 +271,20 @@ func cmpTime(a, b time.Time) int {
 
 // Equal reports deep equality under the value model, with int64 and float64
 // comparing numerically.
-func Equal(a, b any) bool {
+func Equal(a, b any) bool { return deepEqual(a, b, true) }
+
+// Identical is Equal without numeric conversion: int64 3 and float64 3.0
+// differ (how eKuiper compares array elements).
+func Identical(a, b any) bool { return deepEqual(a, b, false) }
+
+func deepEqual(a, b any, numeric bool) bool {
 	switch av := a.(type) {
 	case nil:
 		return b == nil
 	case int64, float64:
+		if !numeric {
+			return a == b
+		}
 		if !IsNumber(b) {
 			return false
 		}
@@ -293,7 +302,7 @@ func Equal(a, b any) bool {
 			return false
 		}
 		for i := range av {
-			if !Equal(av[i], bv[i]) {
+			if !deepEqual(av[i], bv[i], numeric) {
 				return false
 			}
 		}
@@ -305,7 +314,7 @@ func Equal(a, b any) bool {
 		}
 		for k, x := range av {
 			y, ok := bv[k]
-			if !ok || !Equal(x, y) {
+			if !ok || !deepEqual(x, y, numeric) {
 				return false
 			}
 		}
