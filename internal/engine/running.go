@@ -80,7 +80,11 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 						return src, nil
 					}
 					// A push source: make it replayable with a durable log.
-					l, err := sourcelog.Open(src, rr.rn.sourceLogDir(rr.def.ID, in.Name), sourcelog.Options{Sync: sourcelog.SyncNone})
+					sync := sourcelog.SyncNone
+					if s := rr.def.Options.SourceLogSync; s != "" {
+						sync = sourcelog.Sync(s)
+					}
+					l, err := sourcelog.Open(src, rr.rn.sourceLogDir(rr.def.ID, in.Name), sourcelog.Options{Sync: sync, Clock: rr.rn.Clock})
 					logged = l
 					return l, err
 				}

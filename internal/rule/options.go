@@ -68,6 +68,12 @@ type Options struct {
 	// ForceExitTimeout bounds a graceful stop before the rule is aborted.
 	ForceExitTimeout Duration       `json:"forceExitTimeout"`
 	Experiment       map[string]any `json:"experiment,omitempty"`
+	// SourceLogSync is when the durable log of push sources (qos >= 1)
+	// reaches the disk: "none" (write only; survives a process crash, the
+	// default), "periodic" (fsync at most every 100 ms) or "always" (fsync
+	// each batch before acknowledging it upstream; survives power loss).
+	// A rekuiper extension.
+	SourceLogSync string `json:"sourceLogSync,omitempty"`
 }
 
 // DatetimeRange is one entry of cronDatetimeRange: Begin/End as
@@ -81,6 +87,11 @@ type DatetimeRange struct {
 
 // Validate checks option ranges.
 func (o *Options) Validate() error {
+	switch o.SourceLogSync {
+	case "", "none", "periodic", "always":
+	default:
+		return fmt.Errorf("invalid rule option sourceLogSync %q: must be none, periodic or always", o.SourceLogSync)
+	}
 	switch {
 	case o.Qos < 0 || o.Qos > 2:
 		return fmt.Errorf("invalid rule option qos %d: must be 0, 1 or 2", o.Qos)
