@@ -1,7 +1,6 @@
 package mqtt
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -46,13 +45,7 @@ func newV3(cfg connConfig, clientID string, handler func(inbound), timeout time.
 	o.SetCustomOpenConnectionFn(func(*url.URL, paho.ClientOptions) (net.Conn, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		c, err := dial(ctx, cfg, timeout)
-		if err != nil {
-			return nil, err
-		}
-		// paho reads each packet with several small reads; a buffer saves
-		// most of those system calls.
-		return &bufferedConn{Conn: c, r: bufio.NewReaderSize(c, 64<<10)}, nil
+		return dial(ctx, cfg, timeout)
 	})
 	o.SetDefaultPublishHandler(func(_ paho.Client, m paho.Message) {
 		in := inbound{topic: m.Topic(), payload: m.Payload(), qos: m.Qos(), id: m.MessageID(), retained: m.Retained()}
@@ -125,11 +118,3 @@ func (t *v3) close() {
 		close(t.deadCh)
 	})
 }
-
-// bufferedConn reads through a buffer; writes go straight to the socket.
-type bufferedConn struct {
-	net.Conn
-	r *bufio.Reader
-}
-
-func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
