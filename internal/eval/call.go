@@ -231,6 +231,7 @@ type AnalyticSite struct {
 	when      Expr
 	extra     []any // appended arguments (changed_cols column names)
 	store     *AnalyticStore
+	keyBuf    []byte
 }
 
 // Eval computes the site for the current row, updating its state, and caches
@@ -260,15 +261,16 @@ func (s *AnalyticSite) Eval(ctx *Ctx) (any, error) {
 	}
 	pkey := ""
 	if len(s.partition) > 0 {
-		parts := make([]string, len(s.partition))
-		for i, p := range s.partition {
+		// Typed encoding: "1" and 1 are different partitions.
+		s.keyBuf = s.keyBuf[:0]
+		for _, p := range s.partition {
 			v, err := p(ctx)
 			if err != nil {
 				return nil, err
 			}
-			parts[i] = fmt.Sprintf("%v", v)
+			s.keyBuf = value.AppendValue(s.keyBuf, v)
 		}
-		pkey = strings.Join(parts, "\x00")
+		pkey = string(s.keyBuf)
 	}
 	st := s.store.state(s.ID, pkey)
 	v, err := s.fn(ctx.Env, st, valid, vals)

@@ -3,7 +3,6 @@ package operator
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/eval"
@@ -16,6 +15,8 @@ import (
 // (aggregates over the window).
 type GroupBy struct {
 	Dims []eval.Expr
+
+	key []byte // reused to build group keys
 }
 
 func (g *GroupBy) Name() string { return "aggregate" }
@@ -39,17 +40,19 @@ func (g *GroupBy) Process(ctx *Context, it Item, emit Emit) error {
 	for _, r := range set.Rows {
 		ec := evalCtx(ctx, r)
 		ec.Window, ec.HasWindow = set.Window, true
-		parts := make([]string, len(g.Dims))
-		for i, d := range g.Dims {
+		// The key is the typed encoding of the values: "1" and 1, or
+		// ("a,b", "c") and ("a", "b,c"), are different groups.
+		g.key = g.key[:0]
+		for _, d := range g.Dims {
 			v, err := d(ec)
 			if err != nil {
 				return fmt.Errorf("run Group By error: %w", err)
 			}
-			parts[i] = fmt.Sprintf("%v", v)
+			g.key = value.AppendValue(g.key, v)
 		}
-		key := strings.Join(parts, ",")
-		grp, ok := index[key]
+		grp, ok := index[string(g.key)]
 		if !ok {
+			key := string(g.key)
 			grp = &row.Group{Key: key}
 			index[key] = grp
 			groups = append(groups, grp)

@@ -2,10 +2,10 @@ package operator
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/rekuiper/rekuiper/internal/eval"
 	"github.com/rekuiper/rekuiper/internal/row"
+	"github.com/rekuiper/rekuiper/internal/value"
 )
 
 func (w *Window) cond(ctx *Context, e eval.Expr, t *row.Tuple) (bool, error) {
@@ -217,15 +217,15 @@ func (w *Window) emitRows(ts []*row.Tuple, emit Emit) {
 func (w *Window) addState(ctx *Context, t *row.Tuple, emit Emit) error {
 	key := ""
 	if len(w.Spec.Partition) > 0 {
-		parts := make([]string, len(w.Spec.Partition))
-		for i, p := range w.Spec.Partition {
+		var kb []byte
+		for _, p := range w.Spec.Partition {
 			v, err := p(evalCtx(ctx, t))
 			if err != nil {
 				return fmt.Errorf("run Window error: %w", err)
 			}
-			parts[i] = fmt.Sprintf("%v", v)
+			kb = value.AppendValue(kb, v)
 		}
-		key = strings.Join(parts, "\x00")
+		key = string(kb)
 	}
 	if w.st.Parts == nil {
 		w.st.Parts = map[string]*part{}
