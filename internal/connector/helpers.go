@@ -2,6 +2,7 @@ package connector
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -89,4 +90,23 @@ func (m *Mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.ServeHTTP(w, r)
+}
+
+// DecodeOffset decodes a versioned JSON offset ({"v":1,...}) into dst, a
+// pointer to a struct with the offset's fields. Offsets of another version
+// are refused; kind names the connector in the error.
+func DecodeOffset(kind string, b []byte, dst any) error {
+	var v struct {
+		V int `json:"v"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("decode %s offset: %w", kind, err)
+	}
+	if v.V != 1 {
+		return fmt.Errorf("decode %s offset: unsupported version %d", kind, v.V)
+	}
+	if err := json.Unmarshal(b, dst); err != nil {
+		return fmt.Errorf("decode %s offset: %w", kind, err)
+	}
+	return nil
 }

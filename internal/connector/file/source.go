@@ -409,11 +409,8 @@ func (s *Source) Offset() ([]byte, error) {
 // file are skipped, and its file resumes at record i.
 func (s *Source) Rewind(b []byte) error {
 	var o offset
-	if err := json.Unmarshal(b, &o); err != nil {
-		return fmt.Errorf("decode file offset: %w", err)
-	}
-	if o.V != 1 {
-		return fmt.Errorf("decode file offset: unsupported version %d", o.V)
+	if err := connector.DecodeOffset("file", b, &o); err != nil {
+		return err
 	}
 	if o.I < 0 {
 		return fmt.Errorf("decode file offset: negative index %d", o.I)

@@ -174,11 +174,8 @@ func (s *Source) Offset() ([]byte, error) {
 // Rewind restores the hash used by incremental mode.
 func (s *Source) Rewind(b []byte) error {
 	var o offset
-	if err := json.Unmarshal(b, &o); err != nil {
-		return fmt.Errorf("decode httppull offset: %w", err)
-	}
-	if o.V != 1 {
-		return fmt.Errorf("decode httppull offset: unsupported version %d", o.V)
+	if err := connector.DecodeOffset("httppull", b, &o); err != nil {
+		return err
 	}
 	s.lastHash = o.Hash
 	return nil

@@ -281,11 +281,8 @@ func (s *Source) Offset() ([]byte, error) {
 // reconnects at these offsets. It is idempotent.
 func (s *Source) Rewind(b []byte) error {
 	var o sourceOffset
-	if err := json.Unmarshal(b, &o); err != nil {
-		return fmt.Errorf("decode kafka offset: %w", err)
-	}
-	if o.V != 1 {
-		return fmt.Errorf("decode kafka offset: unsupported version %d", o.V)
+	if err := connector.DecodeOffset("kafka", b, &o); err != nil {
+		return err
 	}
 	if o.Topic != s.topic {
 		return fmt.Errorf("kafka offset is for topic %q, not %q", o.Topic, s.topic)

@@ -132,11 +132,8 @@ func (s *Source) Offset() ([]byte, error) {
 // of rows when looping).
 func (s *Source) Rewind(b []byte) error {
 	var o offset
-	if err := json.Unmarshal(b, &o); err != nil {
-		return fmt.Errorf("decode simulator offset: %w", err)
-	}
-	if o.V != 1 {
-		return fmt.Errorf("decode simulator offset: unsupported version %d", o.V)
+	if err := connector.DecodeOffset("simulator", b, &o); err != nil {
+		return err
 	}
 	if o.I < 0 {
 		return fmt.Errorf("decode simulator offset: negative index %d", o.I)

@@ -329,11 +329,8 @@ func (s *Source) Offset() ([]byte, error) {
 // and drops buffered rows. It is idempotent.
 func (s *Source) Rewind(b []byte) error {
 	var o sourceOffset
-	if err := json.Unmarshal(b, &o); err != nil {
-		return fmt.Errorf("decode sql offset: %w", err)
-	}
-	if o.V != 1 {
-		return fmt.Errorf("decode sql offset: unsupported version %d", o.V)
+	if err := connector.DecodeOffset("sql", b, &o); err != nil {
+		return err
 	}
 	if len(o.Index) == 0 {
 		s.last = nil
