@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -121,6 +122,22 @@ func Run(ctx context.Context, opts Options) (err error) {
 		}
 	}
 
+	if cfg.Basic.Pprof {
+		if cfg.Basic.PprofIP == cfg.Basic.RestIP && cfg.Basic.PprofPort == cfg.Basic.RestPort {
+			mux := http.NewServeMux()
+			mux.Handle("/debug/pprof/", pprofHandler())
+			mux.Handle("/", handler)
+			handler = mux
+		} else if stopPprof, err := servePprof(cfg); err != nil {
+			// A debugging aid must not keep the daemon from starting
+			// (another kuiperd may hold the port).
+			logger.Warn("pprof disabled", "err", err)
+		} else {
+			logger.Info("pprof listening", "addr", net.JoinHostPort(cfg.Basic.PprofIP, strconv.Itoa(cfg.Basic.PprofPort)))
+			defer stopPprof()
+		}
+	}
+
 	addr := net.JoinHostPort(cfg.Basic.RestIP, strconv.Itoa(cfg.Basic.RestPort))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -220,6 +237,29 @@ func newLogger(cfg *config.Config, stdout io.Writer) (*slog.Logger, func(), erro
 }
 
 var errNoRunner = errors.New("no runner factory")
+
+// servePprof serves Go's profiler (net/http/pprof) on basic.pprofIp and
+// basic.pprofPort (eKuiper's default: on, 127.0.0.1:6060).
+func servePprof(cfg *config.Config) (func(), error) {
+	addr := net.JoinHostPort(cfg.Basic.PprofIP, strconv.Itoa(cfg.Basic.PprofPort))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: pprofHandler(), ReadHeaderTimeout: 30 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return func() { srv.Close() }, nil
+}
+
+func pprofHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
 
 // servePrometheus exposes rule metrics at /metrics: on the REST port when
 // basic.prometheusPort equals basic.restPort (the handler is returned for

@@ -69,7 +69,11 @@ func (c *Compiler) compileCall(n *ast.Call) (Expr, error) {
 	case function.Aggregate:
 		c.hasAgg = true
 		agg := def.Aggregate
+		site := c.aggSite(n, def, args, star).Index
 		return func(ctx *Ctx) (any, error) {
+			if ok, v, err := folded(ctx.Group, site); ok {
+				return v, err
+			}
 			cols, err := evalGroupColumns(ctx, args, star)
 			if err != nil {
 				return nil, err

@@ -39,6 +39,8 @@ type Compiler struct {
 	compiling  map[string]bool
 	sites      []*AnalyticSite
 	hasAgg     bool
+	aggSites   []*AggSite
+	aggIndex   map[string]*AggSite
 }
 
 // NewCompiler returns a compiler over funcs for the given streams.

@@ -19,7 +19,7 @@ import (
 //     a `*` argument would give). Without it the key values are returned.
 func registerAggregate(r *Registry) {
 	agg := func(name string, minArgs, maxArgs int, f AggregateFunc) *Def {
-		return &Def{Name: name, Kind: Aggregate, MinArgs: minArgs, MaxArgs: maxArgs, Aggregate: f}
+		return &Def{Name: name, Kind: Aggregate, MinArgs: minArgs, MaxArgs: maxArgs, Aggregate: f, Accumulate: newAccumulator(name)}
 	}
 	last := agg("last_value", 2, 2, aggLastValueKernel().aggregate())
 	last.Validate = aggValidateBoolLiteral(1)

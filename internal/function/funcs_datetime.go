@@ -21,10 +21,10 @@ import (
 func registerDatetime(r *Registry) {
 	r.MustAdd(
 		&Def{Name: "now", Aliases: []string{"current_timestamp", "local_time", "local_timestamp"},
-			Kind: Scalar, MinArgs: 0, MaxArgs: 1, Validate: datetimeValidateFsp, Scalar: datetimeNow},
-		&Def{Name: "cur_date", Aliases: []string{"current_date"}, Kind: Scalar, MinArgs: 0, MaxArgs: 0, Scalar: datetimeCurDate},
+			Kind: Scalar, MinArgs: 0, MaxArgs: 1, Validate: datetimeValidateFsp, Scalar: datetimeNow, ReadsClock: true},
+		&Def{Name: "cur_date", Aliases: []string{"current_date"}, Kind: Scalar, MinArgs: 0, MaxArgs: 0, Scalar: datetimeCurDate, ReadsClock: true},
 		&Def{Name: "cur_time", Aliases: []string{"current_time"}, Kind: Scalar, MinArgs: 0, MaxArgs: 1,
-			Validate: datetimeValidateFsp, Scalar: datetimeCurTime},
+			Validate: datetimeValidateFsp, Scalar: datetimeCurTime, ReadsClock: true},
 		&Def{Name: "format_time", Kind: Scalar, MinArgs: 2, MaxArgs: 2, Scalar: datetimeFormatTime},
 		&Def{Name: "date_calc", Kind: Scalar, MinArgs: 2, MaxArgs: 2, Scalar: datetimeCalc},
 		&Def{Name: "date_diff", Kind: Scalar, MinArgs: 2, MaxArgs: 2, Scalar: datetimeDiff},

@@ -17,7 +17,7 @@ func registerMisc(r *Registry) {
 		&Def{Name: "isnull", Kind: Scalar, MinArgs: 1, MaxArgs: 1, Scalar: miscIsNull},
 		&Def{Name: "coalesce", Kind: Scalar, MinArgs: 1, MaxArgs: -1, Scalar: miscCoalesce},
 		&Def{Name: "newuuid", Kind: Scalar, MinArgs: 0, MaxArgs: 0, Scalar: miscNewUUID},
-		&Def{Name: "tstamp", Kind: Scalar, MinArgs: 0, MaxArgs: 0, Scalar: miscTstamp},
+		&Def{Name: "tstamp", Kind: Scalar, MinArgs: 0, MaxArgs: 0, Scalar: miscTstamp, ReadsClock: true},
 		&Def{Name: "bypass", Kind: Scalar, MinArgs: 1, MaxArgs: 1, Scalar: miscBypass},
 		&Def{Name: "get_keyed_state", Kind: Scalar, MinArgs: 3, MaxArgs: 3,
 			Validate: miscValidateKeyedState, Scalar: miscGetKeyedState},

@@ -75,10 +75,16 @@ type Def struct {
 	// Validate checks arguments at rule creation (literal types, allowed
 	// values). It may be nil. Errors are reported with the call's position.
 	Validate func(args []ast.Expr) error
+	// ReadsClock marks functions whose value depends on when they are
+	// evaluated (the engine clock), not only on their arguments.
+	ReadsClock bool
 	// Exactly one of these is set, according to Kind.
 	Scalar    ScalarFunc
 	Aggregate AggregateFunc
 	Analytic  AnalyticFunc
+	// Accumulate, for an aggregate that can fold row by row, returns a fresh
+	// Accumulator equivalent to Aggregate (nil otherwise).
+	Accumulate func() Accumulator
 	// SRF functions use Scalar and must return []any (unnest) or
 	// map[string]any (extract).
 }

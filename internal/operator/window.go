@@ -44,6 +44,8 @@ type WindowSpec struct {
 // Window collects tuples into windows and emits a row.Set per firing.
 type Window struct {
 	Spec WindowSpec
+	// Fold, for a tumbling window, aggregates rows as they arrive.
+	Fold *Fold
 
 	st windowState
 }
@@ -62,6 +64,7 @@ type windowState struct {
 	Counter    int              // count window rows since last emission
 	Collecting bool             // state window open
 	Parts      map[string]*part // partitioned state windows
+	Buckets    []*foldBucket    // folded tumbling windows, by end
 }
 
 type part struct {
@@ -73,6 +76,9 @@ func (w *Window) Name() string { return "window" }
 
 // Start schedules the first processing-time boundary.
 func (w *Window) Start(ctx *Context) {
+	if w.Fold != nil && len(w.st.Rows) > 0 {
+		defer w.refold(ctx)
+	}
 	if w.Spec.EventTime {
 		return
 	}
@@ -171,7 +177,9 @@ func (w *Window) add(ctx *Context, t *row.Tuple, emit Emit) error {
 	}
 	switch w.Spec.Kind {
 	case Tumbling, Hopping:
-		w.st.Rows = append(w.st.Rows, t)
+		if w.Fold == nil {
+			w.st.Rows = append(w.st.Rows, t)
+		}
 		if w.Spec.EventTime && !w.st.Started {
 			w.st.Started = true
 			w.st.First = t.Timestamp
@@ -180,6 +188,9 @@ func (w *Window) add(ctx *Context, t *row.Tuple, emit Emit) error {
 				step = w.Spec.Hop
 			}
 			w.st.Next = alignUp(t.Timestamp, step)
+		}
+		if w.Fold != nil {
+			w.fold(ctx, t)
 		}
 	case Sliding:
 		return w.addSliding(ctx, t, emit)
@@ -199,14 +210,15 @@ func (w *Window) tick(ctx *Context, now int64, emit Emit) error {
 		if now != w.st.Next {
 			return nil
 		}
-		w.emitRange(now-w.Spec.Size, now, now, emit)
+		err := w.emitRange(now-w.Spec.Size, now, now, emit)
 		w.st.Next = now + w.Spec.Size
 		ctx.Timers.At(w.st.Next)
+		return err
 	case Hopping:
 		if now != w.st.Next {
 			return nil
 		}
-		w.emitRange(now-w.Spec.Size, now, now, emit)
+		_ = w.emitRange(now-w.Spec.Size, now, now, emit)
 		w.st.Next = now + w.Spec.Hop
 		ctx.Timers.At(w.st.Next)
 	case Sliding:
@@ -219,7 +231,10 @@ func (w *Window) tick(ctx *Context, now int64, emit Emit) error {
 
 // emitRange emits the rows with start <= ts < end and drops rows that no
 // later window can need.
-func (w *Window) emitRange(start, end, trigger int64, emit Emit) {
+func (w *Window) emitRange(start, end, trigger int64, emit Emit) error {
+	if w.Fold != nil {
+		return w.emitFolded(start, end, trigger, emit)
+	}
 	var in []row.Row
 	for _, t := range w.st.Rows {
 		if t.Timestamp >= start && t.Timestamp < end {
@@ -232,6 +247,7 @@ func (w *Window) emitRange(start, end, trigger int64, emit Emit) {
 		keepFrom = end + w.Spec.Hop - w.Spec.Size
 	}
 	w.dropBefore(keepFrom)
+	return nil
 }
 
 func (w *Window) dropBefore(ts int64) {
@@ -248,6 +264,7 @@ func (w *Window) dropBefore(ts int64) {
 }
 
 func (w *Window) watermark(ctx *Context, wm int64, emit Emit) error {
+	var err error
 	switch w.Spec.Kind {
 	case Tumbling, Hopping:
 		if !w.st.Started {
@@ -263,7 +280,9 @@ func (w *Window) watermark(ctx *Context, wm int64, emit Emit) error {
 				start = first
 			}
 			w.st.First = 0
-			w.emitRange(start, end, end, emit)
+			if e := w.emitRange(start, end, end, emit); e != nil && err == nil {
+				err = e
+			}
 			if w.Spec.Kind == Hopping {
 				w.st.Next += w.Spec.Hop
 			} else {
@@ -276,7 +295,7 @@ func (w *Window) watermark(ctx *Context, wm int64, emit Emit) error {
 		w.fireSlidingDue(wm, emit)
 	}
 	emit(Item{Kind: Watermark, TS: wm})
-	return nil
+	return err
 }
 
 func (w *Window) firstStart() int64 {
@@ -289,7 +308,8 @@ func (w *Window) firstStart() int64 {
 	return w.st.First
 }
 
-const windowSnapshotVersion = 1
+// Snapshot versions: 1 without folded buckets, 2 with.
+const windowSnapshotVersion = 2
 
 // Snapshot encodes the window's buffered rows, pending triggers and timers.
 // The bytes share nothing with the live state.
@@ -318,12 +338,12 @@ func (w *Window) Snapshot() ([]byte, error) {
 		buf = value.AppendValue(buf, p.Collecting)
 		buf = row.AppendTuples(buf, p.Rows)
 	}
-	return buf, nil
+	return appendBuckets(buf, st.Buckets), nil
 }
 
 // Restore loads a snapshot taken by Snapshot.
 func (w *Window) Restore(data []byte) error {
-	if len(data) == 0 || data[0] != windowSnapshotVersion {
+	if len(data) == 0 || data[0] < 1 || data[0] > windowSnapshotVersion {
 		return fmt.Errorf("restore window: unsupported snapshot version")
 	}
 	r := value.NewReader(data[1:])
@@ -355,6 +375,13 @@ func (w *Window) Restore(data []byte) error {
 		p.Collecting, _ = r.Value().(bool)
 		p.Rows = row.ReadTuples(r)
 		st.Parts[k] = p
+	}
+	if data[0] >= 2 {
+		bs, err := w.Fold.readBuckets(r)
+		if err != nil {
+			return fmt.Errorf("restore window: %w", err)
+		}
+		st.Buckets = bs
 	}
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("restore window: %w", err)

@@ -65,22 +65,24 @@ func (b *builder) chain() ([]operator.Operator, error) {
 	if where != nil && !pushDown {
 		ops = append(ops, &operator.Filter{Cond: where})
 	}
+	var dims []eval.Expr
 	if b.grouped {
-		dims := make([]eval.Expr, len(s.Dimensions))
+		dims = make([]eval.Expr, len(s.Dimensions))
 		for i, d := range s.Dimensions {
 			if dims[i], err = b.comp.Compile(d); err != nil {
 				return nil, err
 			}
 		}
-		ops = append(ops, &operator.GroupBy{Dims: dims})
 	}
+	var having operator.Operator
 	if s.Having != nil {
 		cond, err := b.comp.Compile(s.Having)
 		if err != nil {
 			return nil, err
 		}
-		ops = append(ops, &operator.Having{Cond: cond, Grouped: b.grouped})
+		having = &operator.Having{Cond: cond, Grouped: b.grouped}
 	}
+	var order operator.Operator
 	if len(s.OrderBy) > 0 {
 		keys := make([]operator.SortKey, len(s.OrderBy))
 		for i, o := range s.OrderBy {
@@ -90,10 +92,45 @@ func (b *builder) chain() ([]operator.Operator, error) {
 			}
 			keys[i] = operator.SortKey{Expr: x, Desc: o.Desc}
 		}
-		ops = append(ops, &operator.Order{Keys: keys, Grouped: b.grouped})
+		order = &operator.Order{Keys: keys, Grouped: b.grouped}
+	}
+	// Every expression is compiled: the aggregate sites are known.
+	if b.grouped && b.foldable(win, where == nil || pushDown) {
+		win.Fold = &operator.Fold{Dims: dims, Sites: b.comp.AggSites()}
+	} else if b.grouped {
+		ops = append(ops, &operator.GroupBy{Dims: dims})
+	}
+	if having != nil {
+		ops = append(ops, having)
+	}
+	if order != nil {
+		ops = append(ops, order)
 	}
 	ops = append(ops, b.project(fields))
 	return ops, nil
+}
+
+// foldable reports whether the window can aggregate its groups as rows
+// arrive (operator.Fold) instead of keeping its rows: a tumbling window
+// without joins, with WHERE (if any) applied before it, grouped by
+// expressions of the row only, where every aggregate has an accumulator and
+// arguments of the row only.
+func (b *builder) foldable(win *operator.Window, whereBefore bool) bool {
+	s := b.stmt
+	if win.Spec.Kind != operator.Tumbling || len(s.Joins) > 0 || !whereBefore {
+		return false
+	}
+	for _, d := range s.Dimensions {
+		if !b.comp.RowOnly(d, false) {
+			return false
+		}
+	}
+	for _, site := range b.comp.AggSites() {
+		if !site.Foldable {
+			return false
+		}
+	}
+	return true
 }
 
 func (b *builder) anyAggregate() bool {

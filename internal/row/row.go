@@ -194,8 +194,17 @@ type Set struct {
 type Group struct {
 	Key  string
 	Rows []Row
+	// Folded, when a window aggregated the group as its rows arrived, holds
+	// one result per aggregate call site (see eval.AggSite), and Rows holds
+	// only the group's first row.
+	Folded []Folded
 	// aliases caches SELECT aliases computed for the group (aggregates).
 	aliases map[string]any
+}
+
+// Folded is an aggregate computed incrementally.
+type Folded interface {
+	Result() (any, error)
 }
 
 // Alias returns a cached alias value of the group.

@@ -45,7 +45,11 @@ func newV3(cfg connConfig, clientID string, handler func(inbound), timeout time.
 	o.SetCustomOpenConnectionFn(func(*url.URL, paho.ClientOptions) (net.Conn, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		return dial(ctx, cfg, timeout)
+		c, err := dial(ctx, cfg, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return newBufConn(c, timeout), nil
 	})
 	o.SetDefaultPublishHandler(func(_ paho.Client, m paho.Message) {
 		in := inbound{topic: m.Topic(), payload: m.Payload(), qos: m.Qos(), id: m.MessageID(), retained: m.Retained()}

@@ -58,6 +58,7 @@ func (t *v5) connect(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
+	nc = newBufConn(nc, t.timeout)
 	t.conn = nc
 	t.cli = paho.NewClient(paho.ClientConfig{
 		ClientID:                   t.clientID,

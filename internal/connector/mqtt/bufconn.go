@@ -1,0 +1,153 @@
+package mqtt
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"sync"
+	"time"
+)
+
+// bufConn cuts the system calls of a client that reads and writes one small
+// packet at a time (paho.mqtt.golang reads a packet's header byte by byte
+// and writes every packet with its own Write):
+//
+//   - reads go through a buffer, so a burst of packets costs one read;
+//   - writes are appended to a buffer that a flusher goroutine writes out:
+//     while it is writing, further packets gather, so under load many
+//     packets leave in one write, and an idle connection adds only the
+//     handoff to the flusher. Write blocks once maxPending bytes wait
+//     (backpressure), and reports the first error of an earlier flush.
+//
+// Close flushes what is pending, within the write timeout, before closing:
+// a DISCONNECT written just before must reach the broker.
+type bufConn struct {
+	net.Conn
+	r       *bufio.Reader
+	timeout time.Duration
+	limit   int // pending bytes beyond which Write blocks
+
+	mu      sync.Mutex
+	cond    *sync.Cond // signalled when pending shrinks or the flusher stops
+	pending []byte
+	err     error // first write error; sticky
+	closing bool
+	wake    chan struct{}
+	done    chan struct{} // closed when the flusher returned
+	once    sync.Once
+}
+
+const (
+	bufConnReadSize = 64 << 10
+	maxPending      = 4 << 20
+)
+
+var errConnClosed = errors.New("connection closed")
+
+func newBufConn(c net.Conn, writeTimeout time.Duration) *bufConn {
+	b := &bufConn{Conn: c, r: bufio.NewReaderSize(c, bufConnReadSize), timeout: writeTimeout, limit: maxPending,
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
+	b.cond = sync.NewCond(&b.mu)
+	go b.flusher()
+	return b
+}
+
+func (b *bufConn) Read(p []byte) (int, error) { return b.r.Read(p) }
+
+func (b *bufConn) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.err == nil && !b.closing && len(b.pending) >= b.limit {
+		b.cond.Wait()
+	}
+	if b.err != nil {
+		return 0, b.err
+	}
+	if b.closing {
+		return 0, errConnClosed
+	}
+	b.pending = append(b.pending, p...)
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+	return len(p), nil
+}
+
+// SetWriteDeadline is ignored: writes only fill the buffer; the flusher
+// bounds every network write by the write timeout.
+func (b *bufConn) SetWriteDeadline(time.Time) error { return nil }
+
+func (b *bufConn) SetDeadline(t time.Time) error { return b.Conn.SetReadDeadline(t) }
+
+func (b *bufConn) flusher() {
+	defer close(b.done)
+	var out []byte
+	for {
+		b.mu.Lock()
+		for len(b.pending) == 0 && !b.closing {
+			b.mu.Unlock()
+			<-b.wake
+			b.mu.Lock()
+		}
+		if len(b.pending) == 0 {
+			b.mu.Unlock()
+			return
+		}
+		out, b.pending = b.pending, out[:0]
+		closing := b.closing
+		b.cond.Broadcast()
+		b.mu.Unlock()
+
+		if b.timeout > 0 {
+			_ = b.Conn.SetWriteDeadline(time.Now().Add(b.timeout))
+		}
+		_, err := b.Conn.Write(out)
+		if err != nil {
+			b.mu.Lock()
+			if b.err == nil {
+				b.err = err
+			}
+			b.pending = nil
+			b.cond.Broadcast()
+			b.mu.Unlock()
+			// Unblock the reader too: the connection is unusable.
+			_ = b.Conn.Close()
+			return
+		}
+		if closing {
+			b.mu.Lock()
+			empty := len(b.pending) == 0
+			b.mu.Unlock()
+			if empty {
+				return
+			}
+		}
+	}
+}
+
+// Close flushes pending bytes (bounded by the write timeout) and closes the
+// connection.
+func (b *bufConn) Close() error {
+	b.once.Do(func() {
+		b.mu.Lock()
+		b.closing = true
+		b.cond.Broadcast()
+		b.mu.Unlock()
+		select {
+		case b.wake <- struct{}{}:
+		default:
+		}
+		wait := b.timeout
+		if wait <= 0 {
+			wait = time.Second
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-b.done:
+		case <-t.C:
+		}
+		t.Stop()
+	})
+	return b.Conn.Close()
+}

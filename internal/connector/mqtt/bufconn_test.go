@@ -1,0 +1,118 @@
+package mqtt
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+func tcpPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	acc := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		acc <- c
+	}()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server = <-acc
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
+}
+
+// TestBufConnOrderAndFlushOnClose: every write arrives, in order, including
+// those still pending when Close is called.
+func TestBufConnOrderAndFlushOnClose(t *testing.T) {
+	c, s := tcpPair(t)
+	b := newBufConn(c, 5*time.Second)
+	var want bytes.Buffer
+	got := make(chan []byte, 1)
+	go func() {
+		all, _ := io.ReadAll(s)
+		got <- all
+	}()
+	for i := range 20000 {
+		p := []byte(fmt.Sprintf("packet-%d;", i))
+		want.Write(p)
+		if n, err := b.Write(p); err != nil || n != len(p) {
+			t.Fatalf("write %d: n %d err %v", i, n, err)
+		}
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if all := <-got; !bytes.Equal(all, want.Bytes()) {
+		t.Fatalf("received %d bytes, want %d (or different content)", len(all), want.Len())
+	}
+	if _, err := b.Write([]byte("late")); err == nil {
+		t.Fatal("write after close succeeded")
+	}
+}
+
+// TestBufConnBackpressureAndError: a peer that does not read makes Write
+// block at the limit instead of buffering without bound; once the peer is
+// gone, writes fail.
+func TestBufConnBackpressureAndError(t *testing.T) {
+	c, s := tcpPair(t)
+	b := newBufConn(c, 200*time.Millisecond)
+	b.limit = 64 << 10
+	chunk := make([]byte, 16<<10)
+	blocked := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := b.Write(chunk); err != nil {
+				blocked <- err
+				return
+			}
+		}
+	}()
+	// The socket buffers fill, the flush times out, the conn fails.
+	select {
+	case err := <-blocked:
+		if err == nil {
+			t.Fatal("nil error")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("writes neither blocked into an error nor failed")
+	}
+	b.mu.Lock()
+	n := len(b.pending)
+	b.mu.Unlock()
+	if n > b.limit {
+		t.Fatalf("%d bytes pending, limit %d", n, b.limit)
+	}
+	s.Close()
+	_ = b.Close()
+}
+
+// TestBufConnReadsThroughBuffer: many small packets from the peer are read
+// back intact through the buffer.
+func TestBufConnReadsThroughBuffer(t *testing.T) {
+	c, s := tcpPair(t)
+	b := newBufConn(c, time.Second)
+	defer b.Close()
+	var want bytes.Buffer
+	for i := range 5000 {
+		fmt.Fprintf(&want, "m%d,", i)
+	}
+	go func() { _, _ = s.Write(want.Bytes()) }()
+	buf := make([]byte, want.Len())
+	for i := range buf {
+		if _, err := io.ReadFull(b, buf[i:i+1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(buf, want.Bytes()) {
+		t.Fatal("bytes differ")
+	}
+}
