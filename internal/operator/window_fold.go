@@ -210,10 +210,13 @@ func (f *Fold) readBuckets(r *value.Reader) ([]*foldBucket, error) {
 	n := r.Uvarint()
 	var bs []*foldBucket
 	for i := uint64(0); i < n && r.Err() == nil; i++ {
-		b := &foldBucket{index: map[string]*foldGroup{}}
-		b.End = r.Varint()
-		b.Err = r.String()
+		b := &foldBucket{End: r.Varint(), Err: r.String()}
 		ng := r.Uvarint()
+		if ng > uint64(r.Len()) {
+			return nil, fmt.Errorf("checkpoint claims %d groups in %d bytes", ng, r.Len())
+		}
+		b.index = make(map[string]*foldGroup, ng)
+		b.Groups = make([]*foldGroup, 0, ng)
 		for j := uint64(0); j < ng && r.Err() == nil; j++ {
 			key := r.String()
 			first := row.ReadTuple(r)
