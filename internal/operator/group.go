@@ -82,14 +82,9 @@ func (h *Having) Process(ctx *Context, it Item, emit Emit) error {
 	if h.Grouped {
 		var kept []*row.Group
 		for _, g := range set.Groups {
-			ec := &eval.Ctx{Row: first(g.Rows), Group: g, Window: set.Window, HasWindow: true, Env: ctx.Env, Rule: ctx.Rule}
-			v, err := h.Cond(ec)
+			ok, err := h.holds(&eval.Ctx{Row: first(g.Rows), Group: g, Window: set.Window, HasWindow: true, Env: ctx.Env, Rule: ctx.Rule})
 			if err != nil {
-				return fmt.Errorf("run Having error: %w", err)
-			}
-			ok, err := eval.Truthy(v)
-			if err != nil {
-				return fmt.Errorf("run Having error: %w", err)
+				return err
 			}
 			if ok {
 				kept = append(kept, g)
@@ -99,14 +94,9 @@ func (h *Having) Process(ctx *Context, it Item, emit Emit) error {
 	} else {
 		var kept []row.Row
 		for _, r := range set.Rows {
-			ec := &eval.Ctx{Row: r, Window: set.Window, HasWindow: true, Env: ctx.Env, Rule: ctx.Rule}
-			v, err := h.Cond(ec)
+			ok, err := h.holds(&eval.Ctx{Row: r, Window: set.Window, HasWindow: true, Env: ctx.Env, Rule: ctx.Rule})
 			if err != nil {
-				return fmt.Errorf("run Having error: %w", err)
-			}
-			ok, err := eval.Truthy(v)
-			if err != nil {
-				return fmt.Errorf("run Having error: %w", err)
+				return err
 			}
 			if ok {
 				kept = append(kept, r)
@@ -124,6 +114,19 @@ func (h *Having) Process(ctx *Context, it Item, emit Emit) error {
 	ctx.Rule.AggHitCount++
 	ctx.Rule.AggHitTime = set.Window.End
 	return nil
+}
+
+// holds evaluates the condition for one group or row.
+func (h *Having) holds(ec *eval.Ctx) (bool, error) {
+	v, err := h.Cond(ec)
+	if err != nil {
+		return false, fmt.Errorf("run Having error: %w", err)
+	}
+	ok, err := eval.Truthy(v)
+	if err != nil {
+		return false, fmt.Errorf("run Having error: %w", err)
+	}
+	return ok, nil
 }
 
 // first returns the first row of a group, or an empty row for an empty group.
