@@ -1,10 +1,14 @@
 package bench
 
 import (
+	"context"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 func TestPayload(t *testing.T) {
@@ -116,5 +120,36 @@ func TestProcReaders(t *testing.T) {
 	}
 	if _, err := CPUTime(-1); err == nil {
 		t.Fatal("CPUTime of a missing process must fail")
+	}
+}
+
+func TestKafkaProducerAndConsumer(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	brokers := strings.Join(c.ListenAddrs(), ",")
+	cons, err := NewKafkaConsumer(brokers, "in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	ctx := context.Background()
+	ps, err := ProduceKafka(ctx, brokers, "in", 0, 300)
+	if err != nil || ps.Sent != 300 || ps.Errors != 0 {
+		t.Fatalf("produced %+v, %v", ps, err)
+	}
+	paced, err := ProduceKafka(ctx, brokers, "in", 2000, 0)
+	if err != nil || paced.Sent != 0 {
+		t.Fatalf("empty paced run: %+v, %v", paced, err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for cons.Received() < 300 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	st := cons.Stats()
+	if st.Unique != 300 || st.Duplicates != 0 || st.Malformed != 0 || len(st.Latencies) != 300 {
+		t.Fatalf("consumed %d distinct, %d duplicates, %d malformed", st.Unique, st.Duplicates, st.Malformed)
 	}
 }

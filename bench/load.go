@@ -134,25 +134,11 @@ func Publish(ctx context.Context, cfg PublisherConfig) (PublishStats, error) {
 }
 
 // Subscriber is an independent MQTT client on the output topics. It
-// records, per topic, the distinct sequence numbers received, and the
-// latency of every message: receive time minus the payload's send
-// timestamp ("ts", Unix ns), or in window mode receive time minus the
-// window end ("we", Unix ms), summing the window counts ("c").
+// tallies what arrives (see tally) and follows the broker's
+// dropped-message counter.
 type Subscriber struct {
+	*tally
 	client mqtt.Client
-	window bool
-
-	mu        sync.Mutex
-	seen      []bool
-	perTopic  map[string]int64
-	dups      int64
-	malformed int64
-	lat       []int64 // ns
-	at        []int64 // Unix ns each latency refers to (send time or window end)
-	windowSum int64
-	windows   int64
-	last      time.Time
-	dropped   int64 // mosquitto's $SYS/broker/publish/messages/dropped
 }
 
 // NewSubscriber connects and subscribes at QoS 0 to filter. window
@@ -163,8 +149,8 @@ func NewSubscriber(url, filter string, window bool) (*Subscriber, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Subscriber{client: c, window: window, perTopic: map[string]int64{}}
-	tok := c.Subscribe(filter, 0, s.onMessage)
+	s := &Subscriber{tally: newTally(window), client: c}
+	tok := c.Subscribe(filter, 0, func(_ mqtt.Client, m mqtt.Message) { s.record(m.Topic(), m.Payload()) })
 	if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
 		c.Disconnect(100)
 		return nil, fmt.Errorf("subscribe %s: %v", filter, tok.Error())
@@ -183,9 +169,35 @@ func NewSubscriber(url, filter string, window bool) (*Subscriber, error) {
 	return s, nil
 }
 
-func (s *Subscriber) onMessage(_ mqtt.Client, m mqtt.Message) {
+// Close disconnects.
+func (s *Subscriber) Close() { s.client.Disconnect(250) }
+
+// tally records, per topic, the distinct sequence numbers of the output
+// messages, and the latency of every message: receive time minus the
+// payload's send timestamp ("ts", Unix ns), or in window mode receive time
+// minus the window end ("we", Unix ms), summing the window counts ("c").
+// It is safe for concurrent use.
+type tally struct {
+	window bool
+
+	mu        sync.Mutex
+	seen      []bool
+	perTopic  map[string]int64
+	dups      int64
+	malformed int64
+	lat       []int64 // ns
+	at        []int64 // Unix ns each latency refers to (send time or window end)
+	windowSum int64
+	windows   int64
+	last      time.Time
+	dropped   int64 // mosquitto's $SYS/broker/publish/messages/dropped
+}
+
+func newTally(window bool) *tally { return &tally{window: window, perTopic: map[string]int64{}} }
+
+// record tallies one output message received now on topic.
+func (s *tally) record(topic string, p []byte) {
 	now := time.Now().UnixNano()
-	p := m.Payload()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.last = time.Now()
@@ -216,7 +228,7 @@ func (s *Subscriber) onMessage(_ mqtt.Client, m mqtt.Message) {
 		return
 	}
 	s.seen[seq] = true
-	s.perTopic[m.Topic()]++
+	s.perTopic[topic]++
 	s.lat = append(s.lat, now-ts)
 	s.at = append(s.at, ts)
 }
@@ -236,7 +248,7 @@ type SubscriberStats struct {
 }
 
 // Stats returns a snapshot; Latencies is a copy.
-func (s *Subscriber) Stats() SubscriberStats {
+func (s *tally) Stats() SubscriberStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := SubscriberStats{PerTopic: map[string]int64{}, Duplicates: s.dups, Malformed: s.malformed,
@@ -252,7 +264,7 @@ func (s *Subscriber) Stats() SubscriberStats {
 
 // Received is the number of distinct messages (or, in window mode, the
 // sum of window counts) so far.
-func (s *Subscriber) Received() int64 {
+func (s *tally) Received() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.window {
@@ -266,14 +278,11 @@ func (s *Subscriber) Received() int64 {
 }
 
 // LastReceive is when the last message arrived (zero before any).
-func (s *Subscriber) LastReceive() time.Time {
+func (s *tally) LastReceive() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.last
 }
-
-// Close disconnects.
-func (s *Subscriber) Close() { s.client.Disconnect(250) }
 
 // IntField returns the integer value of the top-level JSON member key in
 // a flat object such as the engine's output, without a full decode (the

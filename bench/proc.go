@@ -2,7 +2,8 @@
 // command (cmd/kuiperbench): child processes (mosquitto, kuiperd) whose
 // CPU and memory are read from /proc, a paced MQTT publisher, an
 // independent subscriber that measures latency and loss, and the
-// scenarios of issues 3, 4 and 5.
+// scenarios of issues 3, 4 and 5; for issue 8 an in-process kfake cluster
+// with a Kafka producer and read_committed consumer.
 package bench
 
 import (

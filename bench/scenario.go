@@ -93,6 +93,16 @@ type Result struct {
 	// the second the message was sent (window: the window end).
 	LatencyBySecond [][2]float64 `json:"latencyBySecond"`
 	PublisherMaxLag int64        `json:"publisherMaxLag"`
+	// Broker says where the broker runs when it is not a child process
+	// of its own (then BrokerCPUUS is 0 and its CPU is in BenchCPUUS).
+	Broker string `json:"broker,omitempty"`
+	// OutRate is Received divided by the time from the first publish to
+	// the last output.
+	OutRate float64 `json:"outRate,omitempty"`
+	// InRate is, in backlog mode, Published divided by the time from the
+	// rule's creation to the last output.
+	InRate    float64 `json:"inRate,omitempty"`
+	SinkBatch int     `json:"sinkBatchSize,omitempty"`
 }
 
 // Run executes one scenario: a fresh mosquitto, a fresh kuiperd, the
@@ -292,9 +302,15 @@ func expected(sc Scenario, n int64) (int64, []int64) {
 	}
 }
 
+// receiver is what drain watches: a Subscriber or a KafkaConsumer.
+type receiver interface {
+	Received() int64
+	LastReceive() time.Time
+}
+
 // drain waits until the subscriber has want, or nothing arrived for 3 s
 // (more than a window's length).
-func drain(ctx context.Context, sub *Subscriber, want int64) {
+func drain(ctx context.Context, sub receiver, want int64) {
 	end := time.Now()
 	for {
 		if sub.Received() >= want {

@@ -9,6 +9,13 @@
 //
 //	go run ./cmd/kuiperbench [-scenarios filter10k,filter40k,window100keys,rules100] [-duration 20s] [-qos 1,2] [-json out.json]
 //	go run ./cmd/kuiperbench -scenario rules10k [-rules 10000] [-clients 4] [-idle-source memory,mqtt]
+//	go run ./cmd/kuiperbench -scenarios kafka10k,kafkamax [-kafka-sink-batch 100] [-qos 2]
+//
+// The Kafka scenarios run franz-go's kfake cluster inside the benchmark
+// process (its CPU counts as the benchmark's), kuiperd as a child process
+// with a kafka stream and the filter rule writing to a kafka sink, both
+// selecting one named connection, a producer (paced, or as fast as it can
+// for kafkamax) and an independent read_committed consumer.
 //
 // direct10k and direct40k run no rule (the subscriber reads the input
 // topic): the cost and latency of the publisher, broker and subscriber
@@ -60,11 +67,12 @@ type qosRatio struct {
 
 func run(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("kuiperbench", flag.ContinueOnError)
-	scen := fs.String("scenarios", "filter10k,filter40k,window100keys,rules100", "comma-separated scenarios: filter10k, filter40k, window100keys, rules100, rules10k")
+	scen := fs.String("scenarios", "filter10k,filter40k,window100keys,rules100", "comma-separated scenarios: filter10k, filter40k, window100keys, rules100, direct10k, direct40k, rules10k, kafka10k, kafka10k-batch100, kafkamax")
 	fs.StringVar(scen, "scenario", *scen, "alias of -scenarios")
 	dur := fs.Duration("duration", 20*time.Second, "publishing time per MQTT scenario")
 	qos := fs.String("qos", "0", "comma-separated rule qos levels for the MQTT scenarios, checkpointInterval 1s above 0; a qos 0 run is always included and the others are reported relative to it (-qos 1,2)")
 	pubs := fs.Int("publishers", 0, "MQTT publisher connections (0: one per 20k msg/s)")
+	kafkaBatch := fs.Int("kafka-sink-batch", 0, "Kafka scenarios: the kafka sink's batchSize (0: the scenario's)")
 	jsonOut := fs.String("json", "", "also write the results as JSON to this file")
 	kuiperd := fs.String("kuiperd", "", "kuiperd binary (default: build ./cmd/kuiperd)")
 	rules := fs.Int("rules", 10_000, "rules10k: number of rules")
@@ -132,13 +140,24 @@ func run(args []string, out io.Writer) error {
 			}
 			continue
 		}
-		sc, ok := bench.FindScenario(name)
-		if !ok {
+		var runOne func(q int) (bench.Result, error)
+		if sc, ok := bench.FindScenario(name); ok {
+			runOne = func(q int) (bench.Result, error) {
+				return bench.Run(ctx, sc, bench.RunConfig{Kuiperd: bin, Dir: dir, Duration: *dur, Publishers: *pubs, RuleQoS: q, Env: env, Logf: logf})
+			}
+		} else if ks, ok := bench.FindKafkaScenario(name); ok {
+			if *kafkaBatch > 0 {
+				ks.SinkBatch = *kafkaBatch
+			}
+			runOne = func(q int) (bench.Result, error) {
+				return bench.RunKafka(ctx, ks, bench.RunConfig{Kuiperd: bin, Dir: dir, Duration: *dur, RuleQoS: q, Env: env, Logf: logf})
+			}
+		} else {
 			return fmt.Errorf("unknown scenario %q", name)
 		}
 		var base float64
 		for _, q := range levels {
-			r, err := bench.Run(ctx, sc, bench.RunConfig{Kuiperd: bin, Dir: dir, Duration: *dur, Publishers: *pubs, RuleQoS: q, Env: env, Logf: logf})
+			r, err := runOne(q)
 			if err != nil {
 				return fmt.Errorf("%s qos %d: %w", name, q, err)
 			}
@@ -179,8 +198,18 @@ func printResult(w io.Writer, r bench.Result) {
 		fmt.Fprintf(w, "  rules with loss %d of %d, max lost by one rule %d\n", r.RulesWithLoss, r.Rules, r.MaxLostPerRule)
 	}
 	fmt.Fprintf(w, "  engine metrics: records in %d, records out %d\n", r.EngineIn, r.EngineOut)
-	fmt.Fprintf(w, "  CPU µs/msg: engine %.2f, broker %.2f, bench %.2f; cores used: engine %.2f, broker %.2f, bench %.2f\n",
-		r.EngineCPUUS, r.BrokerCPUUS, r.BenchCPUUS, r.EngineCores, r.BrokerCores, r.BenchCores)
+	if r.Broker != "" {
+		fmt.Fprintf(w, "  CPU µs/msg: engine %.2f, bench %.2f (%s); cores used: engine %.2f, bench %.2f\n",
+			r.EngineCPUUS, r.BenchCPUUS, r.Broker, r.EngineCores, r.BenchCores)
+		if r.InRate > 0 {
+			fmt.Fprintf(w, "  sink batchSize %d; backlog read at %.0f msg/s in, %.0f msg/s out (rule creation to last output)\n", r.SinkBatch, r.InRate, r.OutRate)
+		} else {
+			fmt.Fprintf(w, "  sink batchSize %d; output %.0f msg/s (first publish to last output)\n", r.SinkBatch, r.OutRate)
+		}
+	} else {
+		fmt.Fprintf(w, "  CPU µs/msg: engine %.2f, broker %.2f, bench %.2f; cores used: engine %.2f, broker %.2f, bench %.2f\n",
+			r.EngineCPUUS, r.BrokerCPUUS, r.BenchCPUUS, r.EngineCores, r.BrokerCores, r.BenchCores)
+	}
 	fmt.Fprintf(w, "  kuiperd peak RSS %.1f MB; latency (%s) p50 %.2f ms, p99 %.2f ms, max %.2f ms; last output %.0f ms after the last publish\n", r.PeakRSSMB, r.LatencyKind, r.LatencyP50MS, r.LatencyP99MS, r.LatencyMaxMS, r.TailMS)
 }
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/config"
+	"github.com/rekuiper/rekuiper/internal/connector/connection"
 	"github.com/rekuiper/rekuiper/internal/metrics"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
@@ -103,8 +104,13 @@ func Run(ctx context.Context, opts Options) (err error) {
 			return removeRuleData(cfg.Paths.Data, id)
 		},
 	})
+	var conns *connection.Registry
+	if r, ok := runner.(interface{ Connections() *connection.Registry }); ok {
+		conns = r.Connections()
+	}
 	api := server.New(server.Options{
 		Catalog: cat, Rules: mgr, Config: cfg, Environ: opts.Environ, Logger: logger, Version: opts.Version,
+		Connections: conns,
 	})
 
 	var handler http.Handler = api

@@ -22,6 +22,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/connector/connection"
 	"github.com/rekuiper/rekuiper/internal/connector/membus"
 )
 
@@ -42,6 +43,10 @@ type Deps struct {
 	HTTP HTTPMux
 	// DataDir is the daemon's data directory (eKuiper's "data" folder).
 	DataDir string
+	// Connections shares clients between connectors with the same
+	// connection settings and collects their status for GET /connections.
+	// Nil: every connector has its own client and reports nothing.
+	Connections *connection.Registry
 	// State is the rule's user state, included in its checkpoints. It is
 	// set for sinks and for sources read by one rule only (qos >= 1); nil
 	// for sources shared between rules.

@@ -19,17 +19,34 @@ import (
 	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/builtin"
+	"github.com/rekuiper/rekuiper/internal/connector/connection"
+	"github.com/rekuiper/rekuiper/internal/connector/kafka"
 	"github.com/rekuiper/rekuiper/internal/connector/membus"
 	"github.com/rekuiper/rekuiper/internal/connector/mqtt"
+	"github.com/rekuiper/rekuiper/internal/connector/redis"
+	"github.com/rekuiper/rekuiper/internal/connector/sqldb"
 	"github.com/rekuiper/rekuiper/internal/engine"
 	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/stream"
 )
 
-// NewRunner wires the engine: the connector registry, the shared push
-// endpoint server, the subscription manager and the checkpoint store. It
-// matches app.RunnerFactory; the returned func releases what it started.
+// Runner is the engine's rule runner with the registry of the connections
+// its connectors hold.
+type Runner struct {
+	*engine.Runner
+	conns *connection.Registry
+}
+
+// Connections reports the connections the rules' connectors hold (read by
+// the REST server for GET /connections).
+func (r *Runner) Connections() *connection.Registry { return r.conns }
+
+// NewRunner wires the engine: the connector registry, the connection
+// registry (shared clients and their status), the shared push endpoint
+// server, the subscription manager and the checkpoint store. It matches
+// app.RunnerFactory and returns a *Runner; the returned func releases what
+// it started.
 func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (rulemgr.Runner, func(), error) {
 	reg := connector.NewRegistry()
 	if err := builtin.Register(reg); err != nil {
@@ -38,6 +55,10 @@ func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 	pool := mqtt.NewPool(logger, clock.Wall{})
 	if err := mqtt.Register(reg, pool); err != nil {
 		return nil, nil, fmt.Errorf("register mqtt connector: %w", err)
+	}
+	conns, err := newConnections(pool)
+	if err != nil {
+		return nil, nil, err
 	}
 	loc := time.UTC
 	if cfg.Basic.Timezone != "" {
@@ -54,6 +75,7 @@ func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 		Registry: reg,
 		Deps: connector.Deps{
 			Logger: logger, Clock: clock.Wall{}, Memory: membus.New(), HTTP: mux, DataDir: cfg.Paths.Data,
+			Connections: conns,
 		},
 		Paths:                     cfg.Paths,
 		Environ:                   cfg.Environ,
@@ -72,7 +94,31 @@ func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 			logger.Warn("close mqtt connections", "err", err)
 		}
 	}
-	return rn, release, nil
+	return &Runner{Runner: rn, conns: conns}, release, nil
+}
+
+// newConnections makes the connection registry: the MQTT pool reports into
+// it, and named connections of the connector types that report are found
+// by the key of their properties.
+func newConnections(pool *mqtt.Pool) (*connection.Registry, error) {
+	conns := connection.NewRegistry(clock.Wall{})
+	pool.ReportTo(conns)
+	for _, k := range []struct {
+		typ string
+		f   connection.KeyFunc
+	}{
+		{mqtt.Type, mqtt.ConnectionKey},
+		{kafka.Type, kafka.ConnectionKey},
+		{redis.Type, redis.ConnectionKey},
+		{redis.PubType, redis.ConnectionKey},
+		{redis.SubType, redis.ConnectionKey},
+		{sqldb.Type, sqldb.ConnectionKey},
+	} {
+		if err := conns.SetKeyFunc(k.typ, k.f); err != nil {
+			return nil, err
+		}
+	}
+	return conns, nil
 }
 
 // servePush serves push endpoints (httppush, websocket server) on

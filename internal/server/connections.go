@@ -2,13 +2,16 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/config"
+	"github.com/rekuiper/rekuiper/internal/connector/connection"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/sql/parser"
@@ -128,12 +131,43 @@ func (s *Server) confKeySelects(cat catalog.ConfCategory, typ, key string, c cat
 	return ok && selects(sel, c)
 }
 
+// connectionJSON is eKuiper's connection object. status, err and refCount
+// describe the clients open with the connection's settings now: refCount
+// is the number of sources, sinks and lookup tables using them (eKuiper's
+// live reference count), clients the number of clients, lastConnected and
+// lastDisconnected are Unix milliseconds (0: never). ruleRefs lists the
+// rules whose definitions select the connection, running or not (they
+// keep it from being updated or deleted).
 func (s *Server) connectionJSON(c catalog.Connection) map[string]any {
 	refs := s.connectionRefs(c)
+	if refs == nil {
+		refs = []string{}
+	}
+	st := connection.Status{State: connection.StateDisconnected}
+	errText := ""
+	if s.opts.Connections != nil {
+		var err error
+		st, err = s.opts.Connections.Status(c.Type, c.Props)
+		if err != nil && !errors.Is(err, connection.ErrNoKeyFunc) {
+			errText = err.Error()
+		}
+	}
+	if errText == "" {
+		errText = st.LastError
+	}
 	return map[string]any{
 		"id": c.ID, "typ": c.Type, "props": rule.MaskProps(nonNil(c.Props)), "isNamed": true,
-		"status": "disconnected", "err": "", "refCount": len(refs),
+		"status": st.State, "err": errText, "refCount": st.Users, "clients": st.Clients,
+		"lastConnected": unixMilli(st.LastConnected), "lastDisconnected": unixMilli(st.LastDisconnected),
+		"ruleRefs": refs,
 	}
+}
+
+func unixMilli(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 func nonNil(m map[string]any) map[string]any {

@@ -21,6 +21,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/config"
+	"github.com/rekuiper/rekuiper/internal/connector/connection"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 )
@@ -38,6 +39,9 @@ type Options struct {
 	Clock   clock.Clock
 	// Version is reported by GET /.
 	Version string
+	// Connections reports the live state of named connections in GET
+	// /connections. Nil: every connection reads disconnected, refCount 0.
+	Connections *connection.Registry
 }
 
 // Server is the REST API. It is an http.Handler.

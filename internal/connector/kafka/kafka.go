@@ -38,7 +38,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -47,6 +49,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/connection"
 )
 
 // Type is the connector type name.
@@ -133,6 +136,64 @@ func clientOpts(props map[string]any) ([]kgo.Opt, error) {
 		opts = append(opts, kgo.DialTLSConfig(tc))
 	}
 	return opts, nil
+}
+
+// ConnectionKey is the connection.KeyFunc of named kafka connections.
+// Kafka clients are not shared (each source and sink has options of its
+// own, and a transactional producer must be alone on its client), but they
+// report under the key of their cluster and credentials.
+func ConnectionKey(props map[string]any) (string, error) {
+	var names []string
+	for _, p := range commonProps() {
+		names = append(names, p.Name)
+	}
+	v, err := connector.Spec{Props: commonProps()}.Validate(connection.Pick(props, names...))
+	if err != nil {
+		return "", err
+	}
+	return clusterKey(v), nil
+}
+
+// clusterKey is the connection key of validated common properties.
+func clusterKey(props map[string]any) string {
+	var brokers []string
+	for b := range strings.SplitSeq(connector.Get[string](props, "brokers"), ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			brokers = append(brokers, b)
+		}
+	}
+	parts := []string{strings.Join(brokers, ",")}
+	for _, n := range []string{"saslAuthType", "saslScramMechanism", "saslUserName", "password", "certificationPath", "privateKeyPath", "rootCaPath"} {
+		parts = append(parts, connector.Get[string](props, n))
+	}
+	parts = append(parts, fmt.Sprint(connector.Get[bool](props, "insecureSkipVerify"), connector.Get[bool](props, "tls")))
+	return connection.Digest("kafka", parts...)
+}
+
+// brokerHook reports every broker connection the client opens, so that
+// reconnects done by franz-go itself show in the status.
+type brokerHook struct{ tr *connection.Tracker }
+
+var _ kgo.HookBrokerConnect = brokerHook{}
+
+func (h brokerHook) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err != nil {
+		h.tr.Failed(fmt.Errorf("connect to kafka broker %s: %w", net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port))), err))
+		return
+	}
+	h.tr.Connected()
+}
+
+// report records the outcome of an operation on tr: a retryable failure
+// marks the connection disconnected, a success connected. It returns err.
+func report(tr *connection.Tracker, err error) error {
+	switch {
+	case err == nil:
+		tr.Connected()
+	case errors.Is(err, api.ErrRetryable):
+		tr.Failed(err)
+	}
+	return err
 }
 
 // tlsConfig returns nil when TLS is off.

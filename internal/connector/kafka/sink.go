@@ -14,6 +14,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/connection"
 	"github.com/rekuiper/rekuiper/internal/output"
 	"github.com/rekuiper/rekuiper/internal/value"
 )
@@ -58,8 +59,12 @@ type Sink struct {
 	opts      []kgo.Opt
 	connectTO time.Duration
 	logger    *slog.Logger
+	reg       *connection.Registry
+	connKey   string
 
 	mu        sync.Mutex
+	use       *connection.Use     // from the first Connect to Close
+	tr        *connection.Tracker // cl's status
 	cl        *kgo.Client
 	unflushed int
 
@@ -89,6 +94,8 @@ func NewSink(props map[string]any, deps connector.Deps) (api.Sink, error) {
 		txnID:     connector.Get[string](props, "transactionalID"),
 		connectTO: connector.Get[time.Duration](props, "connectTimeout"),
 		logger:    deps.Logger,
+		reg:       deps.Connections,
+		connKey:   clusterKey(props),
 		headers:   map[string]*output.PropTemplate{},
 	}
 	if s.logger == nil {
@@ -153,28 +160,45 @@ func NewSink(props map[string]any, deps connector.Deps) (api.Sink, error) {
 func (s *Sink) Connect(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cl != nil {
-		s.cl.Close()
-		s.cl = nil
+	s.closeClientLocked()
+	if s.use == nil {
+		s.use = s.reg.Join(s.connKey)
 	}
-	cl, err := kgo.NewClient(s.opts...)
+	tr := s.use.Track()
+	fail := func(err error) error {
+		tr.Failed(err)
+		tr.Close()
+		return err
+	}
+	cl, err := kgo.NewClient(append(s.opts, kgo.WithHooks(brokerHook{tr}))...)
 	if err != nil {
-		return fmt.Errorf("create kafka client: %w", err)
+		return fail(fmt.Errorf("create kafka client: %w", err))
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.connectTO)
 	defer cancel()
 	if err := cl.Ping(ctx); err != nil {
 		cl.Close()
-		return fmt.Errorf("connect to kafka: %w", err)
+		return fail(fmt.Errorf("connect to kafka: %w", err))
 	}
 	if s.txnID != "" {
 		if _, _, err := cl.ProducerID(ctx); err != nil {
 			cl.Close()
-			return fmt.Errorf("init kafka transactional producer %s: %w", s.txnID, err)
+			return fail(fmt.Errorf("init kafka transactional producer %s: %w", s.txnID, err))
 		}
 	}
-	s.cl, s.inTxn, s.pending, s.held, s.unflushed = cl, false, nil, nil, 0
+	tr.Connected()
+	s.cl, s.tr, s.inTxn, s.pending, s.held, s.unflushed = cl, tr, false, nil, nil, 0
 	return nil
+}
+
+// closeClientLocked stops the client and its tracker; mu is held.
+func (s *Sink) closeClientLocked() {
+	if s.cl != nil {
+		s.cl.Close()
+		s.cl = nil
+	}
+	s.tr.Close()
+	s.tr = nil
 }
 
 // record builds the record of msg; templates render over its first row.
@@ -227,8 +251,9 @@ func (s *Sink) Write(ctx context.Context, msg *api.SinkMessage) error {
 	}
 	if s.batchSize == 1 {
 		if err := s.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
-			return classify(fmt.Errorf("produce to kafka topic %s: %w", r.Topic, err))
+			return report(s.tr, classify(fmt.Errorf("produce to kafka topic %s: %w", r.Topic, err)))
 		}
+		s.tr.Connected()
 		return nil
 	}
 	// The record outlives this call's ctx: Flush or the next Write reports it.
@@ -262,7 +287,7 @@ func (s *Sink) flushLocked(ctx context.Context) error {
 	}
 	s.asyncErr = nil
 	s.errMu.Unlock()
-	return classify(err)
+	return report(s.tr, classify(err))
 }
 
 func (s *Sink) produceInTxn(ctx context.Context, r *kgo.Record) error {
@@ -326,7 +351,7 @@ func (s *Sink) Commit(ctx context.Context, checkpointID uint64) error {
 	}
 	if s.inTxn {
 		if err := s.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-			return classify(fmt.Errorf("commit kafka transaction for checkpoint %d: %w", checkpointID, err))
+			return report(s.tr, classify(fmt.Errorf("commit kafka transaction for checkpoint %d: %w", checkpointID, err)))
 		}
 		s.inTxn = false
 	}
@@ -372,6 +397,10 @@ func (s *Sink) Close(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer func() {
+		s.use.Leave()
+		s.use = nil
+	}()
 	if s.cl == nil {
 		return err
 	}
@@ -380,7 +409,6 @@ func (s *Sink) Close(ctx context.Context) error {
 		err = s.flushLocked(fctx)
 		cancel()
 	}
-	s.cl.Close()
-	s.cl = nil
+	s.closeClientLocked()
 	return err
 }

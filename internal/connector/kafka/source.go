@@ -19,6 +19,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/connection"
 )
 
 // SourceSpec is the kafka source's property spec. The stream's DATASOURCE
@@ -51,7 +52,11 @@ type Source struct {
 	opts      []kgo.Opt
 	connectTO time.Duration
 	logger    *slog.Logger
+	reg       *connection.Registry
+	key       string
 
+	use     *connection.Use     // from the first Connect to Close
+	tr      *connection.Tracker // cl's status
 	cl      *kgo.Client
 	buf     []*kgo.Record
 	rewound bool // Rewind while connected: Read reconnects first
@@ -79,6 +84,8 @@ func NewSource(props map[string]any, deps connector.Deps) (api.Source, error) {
 		partition: int32(connector.Get[int64](props, "partition")),
 		connectTO: connector.Get[time.Duration](props, "connectTimeout"),
 		logger:    deps.Logger,
+		reg:       deps.Connections,
+		key:       clusterKey(props),
 		next:      map[int32]int64{},
 		snaps:     map[uint64]map[int32]int64{},
 	}
@@ -132,20 +139,26 @@ func (s *Source) adjustOffsets(_ context.Context, in map[string]map[int32]kgo.Of
 // Connect creates the client and checks that the brokers answer and the
 // topic exists.
 func (s *Source) Connect(ctx context.Context) error {
-	if s.cl != nil {
-		s.cl.Close()
-		s.cl = nil
+	s.closeClient()
+	if s.use == nil {
+		s.use = s.reg.Join(s.key)
 	}
-	cl, err := kgo.NewClient(s.opts...)
+	tr := s.use.Track()
+	fail := func(err error) error {
+		tr.Failed(err)
+		tr.Close()
+		return err
+	}
+	cl, err := kgo.NewClient(append(s.opts, kgo.WithHooks(brokerHook{tr}))...)
 	if err != nil {
-		return fmt.Errorf("create kafka client: %w", err)
+		return fail(fmt.Errorf("create kafka client: %w", err))
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.connectTO)
 	defer cancel()
 	parts, err := topicPartitions(cctx, cl, s.topic)
 	if err != nil {
 		cl.Close()
-		return err
+		return fail(err)
 	}
 	s.buf, s.rewound = nil, false
 	if s.group == "" {
@@ -164,12 +177,23 @@ func (s *Source) Connect(ctx context.Context) error {
 		s.mu.Unlock()
 		if len(assign) == 0 {
 			cl.Close()
-			return fmt.Errorf("topic %s has no partition %d", s.topic, s.partition)
+			return fail(fmt.Errorf("topic %s has no partition %d", s.topic, s.partition))
 		}
 		cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{s.topic: assign})
 	}
-	s.cl = cl
+	tr.Connected()
+	s.cl, s.tr = cl, tr
 	return nil
+}
+
+// closeClient stops the client and its tracker.
+func (s *Source) closeClient() {
+	if s.cl != nil {
+		s.cl.Close()
+		s.cl = nil
+	}
+	s.tr.Close()
+	s.tr = nil
 }
 
 func topicPartitions(ctx context.Context, cl *kgo.Client, topic string) ([]int32, error) {
@@ -215,7 +239,12 @@ func (s *Source) Read(ctx context.Context) (*api.Message, error) {
 		}
 		s.buf = fs.Records()
 		if len(s.buf) == 0 && len(errs) > 0 {
-			return nil, errors.Join(errs...)
+			err := errors.Join(errs...)
+			s.tr.Failed(err)
+			return nil, err
+		}
+		if len(s.buf) > 0 {
+			s.tr.Connected()
 		}
 		for _, err := range errs {
 			s.logger.Warn("kafka fetch", slog.Any("error", err))
@@ -246,10 +275,9 @@ func (s *Source) Read(ctx context.Context) (*api.Message, error) {
 // Close stops the client. In group mode it leaves the group without
 // committing.
 func (s *Source) Close(context.Context) error {
-	if s.cl != nil {
-		s.cl.Close()
-		s.cl = nil
-	}
+	s.closeClient()
+	s.use.Leave()
+	s.use = nil
 	s.buf, s.rewound = nil, false
 	return nil
 }

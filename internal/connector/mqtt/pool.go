@@ -17,6 +17,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/connection"
 )
 
 // Connection states reported by Status.
@@ -38,6 +39,7 @@ type Pool struct {
 	mu    sync.Mutex
 	conns map[string]*conn
 	named map[string]map[string]any
+	reg   *connection.Registry
 
 	// Tunables; tests shorten them.
 	minBackoff, maxBackoff time.Duration
@@ -60,6 +62,37 @@ func NewPool(logger *slog.Logger, c clock.Clock) *Pool {
 		connectTimeout: defaultConnectTimeout, bufferLength: defaultBufferLength,
 	}
 }
+
+// ReportTo makes the pool report every connection it opens from now on,
+// with its state and its users (sources and sinks), into reg under the
+// key ConnectionKey computes from the connection properties. Source and
+// sink connections to the same broker with the same settings report under
+// one key.
+func (p *Pool) ReportTo(reg *connection.Registry) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reg = reg
+}
+
+// ConnectionKey is the connection.KeyFunc of named MQTT connections.
+func ConnectionKey(props map[string]any) (string, error) {
+	spec := ConnectionSpec()
+	names := make([]string, 0, len(spec.Props))
+	for _, p := range spec.Props {
+		names = append(names, p.Name)
+	}
+	v, err := spec.Validate(connection.Pick(props, names...))
+	if err != nil {
+		return "", err
+	}
+	cfg, err := parseConn(v)
+	if err != nil {
+		return "", err
+	}
+	return statusKey(cfg), nil
+}
+
+func statusKey(cfg connConfig) string { return connection.Digest("mqtt", cfg.key("")) }
 
 // ConnectionSpec is the property spec of a named MQTT connection.
 func ConnectionSpec() connector.Spec {
@@ -182,9 +215,11 @@ func (p *Pool) acquire(cfg connConfig, role string) *conn {
 	}
 	if !ok {
 		c = newConn(p, cfg, role, key)
+		c.tracker = p.reg.Track(statusKey(cfg))
 		p.conns[key] = c
 	}
 	c.refs++
+	c.uses = append(c.uses, p.reg.Join(statusKey(cfg)))
 	return c
 }
 
@@ -192,11 +227,16 @@ func (p *Pool) acquire(cfg connConfig, role string) *conn {
 func (p *Pool) release(c *conn) {
 	p.mu.Lock()
 	c.refs--
+	var use *connection.Use
+	if n := len(c.uses); n > 0 {
+		use, c.uses = c.uses[n-1], c.uses[:n-1]
+	}
 	last := c.refs <= 0
 	if last && p.conns[c.key] == c {
 		delete(p.conns, c.key)
 	}
 	p.mu.Unlock()
+	use.Leave()
 	if last {
 		c.shutdown()
 	}
@@ -230,7 +270,9 @@ type conn struct {
 	role      string
 	key       string
 	clientID  string
-	refs      int // guarded by pool.mu
+	refs      int                 // guarded by pool.mu
+	uses      []*connection.Use   // one per reference; guarded by pool.mu
+	tracker   *connection.Tracker // reports state to the pool's registry
 	sess      session.SessionManager
 	startOnce sync.Once
 
@@ -284,6 +326,7 @@ func (c *conn) shutdown() {
 	c.stop()
 	c.start() // a conn never started still closes done
 	<-c.done
+	c.tracker.Close()
 }
 
 func (c *conn) newTransport() transport {
@@ -367,6 +410,7 @@ func (c *conn) attach(ctx context.Context, tr transport) error {
 	c.state, c.lastConn, c.lastErr = StateConnected, c.pool.clock.Now(), ""
 	close(c.up)
 	c.mu.Unlock()
+	c.tracker.Connected()
 	return nil
 }
 
@@ -379,6 +423,7 @@ func (c *conn) detach(err error) {
 	if err != nil {
 		c.lastErr = err.Error()
 	}
+	c.tracker.Failed(err)
 }
 
 func (c *conn) signalFirst(err error) {
@@ -399,6 +444,11 @@ func (c *conn) setState(s string, err error) {
 	c.state = s
 	if err != nil {
 		c.lastErr = err.Error()
+	}
+	if s == StateConnecting {
+		c.tracker.Connecting()
+	} else {
+		c.tracker.Failed(err)
 	}
 }
 

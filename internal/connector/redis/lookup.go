@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/connection"
 	"github.com/rekuiper/rekuiper/internal/value"
 )
 
@@ -23,19 +24,21 @@ func LookupSpec() connector.Spec {
 
 // Lookup reads rows stored by the redis sink: the lookup key's value is
 // the redis key; a string holds one JSON row, a list one JSON row per
-// element. It is safe for concurrent use.
+// element. It shares its client as Sink does. It is safe for concurrent
+// use.
 type Lookup struct {
-	opts *goredis.Options
 	list bool
 
-	mu sync.Mutex
-	cl *goredis.Client
+	mu   sync.Mutex
+	conn client
+	cl   *goredis.Client
+	tr   *connection.Tracker
 }
 
 var _ connector.LookupSource = (*Lookup)(nil)
 
 // NewLookup builds a redis lookup source from validated props.
-func NewLookup(props map[string]any, _ connector.Deps) (connector.LookupSource, error) {
+func NewLookup(props map[string]any, deps connector.Deps) (connector.LookupSource, error) {
 	opts, err := clientOptions(props)
 	if err != nil {
 		return nil, err
@@ -47,21 +50,19 @@ func NewLookup(props map[string]any, _ connector.Deps) (connector.LookupSource, 
 		}
 		opts.DB = int(n)
 	}
-	return &Lookup{opts: opts, list: connector.Get[string](props, "dataType") == "list"}, nil
+	return &Lookup{conn: client{reg: deps.Connections, opts: opts}, list: connector.Get[string](props, "dataType") == "list"}, nil
 }
 
-// Connect creates the client and pings the server.
+// Connect takes the shared client and pings the server.
 func (l *Lookup) Connect(ctx context.Context) error {
-	cl, err := connect(ctx, l.opts)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cl, l.tr = nil, nil
+	cl, tr, err := l.conn.connect(ctx)
 	if err != nil {
 		return err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cl != nil {
-		l.cl.Close()
-	}
-	l.cl = cl
+	l.cl, l.tr = cl, tr
 	return nil
 }
 
@@ -75,7 +76,7 @@ func (l *Lookup) Lookup(ctx context.Context, keys map[string]any) ([]map[string]
 		key = value.ToString(v)
 	}
 	l.mu.Lock()
-	cl := l.cl
+	cl, tr := l.cl, l.tr
 	l.mu.Unlock()
 	if cl == nil {
 		return nil, errors.New("redis lookup not connected")
@@ -84,19 +85,21 @@ func (l *Lookup) Lookup(ctx context.Context, keys map[string]any) ([]map[string]
 	if l.list {
 		vs, err := cl.LRange(ctx, key, 0, -1).Result()
 		if err != nil {
-			return nil, classify(fmt.Errorf("lookup redis list %s: %w", key, err))
+			return nil, report(tr, classify(fmt.Errorf("lookup redis list %s: %w", key, err)))
 		}
 		items = vs
 	} else {
 		v, err := cl.Get(ctx, key).Result()
 		if errors.Is(err, goredis.Nil) {
+			tr.Connected()
 			return nil, nil
 		}
 		if err != nil {
-			return nil, classify(fmt.Errorf("lookup redis key %s: %w", key, err))
+			return nil, report(tr, classify(fmt.Errorf("lookup redis key %s: %w", key, err)))
 		}
 		items = []string{v}
 	}
+	tr.Connected()
 	rows := make([]map[string]any, 0, len(items))
 	for _, it := range items {
 		r, err := decodeRow(it)
@@ -108,14 +111,10 @@ func (l *Lookup) Lookup(ctx context.Context, keys map[string]any) ([]map[string]
 	return rows, nil
 }
 
-// Close closes the client.
+// Close releases the client (the last connector using it closes it).
 func (l *Lookup) Close(context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.cl == nil {
-		return nil
-	}
-	err := l.cl.Close()
-	l.cl = nil
-	return err
+	l.cl, l.tr = nil, nil
+	return l.conn.release()
 }

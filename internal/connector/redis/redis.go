@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/connection"
 	"github.com/rekuiper/rekuiper/internal/value"
 )
 
@@ -51,7 +53,7 @@ func connProps() []connector.Prop {
 		{Name: "username", Type: connector.TypeString},
 		{Name: "password", Type: connector.TypeString, Secret: true},
 		{Name: "db", Type: connector.TypeInt, Default: 0, Doc: "database index"},
-		{Name: "timeout", Type: connector.TypeDuration, Default: "5s", Doc: "dial, read and write timeout"},
+		{Name: "timeout", Type: connector.TypeDuration, Default: 5 * time.Second, Doc: "dial, read and write timeout"},
 	}
 }
 
@@ -84,14 +86,102 @@ func clientOptions(props map[string]any) (*goredis.Options, error) {
 	}, nil
 }
 
-// connect creates a client and pings the server.
-func connect(ctx context.Context, opts *goredis.Options) (*goredis.Client, error) {
-	cl := goredis.NewClient(opts)
-	if err := cl.Ping(ctx).Err(); err != nil {
-		cl.Close()
-		return nil, classify(fmt.Errorf("connect to redis %s: %w", opts.Addr, err))
+// ConnectionKey is the connection.KeyFunc of named redis connections: the
+// key of the client that connectors with these connection properties
+// share.
+func ConnectionKey(props map[string]any) (string, error) {
+	var names []string
+	for _, p := range connProps() {
+		names = append(names, p.Name)
 	}
-	return cl, nil
+	v, err := connector.Spec{Props: connProps()}.Validate(connection.Pick(props, names...))
+	if err != nil {
+		return "", err
+	}
+	opts, err := clientOptions(v)
+	if err != nil {
+		return "", err
+	}
+	return optionsKey(opts), nil
+}
+
+func optionsKey(o *goredis.Options) string {
+	return connection.Digest("redis", o.Addr, o.Username, o.Password, strconv.Itoa(o.DB), o.DialTimeout.String())
+}
+
+// client is one connector's hold on the client that every redis connector
+// with the same options shares (through Deps.Connections; without it the
+// client is the connector's own). Its owner serialises the calls.
+type client struct {
+	reg  *connection.Registry
+	opts *goredis.Options
+	use  *connection.Use
+}
+
+// connect drops the previous hold, takes the shared client and pings the
+// server. After a failed ping the hold is kept (the connector still counts
+// as a user of the connection) until the next connect or release.
+func (c *client) connect(ctx context.Context) (*goredis.Client, *connection.Tracker, error) {
+	c.release()
+	c.use = c.reg.Join(optionsKey(c.opts))
+	cl, tr, err := connection.Shared(c.use, func(tr *connection.Tracker) (*goredis.Client, error) {
+		cl := goredis.NewClient(c.opts)
+		cl.AddHook(dialHook{tr})
+		return cl, nil
+	}, (*goredis.Client).Close)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cl.Ping(ctx).Err(); err != nil {
+		err = classify(fmt.Errorf("connect to redis %s: %w", c.opts.Addr, err))
+		tr.Failed(err)
+		return nil, nil, err
+	}
+	tr.Connected()
+	return cl, tr, nil
+}
+
+// release drops the hold; the last holder closes the client.
+func (c *client) release() error {
+	err := c.use.Leave()
+	c.use = nil
+	return err
+}
+
+// report records the outcome of an operation on tr: a retryable failure
+// marks the connection disconnected, a success connected. It returns err.
+func report(tr *connection.Tracker, err error) error {
+	switch {
+	case err == nil:
+		tr.Connected()
+	case errors.Is(err, api.ErrRetryable):
+		tr.Failed(err)
+	}
+	return err
+}
+
+// dialHook reports every new connection of a client, so that reconnects
+// done by go-redis itself (pool refills, pub/sub resubscription) show in
+// the status.
+type dialHook struct{ tr *connection.Tracker }
+
+func (h dialHook) DialHook(next goredis.DialHook) goredis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := next(ctx, network, addr)
+		switch {
+		case err == nil:
+			h.tr.Connected()
+		case ctx.Err() == nil:
+			h.tr.Failed(fmt.Errorf("dial redis %s: %w", addr, err))
+		}
+		return c, err
+	}
+}
+
+func (dialHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook { return next }
+
+func (dialHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return next
 }
 
 // classify wraps transient failures with api.Retryable: network errors,

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os/exec"
 	"slices"
 	"strconv"
 	"sync"
@@ -17,77 +15,15 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
+	"github.com/rekuiper/rekuiper/internal/connector/redis/redistest"
 )
 
-// server is a redis-server on an ephemeral port, restartable on the same
-// port (without persistence: a restart empties it).
-type server struct {
-	bin, dir string
-	port     int
-	cmd      *exec.Cmd
-}
+// server is the test's redis-server.
+type server = redistest.Server
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func startRedis(t *testing.T) *server { return redistest.Start(t) }
 
-func startRedis(t *testing.T) *server {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed")
-	}
-	s := &server{bin: bin, dir: t.TempDir(), port: freePort(t)}
-	s.start(t)
-	t.Cleanup(s.stop)
-	return s
-}
-
-func (s *server) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
-
-func (s *server) start(t *testing.T) {
-	t.Helper()
-	s.cmd = exec.Command(s.bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", s.dir)
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("start redis-server: %v", err)
-	}
-	cl := goredis.NewClient(&goredis.Options{Addr: s.addr()})
-	defer cl.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for cl.Ping(context.Background()).Err() != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("redis-server did not start")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (s *server) stop() {
-	if s.cmd != nil && s.cmd.Process != nil {
-		_ = s.cmd.Process.Kill()
-		_ = s.cmd.Wait()
-	}
-}
-
-// Restart implements conformancetest.Restarter.
-func (s *server) Restart(t *testing.T) {
-	s.stop()
-	s.start(t)
-}
-
-func (s *server) client(t *testing.T) *goredis.Client {
-	t.Helper()
-	cl := goredis.NewClient(&goredis.Options{Addr: s.addr()})
-	t.Cleanup(func() { cl.Close() })
-	return cl
-}
+func freePort(t *testing.T) int { return redistest.FreePort(t) }
 
 type publisher struct {
 	*server
@@ -96,7 +32,7 @@ type publisher struct {
 
 func (p publisher) Produce(t *testing.T, payloads [][]byte) {
 	t.Helper()
-	cl := p.client(t)
+	cl := p.Client(t)
 	for _, b := range payloads {
 		if err := cl.Publish(context.Background(), p.channel, b).Err(); err != nil {
 			t.Fatalf("publish: %v", err)
@@ -130,7 +66,7 @@ func TestSubConformance(t *testing.T) {
 	conformancetest.RunSourceSuite(t, conformancetest.SourceFactory{
 		Spec: SubSpec(), New: NewSub,
 		Props: func(*testing.T) map[string]any {
-			return map[string]any{"addr": s.addr(), "channels": []any{"conf"}}
+			return map[string]any{"addr": s.Addr(), "channels": []any{"conf"}}
 		},
 		UnreachableProps: map[string]any{"address": "127.0.0.1:" + strconv.Itoa(freePort(t)), "channels": []any{"x"}, "timeout": "500ms"},
 		Invalid: invalid(map[string]any{"addr": "127.0.0.1:1", "channels": []any{"c"}},
@@ -159,7 +95,7 @@ func newSubscriber(t *testing.T, s *server, channel string) *subscriber {
 
 func (r *subscriber) subscribe(t *testing.T) {
 	t.Helper()
-	r.cl = goredis.NewClient(&goredis.Options{Addr: r.addr()})
+	r.cl = goredis.NewClient(&goredis.Options{Addr: r.Addr()})
 	r.ps = r.cl.Subscribe(context.Background(), r.channel)
 	if _, err := r.ps.Receive(context.Background()); err != nil {
 		t.Fatalf("subscribe: %v", err)
@@ -217,7 +153,7 @@ func TestPubConformance(t *testing.T) {
 	conformancetest.RunSinkSuite(t, conformancetest.SinkFactory{
 		Spec: PubSpec(), New: NewPub,
 		Props: func(*testing.T) map[string]any {
-			return map[string]any{"address": s.addr(), "channel": "out"}
+			return map[string]any{"address": s.Addr(), "channel": "out"}
 		},
 		UnreachableProps: map[string]any{"addr": "127.0.0.1:" + strconv.Itoa(freePort(t)), "channel": "x", "timeout": "500ms"},
 		Invalid: invalid(map[string]any{"addr": "127.0.0.1:1", "channel": "c"},
@@ -232,13 +168,13 @@ type listReader struct {
 }
 
 func (r listReader) Reset(t *testing.T) {
-	if err := r.client(t).Del(context.Background(), r.key).Err(); err != nil {
+	if err := r.Client(t).Del(context.Background(), r.key).Err(); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func (r listReader) Seqs(t *testing.T, want int, timeout time.Duration) []int64 {
-	cl := r.client(t)
+	cl := r.Client(t)
 	deadline := time.Now().Add(timeout)
 	for {
 		vs, _ := cl.LRange(context.Background(), r.key, 0, -1).Result()
@@ -262,7 +198,7 @@ func TestSinkConformance(t *testing.T) {
 	conformancetest.RunSinkSuite(t, conformancetest.SinkFactory{
 		Spec: SinkSpec(), New: NewSink,
 		Props: func(*testing.T) map[string]any {
-			return map[string]any{"addr": s.addr(), "key": "conf", "dataType": "list"}
+			return map[string]any{"addr": s.Addr(), "key": "conf", "dataType": "list"}
 		},
 		UnreachableProps: map[string]any{"addr": "127.0.0.1:" + strconv.Itoa(freePort(t)), "key": "x", "timeout": "500ms"},
 		Invalid: invalid(map[string]any{"addr": "127.0.0.1:1", "key": "k"},
@@ -307,7 +243,7 @@ func build[T any](t *testing.T, kind connector.Kind, name string, props map[stri
 func TestSinkKeysKindsAndLookup(t *testing.T) {
 	s := startRedis(t)
 	ctx := context.Background()
-	cl := s.client(t)
+	cl := s.Client(t)
 	write := func(sk api.Sink, rows ...map[string]any) {
 		t.Helper()
 		if err := sk.Write(ctx, &api.SinkMessage{Rows: rows}); err != nil {
@@ -315,7 +251,7 @@ func TestSinkKeysKindsAndLookup(t *testing.T) {
 		}
 	}
 	t.Run("string by field with rowkind", func(t *testing.T) {
-		sk := build[api.Sink](t, connector.KindSink, Type, map[string]any{"addr": s.addr(), "field": "id", "rowkindField": "op", "expiration": "1h"})
+		sk := build[api.Sink](t, connector.KindSink, Type, map[string]any{"addr": s.Addr(), "field": "id", "rowkindField": "op", "expiration": "1h"})
 		write(sk, map[string]any{"id": "d1", "v": int64(1)}, map[string]any{"id": "d2", "v": int64(2), "op": "insert"})
 		write(sk, map[string]any{"id": "d1", "v": int64(10), "op": "update"})
 		write(sk, map[string]any{"id": "d2", "op": "delete"})
@@ -333,7 +269,7 @@ func TestSinkKeysKindsAndLookup(t *testing.T) {
 			t.Fatal("unknown row kind accepted")
 		}
 
-		lk := build[connector.LookupSource](t, connector.KindLookup, Type, map[string]any{"addr": s.addr()})
+		lk := build[connector.LookupSource](t, connector.KindLookup, Type, map[string]any{"addr": s.Addr()})
 		rows, err := lk.Lookup(ctx, map[string]any{"id": "d1"})
 		if err != nil || len(rows) != 1 || rows[0]["v"] != int64(10) {
 			t.Fatalf("lookup d1: %v %v", rows, err)
@@ -343,10 +279,10 @@ func TestSinkKeysKindsAndLookup(t *testing.T) {
 		}
 	})
 	t.Run("list with delete and lookup", func(t *testing.T) {
-		sk := build[api.Sink](t, connector.KindSink, Type, map[string]any{"addr": s.addr(), "field": "dev", "dataType": "list", "rowkindField": "op"})
+		sk := build[api.Sink](t, connector.KindSink, Type, map[string]any{"addr": s.Addr(), "field": "dev", "dataType": "list", "rowkindField": "op"})
 		write(sk, map[string]any{"dev": "L", "n": int64(1)}, map[string]any{"dev": "L", "n": int64(2)}, map[string]any{"dev": "L", "n": int64(3)})
 		write(sk, map[string]any{"dev": "L", "op": "delete"})
-		lk := build[connector.LookupSource](t, connector.KindLookup, Type, map[string]any{"addr": s.addr(), "dataType": "list"})
+		lk := build[connector.LookupSource](t, connector.KindLookup, Type, map[string]any{"addr": s.Addr(), "dataType": "list"})
 		rows, err := lk.Lookup(ctx, map[string]any{"dev": "L"})
 		if err != nil {
 			t.Fatal(err)
@@ -360,7 +296,7 @@ func TestSinkKeysKindsAndLookup(t *testing.T) {
 		}
 	})
 	t.Run("wrong type is permanent", func(t *testing.T) {
-		sk := build[api.Sink](t, connector.KindSink, Type, map[string]any{"addr": s.addr(), "key": "d1", "dataType": "list"})
+		sk := build[api.Sink](t, connector.KindSink, Type, map[string]any{"addr": s.Addr(), "key": "d1", "dataType": "list"})
 		err := sk.Write(ctx, conformancetest.Message(1))
 		if err == nil || isRetryable(err) {
 			t.Fatalf("LPUSH onto a string: err %v, want a permanent error", err)
@@ -372,8 +308,8 @@ func isRetryable(err error) bool { return errors.Is(err, api.ErrRetryable) }
 
 func TestSubPatterns(t *testing.T) {
 	s := startRedis(t)
-	src := build[api.Source](t, connector.KindSource, SubType, map[string]any{"addr": s.addr(), "patterns": []any{"sensor.*"}, "channels": []any{"plain"}})
-	p := s.client(t)
+	src := build[api.Source](t, connector.KindSource, SubType, map[string]any{"addr": s.Addr(), "patterns": []any{"sensor.*"}, "channels": []any{"plain"}})
+	p := s.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, ch := range []string{"other", "sensor.a", "plain"} {

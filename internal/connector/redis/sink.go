@@ -12,6 +12,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/connection"
 	"github.com/rekuiper/rekuiper/internal/value"
 )
 
@@ -31,29 +32,31 @@ func SinkSpec() connector.Spec {
 // (delete DELs it), dataType list LPUSHes onto the list (delete RPOPs the
 // oldest element), as eKuiper does. All rows of one message go in one
 // MULTI/EXEC transaction. Network failures and timeouts are retryable.
-// Methods may be called from different goroutines.
+// Sinks, sources and lookups with the same connection settings share one
+// client (see client). Methods may be called from different goroutines.
 type Sink struct {
-	opts      *goredis.Options
 	key       string
 	field     string
 	list      bool
 	expire    time.Duration
 	kindField string
 
-	mu sync.Mutex
-	cl *goredis.Client
+	mu   sync.Mutex
+	conn client
+	cl   *goredis.Client
+	tr   *connection.Tracker
 }
 
 var _ api.Sink = (*Sink)(nil)
 
 // NewSink builds a redis sink from validated props.
-func NewSink(props map[string]any, _ connector.Deps) (api.Sink, error) {
+func NewSink(props map[string]any, deps connector.Deps) (api.Sink, error) {
 	opts, err := clientOptions(props)
 	if err != nil {
 		return nil, err
 	}
 	s := &Sink{
-		opts:      opts,
+		conn:      client{reg: deps.Connections, opts: opts},
 		key:       connector.Get[string](props, "key"),
 		field:     connector.Get[string](props, "field"),
 		list:      connector.Get[string](props, "dataType") == "list",
@@ -69,18 +72,16 @@ func NewSink(props map[string]any, _ connector.Deps) (api.Sink, error) {
 	return s, nil
 }
 
-// Connect creates the client and pings the server.
+// Connect takes the shared client and pings the server.
 func (s *Sink) Connect(ctx context.Context) error {
-	cl, err := connect(ctx, s.opts)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cl, s.tr = nil, nil
+	cl, tr, err := s.conn.connect(ctx)
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cl != nil {
-		s.cl.Close()
-	}
-	s.cl = cl
+	s.cl, s.tr = cl, tr
 	return nil
 }
 
@@ -88,7 +89,7 @@ func (s *Sink) Connect(ctx context.Context) error {
 // (needs a static key).
 func (s *Sink) Write(ctx context.Context, msg *api.SinkMessage) error {
 	s.mu.Lock()
-	cl := s.cl
+	cl, tr := s.cl, s.tr
 	s.mu.Unlock()
 	if cl == nil {
 		return api.Retryable(errors.New("redis sink not connected"))
@@ -156,21 +157,18 @@ func (s *Sink) Write(ctx context.Context, msg *api.SinkMessage) error {
 		err = nil // RPOP of an empty list
 	}
 	if err != nil {
-		return classify(fmt.Errorf("write to redis: %w", err))
+		return report(tr, classify(fmt.Errorf("write to redis: %w", err)))
 	}
+	tr.Connected()
 	return nil
 }
 
-// Close closes the client.
+// Close releases the client (the last connector using it closes it).
 func (s *Sink) Close(context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cl == nil {
-		return nil
-	}
-	err := s.cl.Close()
-	s.cl = nil
-	return err
+	s.cl, s.tr = nil, nil
+	return s.conn.release()
 }
 
 // PubSpec is the redisPub sink's property spec.
@@ -181,19 +179,20 @@ func PubSpec() connector.Spec {
 }
 
 // Pub publishes each payload on a channel. Network failures and timeouts
-// are retryable.
+// are retryable. It shares its client as Sink does.
 type Pub struct {
-	opts    *goredis.Options
 	channel string
 
-	mu sync.Mutex
-	cl *goredis.Client
+	mu   sync.Mutex
+	conn client
+	cl   *goredis.Client
+	tr   *connection.Tracker
 }
 
 var _ api.Sink = (*Pub)(nil)
 
 // NewPub builds a redisPub sink from validated props.
-func NewPub(props map[string]any, _ connector.Deps) (api.Sink, error) {
+func NewPub(props map[string]any, deps connector.Deps) (api.Sink, error) {
 	opts, err := clientOptions(props)
 	if err != nil {
 		return nil, err
@@ -202,46 +201,41 @@ func NewPub(props map[string]any, _ connector.Deps) (api.Sink, error) {
 	if ch == "" {
 		return nil, errors.New("property \"channel\" is empty")
 	}
-	return &Pub{opts: opts, channel: ch}, nil
+	return &Pub{conn: client{reg: deps.Connections, opts: opts}, channel: ch}, nil
 }
 
-// Connect creates the client and pings the server.
+// Connect takes the shared client and pings the server.
 func (p *Pub) Connect(ctx context.Context) error {
-	cl, err := connect(ctx, p.opts)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cl, p.tr = nil, nil
+	cl, tr, err := p.conn.connect(ctx)
 	if err != nil {
 		return err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cl != nil {
-		p.cl.Close()
-	}
-	p.cl = cl
+	p.cl, p.tr = cl, tr
 	return nil
 }
 
 // Write publishes msg.Payload.
 func (p *Pub) Write(ctx context.Context, msg *api.SinkMessage) error {
 	p.mu.Lock()
-	cl := p.cl
+	cl, tr := p.cl, p.tr
 	p.mu.Unlock()
 	if cl == nil {
 		return api.Retryable(errors.New("redisPub sink not connected"))
 	}
 	if err := cl.Publish(ctx, p.channel, msg.Payload).Err(); err != nil {
-		return classify(fmt.Errorf("publish to redis channel %s: %w", p.channel, err))
+		return report(tr, classify(fmt.Errorf("publish to redis channel %s: %w", p.channel, err)))
 	}
+	tr.Connected()
 	return nil
 }
 
-// Close closes the client.
+// Close releases the client (the last connector using it closes it).
 func (p *Pub) Close(context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cl == nil {
-		return nil
-	}
-	err := p.cl.Close()
-	p.cl = nil
-	return err
+	p.cl, p.tr = nil, nil
+	return p.conn.release()
 }

@@ -26,28 +26,28 @@ func SubSpec() connector.Spec {
 // message, meta holds channel and pattern. Redis pub/sub keeps nothing for
 // a disconnected subscriber: messages published while the connection is
 // down are lost. go-redis owns the receiving goroutine; it reconnects and
-// resubscribes by itself, and Close stops it. Read is called from one
-// goroutine.
+// resubscribes by itself, and Close stops it. The subscription has its own
+// server connection from the client shared as Sink does. Read is called
+// from one goroutine.
 type Sub struct {
-	opts     *goredis.Options
 	channels []string
 	patterns []string
 	buffer   int
 
-	cl *goredis.Client
-	ps *goredis.PubSub
-	ch <-chan *goredis.Message
+	conn client
+	ps   *goredis.PubSub
+	ch   <-chan *goredis.Message
 }
 
 var _ api.Source = (*Sub)(nil)
 
 // NewSub builds a redisSub source from validated props.
-func NewSub(props map[string]any, _ connector.Deps) (api.Source, error) {
+func NewSub(props map[string]any, deps connector.Deps) (api.Source, error) {
 	opts, err := clientOptions(props)
 	if err != nil {
 		return nil, err
 	}
-	s := &Sub{opts: opts, buffer: int(connector.Get[int64](props, "bufferLength"))}
+	s := &Sub{conn: client{reg: deps.Connections, opts: opts}, buffer: int(connector.Get[int64](props, "bufferLength"))}
 	if s.channels, err = names(props, "channels"); err != nil {
 		return nil, err
 	}
@@ -78,16 +78,15 @@ func names(props map[string]any, name string) ([]string, error) {
 // Connect subscribes and waits until the server confirmed every
 // subscription, so nothing published after Connect returns is missed.
 func (s *Sub) Connect(ctx context.Context) error {
-	s.closeAll()
-	cl, err := connect(ctx, s.opts)
+	s.closeSub()
+	cl, tr, err := s.conn.connect(ctx)
 	if err != nil {
 		return err
 	}
 	ps := cl.Subscribe(ctx)
 	fail := func(err error) error {
 		ps.Close()
-		cl.Close()
-		return classify(fmt.Errorf("subscribe on redis %s: %w", s.opts.Addr, err))
+		return report(tr, classify(fmt.Errorf("subscribe on redis %s: %w", s.conn.opts.Addr, err)))
 	}
 	if len(s.channels) > 0 {
 		if err := ps.Subscribe(ctx, s.channels...); err != nil {
@@ -108,7 +107,7 @@ func (s *Sub) Connect(ctx context.Context) error {
 			return fail(fmt.Errorf("unexpected %T before the subscription confirmation", m))
 		}
 	}
-	s.cl, s.ps = cl, ps
+	s.ps = ps
 	s.ch = ps.Channel(goredis.WithChannelSize(s.buffer), goredis.WithChannelHealthCheckInterval(5*time.Second))
 	return nil
 }
@@ -133,18 +132,16 @@ func (s *Sub) Read(ctx context.Context) (*api.Message, error) {
 	}
 }
 
-func (s *Sub) closeAll() {
+func (s *Sub) closeSub() {
 	if s.ps != nil {
 		s.ps.Close()
 	}
-	if s.cl != nil {
-		s.cl.Close()
-	}
-	s.cl, s.ps, s.ch = nil, nil, nil
+	s.ps, s.ch = nil, nil
 }
 
-// Close unsubscribes and closes the client.
+// Close unsubscribes and releases the client (the last connector using it
+// closes it).
 func (s *Sub) Close(context.Context) error {
-	s.closeAll()
-	return nil
+	s.closeSub()
+	return s.conn.release()
 }

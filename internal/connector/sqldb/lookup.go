@@ -39,6 +39,7 @@ type Lookup struct {
 	clk          clock.Clock
 
 	mu      sync.Mutex
+	h       database
 	db      *sql.DB
 	entries map[string]cacheEntry
 }
@@ -63,6 +64,7 @@ func NewLookup(props map[string]any, deps connector.Deps) (connector.LookupSourc
 		cacheMissing: connector.Get[bool](props, "cacheMissingKey"),
 		clk:          deps.Clock,
 		entries:      map[string]cacheEntry{},
+		h:            database{reg: deps.Connections, d: d},
 	}
 	if l.table, err = quoteIdent(connector.Get[string](props, "datasource")); err != nil {
 		return nil, fmt.Errorf("property \"datasource\": %w", err)
@@ -73,16 +75,15 @@ func NewLookup(props map[string]any, deps connector.Deps) (connector.LookupSourc
 	return l, nil
 }
 
-// Connect opens the database.
+// Connect takes the database pool shared with the other connectors using
+// the same url (see database).
 func (l *Lookup) Connect(ctx context.Context) error {
-	db, err := open(ctx, l.d)
-	if err != nil {
-		return err
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.db != nil {
-		l.db.Close()
+	l.db = nil
+	db, err := l.h.connect(ctx)
+	if err != nil {
+		return err
 	}
 	l.db = db
 	clear(l.entries)
@@ -107,7 +108,7 @@ func (l *Lookup) Lookup(ctx context.Context, keys map[string]any) ([]map[string]
 		}
 	}
 	l.mu.Lock()
-	db := l.db
+	db, tr := l.db, l.h.tr
 	l.mu.Unlock()
 	if db == nil {
 		return nil, errors.New("sql lookup not connected")
@@ -119,7 +120,7 @@ func (l *Lookup) Lookup(ctx context.Context, keys map[string]any) ([]map[string]
 		args[i] = dbValue(keys[n])
 	}
 	rows, err := queryRows(ctx, db, fmt.Sprintf("SELECT * FROM %s WHERE %s", l.table, strings.Join(conds, " AND ")), args...)
-	if err != nil {
+	if err := report(tr, err); err != nil {
 		return nil, err
 	}
 	if l.cache && (len(rows) > 0 || l.cacheMissing) {
@@ -143,10 +144,6 @@ func (l *Lookup) Close(context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	clear(l.entries)
-	if l.db == nil {
-		return nil
-	}
-	err := l.db.Close()
 	l.db = nil
-	return err
+	return l.h.release()
 }

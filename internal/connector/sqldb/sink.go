@@ -51,8 +51,9 @@ func SinkSpec() connector.Spec {
 // documentation) and batchSize does not apply: rows go into the
 // checkpoint's transaction at once.
 //
-// Transient failures wrap api.ErrRetryable (see classify). Methods may be
-// called from different goroutines; a mutex serialises them.
+// Transient failures wrap api.ErrRetryable (see classify). Without
+// transactionalID the sink shares its database pool (see database).
+// Methods may be called from different goroutines; a mutex serialises them.
 type Sink struct {
 	d         dialect
 	table     string
@@ -66,6 +67,7 @@ type Sink struct {
 	logger    *slog.Logger
 
 	mu      sync.Mutex
+	h       database
 	db      *sql.DB
 	buf     []map[string]any
 	timer   interface{ Stop() bool }
@@ -99,6 +101,7 @@ func NewSink(props map[string]any, deps connector.Deps) (api.Sink, error) {
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
+	s.h = database{reg: deps.Connections, d: d, private: s.txnID != ""}
 	if s.table, err = quoteIdent(connector.Get[string](props, "table")); err != nil {
 		return nil, fmt.Errorf("property \"table\": %w", err)
 	}
@@ -124,19 +127,17 @@ func (s *Sink) Connect(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closeLocked(ctx)
-	db, err := open(ctx, s.d)
+	db, err := s.h.connect(ctx)
 	if err != nil {
 		return err
 	}
 	if s.txnID != "" {
 		ddl := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (rule_sink TEXT PRIMARY KEY, checkpoint_id BIGINT NOT NULL)", CheckpointTable)
 		if _, err := db.ExecContext(ctx, ddl); err != nil {
-			db.Close()
-			return classify(fmt.Errorf("create %s: %w", CheckpointTable, err))
+			return s.h.fail(classify(fmt.Errorf("create %s: %w", CheckpointTable, err)))
 		}
 		if s.last, err = lastCommitted(ctx, db, s.d, s.txnID); err != nil {
-			db.Close()
-			return err
+			return s.h.fail(err)
 		}
 	}
 	s.db = db
@@ -232,6 +233,10 @@ func (s *Sink) flushLocked(ctx context.Context) error {
 
 // writeTx writes rows in one transaction.
 func (s *Sink) writeTx(ctx context.Context, rows []map[string]any) error {
+	return s.h.report(s.writeRows(ctx, rows))
+}
+
+func (s *Sink) writeRows(ctx context.Context, rows []map[string]any) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return classify(fmt.Errorf("begin transaction: %w", err))
@@ -247,6 +252,10 @@ func (s *Sink) writeTx(ctx context.Context, rows []map[string]any) error {
 }
 
 func (s *Sink) execInTxn(ctx context.Context, rows []map[string]any) error {
+	return s.h.report(s.execRowsInTxn(ctx, rows))
+}
+
+func (s *Sink) execRowsInTxn(ctx context.Context, rows []map[string]any) error {
 	if s.tx == nil {
 		// The transaction outlives this Write's ctx: it ends in Commit/Abort.
 		tx, err := s.db.BeginTx(context.WithoutCancel(ctx), nil)
@@ -469,14 +478,14 @@ func (s *Sink) PreCommit(ctx context.Context, checkpointID uint64) error {
 	if s.tx == nil {
 		tx, err := s.db.BeginTx(context.WithoutCancel(ctx), nil)
 		if err != nil {
-			return classify(fmt.Errorf("begin transaction: %w", err))
+			return s.h.report(classify(fmt.Errorf("begin transaction: %w", err)))
 		}
 		s.tx = tx
 	}
 	up := fmt.Sprintf("INSERT INTO %s (rule_sink, checkpoint_id) VALUES (%s, %s) ON CONFLICT (rule_sink) DO UPDATE SET checkpoint_id = excluded.checkpoint_id",
 		CheckpointTable, s.d.placeholder(1), s.d.placeholder(2))
 	if _, err := s.tx.ExecContext(ctx, up, s.txnID, int64(checkpointID)); err != nil {
-		return classify(fmt.Errorf("record checkpoint %d: %w", checkpointID, err))
+		return s.h.report(classify(fmt.Errorf("record checkpoint %d: %w", checkpointID, err)))
 	}
 	s.pending = &id
 	return nil
@@ -497,7 +506,7 @@ func (s *Sink) Commit(ctx context.Context, checkpointID uint64) error {
 	if s.tx != nil {
 		if err := s.tx.Commit(); err != nil {
 			s.tx = nil
-			return classify(fmt.Errorf("commit checkpoint %d: %w", checkpointID, err))
+			return s.h.report(classify(fmt.Errorf("commit checkpoint %d: %w", checkpointID, err)))
 		}
 		s.tx = nil
 		s.last = checkpointID
@@ -534,11 +543,9 @@ func (s *Sink) closeLocked(ctx context.Context) error {
 	}
 	s.rollbackLocked()
 	s.pending, s.held = nil, nil
-	if s.db != nil {
-		if cerr := s.db.Close(); err == nil {
-			err = cerr
-		}
-		s.db = nil
+	s.db = nil
+	if cerr := s.h.release(); err == nil {
+		err = cerr
 	}
 	return err
 }

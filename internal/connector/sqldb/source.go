@@ -44,6 +44,7 @@ type Source struct {
 	index    []string
 	initial  map[string]any
 
+	h    database
 	db   *sql.DB
 	buf  []map[string]any
 	last map[string]any // index values of the last row returned
@@ -64,7 +65,8 @@ func NewSource(props map[string]any, deps connector.Deps) (api.Source, error) {
 	if deps.Clock == nil {
 		return nil, errors.New("clock not available")
 	}
-	s := &Source{d: d, clk: deps.Clock, interval: connector.Get[time.Duration](props, "interval"), initial: map[string]any{}}
+	s := &Source{d: d, clk: deps.Clock, interval: connector.Get[time.Duration](props, "interval"), initial: map[string]any{},
+		h: database{reg: deps.Connections, d: d}}
 	internal := connector.Get[map[string]any](props, "internalSqlQueryCfg")
 	templ := connector.Get[map[string]any](props, "templateSqlQueryCfg")
 	var idx any
@@ -140,13 +142,11 @@ func (s *Source) parseIndex(idx any) error {
 	return nil
 }
 
-// Connect opens the database; the first Read polls at once.
+// Connect takes the database pool shared with the other connectors using
+// the same url (see database); the first Read polls at once.
 func (s *Source) Connect(ctx context.Context) error {
-	if s.db != nil {
-		s.db.Close()
-		s.db = nil
-	}
-	db, err := open(ctx, s.d)
+	s.db = nil
+	db, err := s.h.connect(ctx)
 	if err != nil {
 		return err
 	}
@@ -227,7 +227,8 @@ func (s *Source) poll(ctx context.Context) ([]map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return queryRows(ctx, s.db, q, args...)
+	rows, err := queryRows(ctx, s.db, q, args...)
+	return rows, s.h.report(err)
 }
 
 // queryRows runs q and returns its rows as runtime values: text columns as
@@ -271,15 +272,12 @@ func queryRows(ctx context.Context, db *sql.DB, q string, args ...any) ([]map[st
 	return out, nil
 }
 
-// Close closes the database.
+// Close releases the database pool (the last connector using it closes
+// it).
 func (s *Source) Close(context.Context) error {
 	s.buf = nil
-	if s.db == nil {
-		return nil
-	}
-	err := s.db.Close()
 	s.db = nil
-	return err
+	return s.h.release()
 }
 
 // indexValue is one typed index value of an offset.

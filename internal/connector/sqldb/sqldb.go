@@ -43,6 +43,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/connection"
 )
 
 // Type is the connector type name.
@@ -126,8 +127,20 @@ func redact(u string) string {
 	return u[:scheme+3] + cred + u[at:]
 }
 
-// open opens and pings the database.
-func open(ctx context.Context, d dialect) (*sql.DB, error) {
+// ConnectionKey is the connection.KeyFunc of named sql connections: the
+// key of the database pool that connectors with this url share.
+func ConnectionKey(props map[string]any) (string, error) {
+	d, err := parseURL(connection.Pick(props, "url", "dburl"))
+	if err != nil {
+		return "", err
+	}
+	return d.key(), nil
+}
+
+func (d dialect) key() string { return connection.Digest("sql", d.driver, d.dsn) }
+
+// openDB opens a database pool; it does no I/O.
+func openDB(d dialect) (*sql.DB, error) {
 	db, err := sql.Open(d.driver, d.dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
@@ -136,11 +149,90 @@ func open(ctx context.Context, d dialect) (*sql.DB, error) {
 		// One writer at a time avoids SQLITE_BUSY between pooled connections.
 		db.SetMaxOpenConns(1)
 	}
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, classify(fmt.Errorf("connect to database: %w", err))
-	}
 	return db, nil
+}
+
+// database is one connector's hold on a database pool. Sources, lookups
+// and non-transactional sinks with the same url share one pool through
+// Deps.Connections; a transactional sink has its own (it keeps a
+// transaction open from checkpoint to checkpoint, which on SQLite's single
+// connection would block every other user of a shared pool). Its owner
+// serialises the calls.
+type database struct {
+	reg     *connection.Registry
+	d       dialect
+	private bool
+
+	use *connection.Use
+	own *sql.DB             // private pool
+	tr  *connection.Tracker // the pool's tracker
+}
+
+// connect drops the previous hold, takes the pool and pings the database.
+// After a failed ping the hold is kept (the connector still counts as a
+// user of the connection) until the next connect or release.
+func (h *database) connect(ctx context.Context) (*sql.DB, error) {
+	h.release()
+	h.use = h.reg.Join(h.d.key())
+	var db *sql.DB
+	if h.private {
+		h.tr = h.use.Track()
+		var err error
+		if db, err = openDB(h.d); err != nil {
+			h.tr.Failed(err)
+			return nil, err
+		}
+		h.own = db
+	} else {
+		var err error
+		if db, h.tr, err = connection.Shared(h.use, func(*connection.Tracker) (*sql.DB, error) { return openDB(h.d) }, (*sql.DB).Close); err != nil {
+			return nil, err
+		}
+	}
+	if err := db.PingContext(ctx); err != nil {
+		return nil, h.fail(classify(fmt.Errorf("connect to database: %w", err)))
+	}
+	h.tr.Connected()
+	return db, nil
+}
+
+// fail records a failure to connect, whatever its kind, and returns it.
+func (h *database) fail(err error) error {
+	h.tr.Failed(err)
+	return err
+}
+
+// report records the outcome of an operation that used the database: a
+// retryable failure marks the connection disconnected, a success
+// connected. It returns err.
+func (h *database) report(err error) error { return report(h.tr, err) }
+
+func report(tr *connection.Tracker, err error) error {
+	switch {
+	case err == nil:
+		tr.Connected()
+	case errors.Is(err, api.ErrRetryable):
+		tr.Failed(err)
+	}
+	return err
+}
+
+// release drops the hold; the last holder of a shared pool closes it.
+func (h *database) release() error {
+	var err error
+	if h.own != nil {
+		err = h.own.Close()
+		h.own = nil
+	}
+	if h.private {
+		h.tr.Close()
+	}
+	h.tr = nil
+	if lerr := h.use.Leave(); err == nil {
+		err = lerr
+	}
+	h.use = nil
+	return err
 }
 
 // quoteIdent quotes a possibly schema-qualified identifier.

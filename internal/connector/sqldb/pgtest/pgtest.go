@@ -28,7 +28,7 @@ type Server struct {
 }
 
 // FreePort returns a loopback port that was free a moment ago.
-func FreePort(t *testing.T) int {
+func FreePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -49,8 +49,21 @@ func pgBin(name string) string {
 	return ""
 }
 
+// Options change the throwaway cluster.
+type Options struct {
+	// Durable keeps fsync and full page writes on (the defaults of a
+	// production server). Off by default: tests do not need durability
+	// and run faster without it. Benchmarks that compare with a durable
+	// database set it.
+	Durable bool
+}
+
 // Start returns a PostgreSQL database or skips the test saying why.
-func Start(t *testing.T) *Server {
+func Start(t testing.TB) *Server { return StartWith(t, Options{}) }
+
+// StartWith is Start with options; they apply only to a cluster of our
+// own, not to the server PGHOST names.
+func StartWith(t testing.TB, o Options) *Server {
 	t.Helper()
 	if os.Getenv("PGHOST") != "" {
 		return external(t)
@@ -93,7 +106,10 @@ func Start(t *testing.T) *Server {
 		t.Skipf("no PostgreSQL: initdb failed: %v", err)
 	}
 	port := FreePort(t)
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off", port, dir)
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1", port, dir)
+	if !o.Durable {
+		opts += " -c fsync=off -c full_page_writes=off"
+	}
 	logf := filepath.Join(dir, "log")
 	if err := run(pgctl, "-D", data, "-o", opts, "-l", logf, "-w", "-t", "30", "start"); err != nil {
 		t.Skipf("no PostgreSQL: pg_ctl start failed: %v", err)
@@ -114,7 +130,7 @@ func Start(t *testing.T) *Server {
 
 // externalPostgres creates a throwaway database on the server that the
 // libpq environment (PGHOST, PGPORT, PGUSER, PGPASSWORD) names.
-func external(t *testing.T) *Server {
+func external(t testing.TB) *Server {
 	t.Helper()
 	host, port := os.Getenv("PGHOST"), os.Getenv("PGPORT")
 	if port == "" {

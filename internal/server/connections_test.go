@@ -1,0 +1,231 @@
+package server_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite" // the "sqlite" driver, to create the sink's table
+
+	"github.com/rekuiper/rekuiper/internal/broker"
+	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/config"
+	"github.com/rekuiper/rekuiper/internal/connector/redis/redistest"
+	"github.com/rekuiper/rekuiper/internal/daemon"
+	"github.com/rekuiper/rekuiper/internal/rulemgr"
+	"github.com/rekuiper/rekuiper/internal/server"
+)
+
+// newEngineServer serves the REST API over the daemon's real engine, so
+// that connectors report their connections.
+func newEngineServer(t *testing.T) *testServer {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := catalog.Open(ctx, filepath.Join(dir, "sqliteKV.db"), catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.New(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Paths = config.Paths{Data: dir}
+	cfg.Source.HTTPServerIP, cfg.Source.HTTPServerPort = "127.0.0.1", 0
+	runner, release, err := daemon.NewRunner(cfg, cat, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr := rulemgr.New(rulemgr.Config{Catalog: cat, Runner: runner})
+	conns := runner.(*daemon.Runner).Connections()
+	srv := httptest.NewServer(server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg, Connections: conns}))
+	t.Cleanup(func() {
+		srv.Close()
+		mgr.Close(context.Background()) //nolint:errcheck // test end
+		release()
+		st.Close()
+	})
+	return &testServer{t: t, url: srv.URL, cat: cat, mgr: mgr}
+}
+
+// connection is GET /connections/{id}, decoded.
+type connectionJSON struct {
+	Status           string   `json:"status"`
+	Err              string   `json:"err"`
+	RefCount         int      `json:"refCount"`
+	Clients          int      `json:"clients"`
+	LastConnected    int64    `json:"lastConnected"`
+	LastDisconnected int64    `json:"lastDisconnected"`
+	RuleRefs         []string `json:"ruleRefs"`
+}
+
+func (s *testServer) connection(id string) connectionJSON {
+	s.t.Helper()
+	code, body := s.do("GET", "/connections/"+id, "")
+	if code != 200 {
+		s.t.Fatalf("GET /connections/%s: %d %s", id, code, body)
+	}
+	var c connectionJSON
+	if err := json.Unmarshal([]byte(body), &c); err != nil {
+		s.t.Fatalf("decode %s: %v", body, err)
+	}
+	return c
+}
+
+// waitConnection polls the connection until ok accepts it; rules start and
+// stop in the background.
+func (s *testServer) waitConnection(id string, what string, ok func(connectionJSON) bool) connectionJSON {
+	s.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c := s.connection(id)
+		if ok(c) {
+			return c
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("connection %s never %s: %+v", id, what, c)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (s *testServer) must(method, path, body string, status int) {
+	s.t.Helper()
+	if code, got := s.do(method, path, body); code != status {
+		s.t.Fatalf("%s %s: %d %s, want %d", method, path, code, got, status)
+	}
+}
+
+func ruleJSON(id, action string) string {
+	return fmt.Sprintf(`{"id":%q,"sql":"SELECT * FROM demo","actions":[%s]}`, id, action)
+}
+
+const memoryDDL = `{"sql":"CREATE STREAM demo () WITH (DATASOURCE=\"t\", TYPE=\"memory\", FORMAT=\"json\")"}`
+
+func TestConnectionStatusRedis(t *testing.T) {
+	rs := redistest.Start(t)
+	s := newEngineServer(t)
+	s.must("POST", "/connections", `{"id":"rc","typ":"redis","props":{"addr":"`+rs.Addr()+`"}}`, 201)
+	if c := s.connection("rc"); c.Status != "disconnected" || c.RefCount != 0 || c.Clients != 0 || c.LastConnected != 0 {
+		t.Fatalf("before any rule: %+v", c)
+	}
+	s.must("POST", "/streams", memoryDDL, 201)
+	s.must("POST", "/rules", ruleJSON("r1", `{"redis":{"connectionSelector":"rc","key":"k1"}}`), 201)
+	c := s.waitConnection("rc", "used by r1", func(c connectionJSON) bool { return c.RefCount == 1 })
+	if c.Status != "connected" || c.Clients != 1 || c.Err != "" || c.LastConnected == 0 {
+		t.Fatalf("rule r1 running: %+v", c)
+	}
+
+	// A second rule selecting the connection shares its client.
+	s.must("POST", "/rules", ruleJSON("r2", `{"redis":{"connectionSelector":"redis.rc","key":"k2"}}`), 201)
+	c = s.waitConnection("rc", "used by r1 and r2", func(c connectionJSON) bool { return c.RefCount == 2 })
+	if c.Status != "connected" || c.Clients != 1 || strings.Join(c.RuleRefs, ",") != "r1,r2" {
+		t.Fatalf("rules r1 and r2 running: %+v", c)
+	}
+
+	s.must("POST", "/rules/r1/stop", "", 200)
+	c = s.waitConnection("rc", "released by r1", func(c connectionJSON) bool { return c.RefCount == 1 })
+	if c.Status != "connected" || c.Clients != 1 {
+		t.Fatalf("r1 stopped: %+v", c)
+	}
+	s.must("POST", "/rules/r2/stop", "", 200)
+	c = s.waitConnection("rc", "released by r2", func(c connectionJSON) bool { return c.RefCount == 0 })
+	if c.Status != "disconnected" || c.Clients != 0 || c.LastDisconnected < c.LastConnected || c.Err != "" {
+		t.Fatalf("both rules stopped: %+v", c)
+	}
+	if len(c.RuleRefs) != 2 {
+		t.Fatalf("stopped rules still reference the connection: %+v", c)
+	}
+}
+
+func TestConnectionStatusSQLite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE t (a BIGINT)`); err != nil {
+		t.Fatal(err)
+	}
+	s := newEngineServer(t)
+	s.must("POST", "/connections", `{"id":"db","typ":"sql","props":{"url":"sqlite://`+path+`"}}`, 201)
+	s.must("POST", "/streams", memoryDDL, 201)
+	s.must("POST", "/rules", ruleJSON("r1", `{"sql":{"connectionSelector":"sql/db","table":"t"}}`), 201)
+	c := s.waitConnection("db", "used by r1", func(c connectionJSON) bool { return c.RefCount == 1 })
+	if c.Status != "connected" || c.Clients != 1 || c.Err != "" {
+		t.Fatalf("rule running: %+v", c)
+	}
+	s.must("POST", "/rules/r1/stop", "", 200)
+	c = s.waitConnection("db", "released", func(c connectionJSON) bool { return c.RefCount == 0 })
+	if c.Status != "disconnected" || c.Clients != 0 {
+		t.Fatalf("rule stopped: %+v", c)
+	}
+}
+
+func TestConnectionStatusUnreachable(t *testing.T) {
+	port := redistest.FreePort(t)
+	s := newEngineServer(t)
+	s.must("POST", "/connections", `{"id":"down","typ":"redis","props":{"addr":"127.0.0.1:`+strconv.Itoa(port)+`","timeout":"300ms"}}`, 201)
+	s.must("POST", "/streams", memoryDDL, 201)
+	s.must("POST", "/rules", ruleJSON("r1", `{"redis":{"connectionSelector":"down","key":"k"}}`), 201)
+	c := s.waitConnection("down", "failed", func(c connectionJSON) bool { return c.Err != "" })
+	if c.Status != "disconnected" || !strings.Contains(c.Err, "127.0.0.1:"+strconv.Itoa(port)) || c.LastConnected != 0 {
+		t.Fatalf("unreachable server: %+v", c)
+	}
+
+	t.Run("invalid properties", func(t *testing.T) {
+		s.must("POST", "/connections", `{"id":"bad","typ":"sql","props":{"url":"mysql://h/db"}}`, 201)
+		if c := s.connection("bad"); c.Status != "disconnected" || !strings.Contains(c.Err, "unsupported database url") {
+			t.Fatalf("invalid connection: %+v", c)
+		}
+	})
+	t.Run("untracked type", func(t *testing.T) {
+		s.must("POST", "/connections", `{"id":"ws","typ":"websocket","props":{"addr":"127.0.0.1:1"}}`, 201)
+		if c := s.connection("ws"); c.Status != "disconnected" || c.Err != "" || c.RefCount != 0 {
+			t.Fatalf("untracked connection: %+v", c)
+		}
+	})
+}
+
+func TestConnectionStatusMQTT(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b, err := broker.Start(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s := newEngineServer(t)
+	s.must("POST", "/connections", `{"id":"mq","typ":"mqtt","props":{"server":"`+b.URL()+`"}}`, 201)
+	s.must("POST", "/streams", memoryDDL, 201)
+	s.must("POST", "/rules", ruleJSON("r1", `{"mqtt":{"connectionSelector":"mqtt.mq","topic":"out"}}`), 201)
+	c := s.waitConnection("mq", "connected for r1", func(c connectionJSON) bool { return c.RefCount == 1 && c.Status == "connected" })
+	if c.Clients != 1 || c.LastConnected == 0 {
+		t.Fatalf("rule running: %+v", c)
+	}
+	s.must("POST", "/rules/r1/stop", "", 200)
+	c = s.waitConnection("mq", "released", func(c connectionJSON) bool { return c.RefCount == 0 })
+	if c.Status != "disconnected" || c.Clients != 0 || c.LastDisconnected == 0 {
+		t.Fatalf("rule stopped: %+v", c)
+	}
+
+	// A broker that is down: the sink keeps its connection retrying, so it
+	// still counts as a user.
+	port := redistest.FreePort(t)
+	s.must("POST", "/connections", `{"id":"down","typ":"mqtt","props":{"server":"tcp://127.0.0.1:`+strconv.Itoa(port)+`"}}`, 201)
+	s.must("POST", "/rules", ruleJSON("r2", `{"mqtt":{"connectionSelector":"down","topic":"out"}}`), 201)
+	c = s.waitConnection("down", "failing for r2", func(c connectionJSON) bool { return c.RefCount == 1 && c.Err != "" })
+	if c.Status == "connected" || c.Clients != 1 || !strings.Contains(c.Err, strconv.Itoa(port)) {
+		t.Fatalf("broker down: %+v", c)
+	}
+}
