@@ -56,6 +56,15 @@ func (v *Virtual) Now() time.Time {
 	return time.UnixMilli(v.now).UTC()
 }
 
+// Pending is the number of timers scheduled and not yet fired or stopped.
+// Tests use it to advance time only while the code under test waits on the
+// clock, not while it does real I/O.
+func (v *Virtual) Pending() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.timers)
+}
+
 // AfterFunc schedules f at now+d (rounded down to the millisecond).
 func (v *Virtual) AfterFunc(d time.Duration, f func()) Timer {
 	v.mu.Lock()
