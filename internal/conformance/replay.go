@@ -9,6 +9,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/engine"
 	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/operator"
+	"github.com/rekuiper/rekuiper/internal/planner"
 	"github.com/rekuiper/rekuiper/internal/row"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/runtime"
@@ -112,7 +113,9 @@ func (p *replayer) loadTables() {
 		tuples := make([]*row.Tuple, 0, len(rows))
 		for _, data := range rows {
 			m, _ := data.(map[string]any)
-			tuples = append(tuples, &row.Tuple{Emitter: name, Message: m, Metadata: p.c.InputMetadata, Timestamp: p.c.StartTime})
+			t := p.tuple(name, m)
+			t.Timestamp = p.c.StartTime
+			tuples = append(tuples, t)
 		}
 		p.rule.Send(operator.Item{Kind: operator.Data, Input: p.ports[name], Tuples: tuples})
 		p.tracker.Wait()
@@ -125,10 +128,23 @@ func (p *replayer) deliver(step Step) error {
 	if step.Index >= len(evs) {
 		return fmt.Errorf("timeline refers to %s[%d], which does not exist", step.Stream, step.Index)
 	}
-	t := &row.Tuple{Emitter: step.Stream, Message: evs[step.Index].Data, Metadata: p.c.InputMetadata, Timestamp: step.At}
+	t := p.tuple(step.Stream, evs[step.Index].Data)
+	t.Timestamp = step.At
 	p.rule.Send(operator.Item{Kind: operator.Data, Input: p.ports[step.Stream], Tuples: []*row.Tuple{t}})
 	p.tracker.Wait()
 	return nil
+}
+
+// tuple makes the tuple of an input record as a JSON stream's decoder does:
+// the declared fields of a typed stream in slots.
+func (p *replayer) tuple(stream string, m map[string]any) *row.Tuple {
+	var l *row.Layout
+	if def := p.defs[stream]; def != nil {
+		l = planner.Layout(def)
+	}
+	t := row.NewTuple(l, m)
+	t.Emitter, t.Metadata = stream, p.c.InputMetadata
+	return t
 }
 
 // restart checkpoints the rule through a barrier, stops it, and restores the

@@ -210,6 +210,17 @@ func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props m
 			return nil, fmt.Errorf("stream %s: %w", def.Name, err)
 		}
 	}
+	dec, err := newDecoder(def)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", def.Name, err)
+	}
+	return stream.NewSubscription(def.Name, src, dec, rn.Clock, rn.Logger), nil
+}
+
+// newDecoder returns the decoder of a stream's FORMAT. Given the declared
+// fields, a JSON decoder puts them into slots (format.TupleDecoder), the
+// layout the rule's planner compiles column reads against.
+func newDecoder(def *ast.CreateStreamStmt) (format.Decoder, error) {
 	fmtName, _ := def.Option("FORMAT")
 	if fmtName == "" {
 		fmtName = "json"
@@ -221,11 +232,7 @@ func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props m
 	for _, f := range def.Fields {
 		opts.Fields = append(opts.Fields, f.Name)
 	}
-	dec, err := format.New(fmtName, opts)
-	if err != nil {
-		return nil, fmt.Errorf("stream %s: %w", def.Name, err)
-	}
-	return stream.NewSubscription(def.Name, src, dec, rn.Clock, rn.Logger), nil
+	return format.New(fmtName, opts)
 }
 
 // Stop detaches the sources, lets the operators and sinks drain what they

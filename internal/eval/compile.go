@@ -34,6 +34,9 @@ type Compiler struct {
 	Aliases map[string]ast.Expr
 	// Analytic holds the state of every analytic call site compiled.
 	Analytic *AnalyticStore
+	// Layouts maps typed streams to their declared fields: a declared
+	// column compiles to a read of its slot (see column).
+	Layouts map[string]*row.Layout
 
 	aliasExprs map[string]Expr
 	compiling  map[string]bool
@@ -212,11 +215,7 @@ func (c *Compiler) compileList(es []ast.Expr) ([]Expr, error) {
 func (c *Compiler) compileField(n *ast.FieldRef) (Expr, error) {
 	if n.Stream != "" {
 		if stream, ok := c.Streams[n.Stream]; ok {
-			name := n.Name
-			return func(ctx *Ctx) (any, error) {
-				v, _ := ctx.Row.Value(stream, name)
-				return v, nil
-			}, nil
+			return c.column(stream, n.Name), nil
 		}
 		// Not a stream: `a.b` is object access `a->b`.
 		obj, err := c.compileField(&ast.FieldRef{P: n.P, Name: n.Stream})
@@ -246,10 +245,7 @@ func (c *Compiler) compileField(n *ast.FieldRef) (Expr, error) {
 			return alias(ctx)
 		}, nil
 	}
-	return func(ctx *Ctx) (any, error) {
-		v, _ := ctx.Row.Value("", name)
-		return v, nil
-	}, nil
+	return c.column("", name), nil
 }
 
 func arrow(v any, key string) any {

@@ -3,6 +3,8 @@ package format
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/rekuiper/rekuiper/internal/row"
 )
 
 var payload4 = []byte(`{"deviceId":"dev-0042","temperature":23.57,"humidity":61,"ok":true}`)
@@ -13,6 +15,20 @@ func BenchmarkDecodeJSON4Fields(b *testing.B) {
 	b.SetBytes(int64(len(payload4)))
 	for b.Loop() {
 		if _, err := c.Decode(payload4); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecodeTuples4Fields decodes the same payload into a slotted
+// tuple of a typed stream, as a stream subscription does.
+func BenchmarkDecodeTuples4Fields(b *testing.B) {
+	c := NewJSONStream([]string{"deviceId", "temperature", "humidity", "ok"})
+	dst := make([]*row.Tuple, 0, 1)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(payload4)))
+	for b.Loop() {
+		if _, err := c.DecodeTuples(dst[:0], payload4); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -15,6 +15,8 @@ package format
 import (
 	"fmt"
 	"strings"
+
+	"github.com/rekuiper/rekuiper/internal/row"
 )
 
 // Format names accepted by New (case-insensitive).
@@ -34,6 +36,17 @@ type Decoder interface {
 	// Decode returns the records in payload. A JSON array of objects yields
 	// one record per element.
 	Decode(payload []byte) ([]map[string]any, error)
+}
+
+// TupleDecoder is implemented by decoders that build a stream's tuples
+// directly, which costs fewer allocations than Decode followed by wrapping
+// each record. Like Decode's records, the tuples and values are owned by the
+// caller and never reused; they are read-only.
+type TupleDecoder interface {
+	// DecodeTuples appends the records of payload to dst as tuples and
+	// returns the extended slice; Emitter, Metadata and Timestamp are left
+	// for the caller to set. On error it returns dst unchanged.
+	DecodeTuples(dst []*row.Tuple, payload []byte) ([]*row.Tuple, error)
 }
 
 // Encoder turns result rows into one payload.
@@ -58,7 +71,8 @@ type Codec interface {
 type Options struct {
 	// Delimiter separates delimited columns; default ",".
 	Delimiter string
-	// Fields are the schema's column names, in order. Delimited decoding
+	// Fields are the schema's column names, in order. JSON decoding into
+	// tuples puts them in slots (see TupleDecoder). Delimited decoding
 	// names columns after them (col0, col1, ... without them) and delimited
 	// encoding writes them in this order. A binary stream names its single
 	// field after Fields[0] (BinaryField without it).
@@ -74,7 +88,7 @@ type Options struct {
 func New(format string, opts Options) (Codec, error) {
 	switch strings.ToLower(format) {
 	case "", JSON:
-		return NewJSON(), nil
+		return NewJSONStream(opts.Fields), nil
 	case Binary:
 		if len(opts.Fields) > 1 {
 			return nil, fmt.Errorf("format binary: at most one field allowed, got %d", len(opts.Fields))

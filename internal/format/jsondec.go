@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/rekuiper/rekuiper/internal/row"
 )
 
 const (
@@ -39,11 +41,20 @@ type JSONCodec struct {
 	hint   int      // field count of the last top-level object
 	w      jsonWriter
 
+	// DecodeTuples state: the stream's declared fields (nil: schemaless),
+	// the arena tuples and values come from, and the slot of the key at
+	// each top-level position of the last message (-1: undeclared).
+	schema   *row.Layout
+	arena    row.Arena
+	slotKeys []string
+	slotIdx  []int
+
 	// per-Decode state
 	data  []byte
 	pos   int
 	str   string // lazily string(data), shared by unescaped string values
 	depth int
+	ar    *row.Arena // set while DecodeTuples stores scalars in the arena
 }
 
 // NewJSON returns a JSON codec.
@@ -80,22 +91,32 @@ func (c *JSONCodec) Decode(payload []byte) ([]map[string]any, error) {
 		if err := c.end(); err != nil {
 			return nil, err
 		}
-		arr := v.([]any)
-		out := make([]map[string]any, len(arr))
-		for i, e := range arr {
-			m, ok := e.(map[string]any)
-			if !ok {
-				return nil, &SyntaxError{Msg: fmt.Sprintf("array element %d is %s, expected an object", i, jsonKind(e)), Offset: start}
-			}
-			out[i] = m
-		}
-		return out, nil
+		return records(v.([]any), start)
 	}
+	return nil, c.notRecords()
+}
+
+// records checks that the elements of a top-level array are all objects.
+func records(arr []any, start int) ([]map[string]any, error) {
+	out := make([]map[string]any, len(arr))
+	for i, e := range arr {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return nil, &SyntaxError{Msg: fmt.Sprintf("array element %d is %s, expected an object", i, jsonKind(e)), Offset: start}
+		}
+		out[i] = m
+	}
+	return out, nil
+}
+
+// notRecords reports a top-level value (at c.pos) that is neither an object
+// nor an array.
+func (c *JSONCodec) notRecords() error {
 	v, err := c.value()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return nil, &SyntaxError{Msg: fmt.Sprintf("expected an object or an array of objects, found %s", jsonKind(v)), Offset: 0}
+	return &SyntaxError{Msg: fmt.Sprintf("expected an object or an array of objects, found %s", jsonKind(v)), Offset: 0}
 }
 
 // DecodeValue decodes any single JSON value into the value model.
@@ -189,6 +210,9 @@ func (c *JSONCodec) value() (any, error) {
 	case '[':
 		return c.array()
 	case '"':
+		if c.ar != nil {
+			return c.arenaString()
+		}
 		s, err := c.stringValue()
 		if err != nil {
 			return nil, err
@@ -222,48 +246,58 @@ func (c *JSONCodec) literal(lit string) error {
 }
 
 func (c *JSONCodec) object(hint int) (map[string]any, error) {
+	m := make(map[string]any, hint)
+	err := c.members(func(_ int, k string, v any) { m[k] = v })
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// members decodes the object at c.pos (its opening brace), calling set for
+// each member in order with its position, its interned key and its value.
+func (c *JSONCodec) members(set func(idx int, k string, v any)) error {
 	c.depth++
 	if c.depth > maxDepth {
-		return nil, &SyntaxError{Msg: "exceeded max depth", Offset: c.pos}
+		return &SyntaxError{Msg: "exceeded max depth", Offset: c.pos}
 	}
 	c.pos++ // '{'
-	m := make(map[string]any, hint)
 	idx := 0
 	c.skipWS()
 	if c.pos < len(c.data) && c.data[c.pos] == '}' {
 		c.pos++
 		c.depth--
-		return m, nil
+		return nil
 	}
 	for {
 		c.skipWS()
 		if c.pos >= len(c.data) {
-			return nil, c.errEOF()
+			return c.errEOF()
 		}
 		if c.data[c.pos] != '"' {
-			return nil, c.errChar("looking for beginning of object key string")
+			return c.errChar("looking for beginning of object key string")
 		}
 		k, err := c.key(idx)
-		idx++
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c.skipWS()
 		if c.pos >= len(c.data) {
-			return nil, c.errEOF()
+			return c.errEOF()
 		}
 		if c.data[c.pos] != ':' {
-			return nil, c.errChar("after object key")
+			return c.errChar("after object key")
 		}
 		c.pos++
 		v, err := c.value()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		m[k] = v
+		set(idx, k, v)
+		idx++
 		c.skipWS()
 		if c.pos >= len(c.data) {
-			return nil, c.errEOF()
+			return c.errEOF()
 		}
 		switch c.data[c.pos] {
 		case ',':
@@ -271,9 +305,9 @@ func (c *JSONCodec) object(hint int) (map[string]any, error) {
 		case '}':
 			c.pos++
 			c.depth--
-			return m, nil
+			return nil
 		default:
-			return nil, c.errChar("after object key:value pair")
+			return c.errChar("after object key:value pair")
 		}
 	}
 }

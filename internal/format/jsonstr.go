@@ -68,6 +68,22 @@ func (c *JSONCodec) stringValue() (string, error) {
 	return c.str[start:end], nil
 }
 
+// arenaString decodes a string value into the DecodeTuples arena.
+func (c *JSONCodec) arenaString() (any, error) {
+	start, end, simple, err := c.scanString()
+	if err != nil {
+		return nil, err
+	}
+	if simple {
+		return c.ar.String(c.data[start:end]), nil
+	}
+	raw, err := c.unescape()
+	if err != nil {
+		return nil, err
+	}
+	return c.ar.String(raw), nil
+}
+
 // unescape decodes the string at c.pos (its opening quote) into c.esc,
 // replacing invalid UTF-8 and lone surrogates with U+FFFD as encoding/json
 // does, and leaves c.pos after the closing quote.
@@ -180,6 +196,22 @@ func (c *JSONCodec) hex4(i int) (rune, int, error) {
 // number decodes a JSON number: int64 when it has no fraction or exponent
 // and fits, float64 otherwise.
 func (c *JSONCodec) number() (any, error) {
+	i, f, isInt, err := c.scanNumber()
+	switch {
+	case err != nil:
+		return nil, err
+	case c.ar != nil && isInt:
+		return c.ar.Int(i), nil
+	case c.ar != nil:
+		return c.ar.Float(f), nil
+	case isInt:
+		return i, nil
+	}
+	return f, nil
+}
+
+// scanNumber scans the number at c.pos: an int64 (isInt) or a float64.
+func (c *JSONCodec) scanNumber() (i64 int64, f float64, isInt bool, err error) {
 	start := c.pos
 	i := c.pos
 	neg := false
@@ -189,7 +221,7 @@ func (c *JSONCodec) number() (any, error) {
 	}
 	if i >= len(c.data) {
 		c.pos = i
-		return nil, c.errEOF()
+		return 0, 0, false, c.errEOF()
 	}
 	var u uint64
 	overflow := false
@@ -208,7 +240,7 @@ func (c *JSONCodec) number() (any, error) {
 		}
 	default:
 		c.pos = i
-		return nil, c.errChar("in numeric literal")
+		return 0, 0, false, c.errChar("in numeric literal")
 	}
 	isFloat := false
 	if i < len(c.data) && c.data[i] == '.' {
@@ -216,11 +248,11 @@ func (c *JSONCodec) number() (any, error) {
 		i++
 		if i >= len(c.data) {
 			c.pos = i
-			return nil, c.errEOF()
+			return 0, 0, false, c.errEOF()
 		}
 		if c.data[i] < '0' || c.data[i] > '9' {
 			c.pos = i
-			return nil, c.errChar("after decimal point in numeric literal")
+			return 0, 0, false, c.errChar("after decimal point in numeric literal")
 		}
 		for i < len(c.data) && c.data[i] >= '0' && c.data[i] <= '9' {
 			i++
@@ -234,11 +266,11 @@ func (c *JSONCodec) number() (any, error) {
 		}
 		if i >= len(c.data) {
 			c.pos = i
-			return nil, c.errEOF()
+			return 0, 0, false, c.errEOF()
 		}
 		if c.data[i] < '0' || c.data[i] > '9' {
 			c.pos = i
-			return nil, c.errChar("in exponent of numeric literal")
+			return 0, 0, false, c.errChar("in exponent of numeric literal")
 		}
 		for i < len(c.data) && c.data[i] >= '0' && c.data[i] <= '9' {
 			i++
@@ -247,15 +279,15 @@ func (c *JSONCodec) number() (any, error) {
 	c.pos = i
 	if !isFloat && !overflow {
 		if !neg && u <= 1<<63-1 {
-			return int64(u), nil
+			return int64(u), 0, true, nil
 		}
 		if neg && u <= 1<<63 {
-			return int64(-u), nil // two's complement wrap gives the exact negative
+			return int64(-u), 0, true, nil // two's complement wrap gives the exact negative
 		}
 	}
-	f, err := strconv.ParseFloat(string(c.data[start:i]), 64)
+	f, err = strconv.ParseFloat(string(c.data[start:i]), 64)
 	if err != nil {
-		return nil, &SyntaxError{Msg: "number " + string(c.data[start:i]) + " is out of range", Offset: start}
+		return 0, 0, false, &SyntaxError{Msg: "number " + string(c.data[start:i]) + " is out of range", Offset: start}
 	}
-	return f, nil
+	return 0, f, false, nil
 }

@@ -39,7 +39,16 @@ type Project struct {
 	SendNil bool
 	// SendMeta adds the row's metadata as "__meta" (non-window rules).
 	SendMeta bool
+
+	// results is a chunk that one-row emissions are carved from, so that
+	// an emission does not cost an allocation for its slice. Sinks may keep
+	// an emission: a cell handed out is never reused, a full chunk is
+	// replaced and left to the GC.
+	results []map[string]any
 }
+
+// resultChunk is the number of one-row emissions carved from one chunk.
+const resultChunk = 64
 
 func (p *Project) Name() string { return "project" }
 
@@ -55,7 +64,7 @@ func (p *Project) Process(ctx *Context, it Item, emit Emit) error {
 	for _, t := range it.Tuples {
 		ec := evalCtx(ctx, t)
 		ec.RowNumber = 1
-		rows, err := p.rows(ec)
+		rows, err := p.rows(ec, p.emission())
 		if err != nil {
 			emitError(ctx, fmt.Errorf("run Select error: %w", err), emit)
 			if firstErr == nil {
@@ -74,15 +83,22 @@ func (p *Project) Process(ctx *Context, it Item, emit Emit) error {
 	return reported(firstErr)
 }
 
+// emission returns an empty slice with room for one row, carved from a
+// chunk.
+func (p *Project) emission() []map[string]any {
+	if len(p.results) == cap(p.results) {
+		p.results = make([]map[string]any, 0, resultChunk)
+	}
+	i := len(p.results)
+	p.results = p.results[:i+1]
+	return p.results[i : i : i+1]
+}
+
 func (p *Project) processSet(ctx *Context, set *row.Set, emit Emit) error {
 	var out []map[string]any
-	add := func(ec *eval.Ctx) error {
-		rows, err := p.rows(ec)
-		if err != nil {
-			return err
-		}
-		out = append(out, rows...)
-		return nil
+	add := func(ec *eval.Ctx) (err error) {
+		out, err = p.rows(ec, out)
+		return err
 	}
 	if p.Grouped {
 		for _, g := range set.Groups {
@@ -124,9 +140,9 @@ func (p *Project) limit(rows []map[string]any) []map[string]any {
 	return rows
 }
 
-// rows evaluates the fields for one row or group; several rows come out only
-// when a set-returning function expands.
-func (p *Project) rows(ec *eval.Ctx) ([]map[string]any, error) {
+// rows evaluates the fields for one row or group and appends the result to
+// dst; several rows come out only when a set-returning function expands.
+func (p *Project) rows(ec *eval.Ctx, dst []map[string]any) ([]map[string]any, error) {
 	out := make(map[string]any, len(p.Fields))
 	var srfVals []any
 	srfName := ""
@@ -156,7 +172,7 @@ func (p *Project) rows(ec *eval.Ctx) ([]map[string]any, error) {
 					continue
 				}
 				if v == nil {
-					return nil, nil
+					return dst, nil
 				}
 				return nil, fmt.Errorf("the argument for the unnest function should be array")
 			}
@@ -179,9 +195,8 @@ func (p *Project) rows(ec *eval.Ctx) ([]map[string]any, error) {
 		}
 	}
 	if srfIndex < 0 {
-		return []map[string]any{out}, nil
+		return append(dst, out), nil
 	}
-	rows := make([]map[string]any, 0, len(srfVals))
 	for _, el := range srfVals {
 		r := make(map[string]any, len(out)+1)
 		for k, x := range out {
@@ -194,15 +209,24 @@ func (p *Project) rows(ec *eval.Ctx) ([]map[string]any, error) {
 		} else if el != nil || p.SendNil {
 			r[srfName] = el
 		}
-		rows = append(rows, r)
+		dst = append(dst, r)
 	}
-	return rows, nil
+	return dst, nil
 }
 
 func (p *Project) wildcard(ec *eval.Ctx, f ProjField, out map[string]any) error {
-	for k, v := range ec.Row.Columns(f.Stream) {
-		if !f.Except[k] {
-			out[k] = v
+	if t, ok := ec.Row.(*row.Tuple); ok {
+		// A slotted tuple would build a map for Columns.
+		t.Range(f.Stream, func(k string, v any) {
+			if !f.Except[k] {
+				out[k] = v
+			}
+		})
+	} else {
+		for k, v := range ec.Row.Columns(f.Stream) {
+			if !f.Except[k] {
+				out[k] = v
+			}
 		}
 	}
 	for _, r := range f.Replace {

@@ -14,6 +14,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/eval"
 	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/operator"
+	"github.com/rekuiper/rekuiper/internal/row"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/sql/token"
 )
@@ -94,11 +95,35 @@ func Build(stmt *ast.SelectStmt, defs map[string]*ast.CreateStreamStmt, opts Opt
 		}
 	}
 	b.comp = eval.NewCompiler(funcs, b.streams, aliases)
+	b.comp.Layouts = layouts(b.inputs)
 	ops, err := b.chain()
 	if err != nil {
 		return nil, err
 	}
 	return &Plan{Ops: ops, Inputs: b.inputs, Analytic: b.comp.Analytic}, nil
+}
+
+// layouts returns the layout of every typed input, so that declared
+// columns compile to slot reads.
+func layouts(inputs []Input) map[string]*row.Layout {
+	out := map[string]*row.Layout{}
+	for _, in := range inputs {
+		if l := Layout(in.Def); l != nil {
+			out[in.Name] = l
+		}
+	}
+	return out
+}
+
+// Layout returns the slot layout of a typed stream's declared fields (nil
+// for a schemaless stream): the one its JSON decoder fills
+// (format.NewJSONStream).
+func Layout(def *ast.CreateStreamStmt) *row.Layout {
+	names := make([]string, len(def.Fields))
+	for i, f := range def.Fields {
+		names[i] = f.Name
+	}
+	return row.NewLayout(names)
 }
 
 func (b *builder) resolveInputs(defs map[string]*ast.CreateStreamStmt) error {

@@ -2,12 +2,14 @@ package row
 
 import "github.com/rekuiper/rekuiper/internal/value"
 
-// AppendTuple appends a tuple's encoding (emitter, time, message, metadata
-// and alias cache) to buf. Checkpoints and logs embed it.
+// AppendTuple appends a tuple's encoding (emitter, time, columns, metadata
+// and alias cache) to buf. Checkpoints and logs embed it. A slotted tuple is
+// written as its columns and read back as a tuple without a layout, which
+// evaluates the same.
 func AppendTuple(buf []byte, t *Tuple) []byte {
 	buf = value.AppendString(buf, t.Emitter)
 	buf = value.AppendValue(buf, t.Timestamp)
-	buf = value.AppendValue(buf, t.Message)
+	buf = value.AppendValue(buf, t.Columns(""))
 	buf = value.AppendValue(buf, t.Metadata)
 	return value.AppendValue(buf, t.aliases)
 }

@@ -26,38 +26,75 @@ type Row interface {
 	SetAlias(name string, v any)
 }
 
-// Tuple is one record of one stream.
+// Tuple is one record of one stream. A tuple of a typed stream may hold its
+// columns in slots (see Layout and NewSlotted); any other tuple holds them
+// in Message.
 type Tuple struct {
-	Emitter   string
+	Emitter string
+	// Message holds the columns of a tuple without slots; it is nil for a
+	// slotted tuple.
 	Message   map[string]any
 	Metadata  map[string]any
 	Timestamp int64
 	aliases   map[string]any
+	// rec holds the columns of a slotted tuple; it is shared, read-only,
+	// by the copies of the tuple (see Clone).
+	rec *record
 }
 
 var _ Row = (*Tuple)(nil)
 
-// Clone returns a shallow copy with an empty alias cache; the message and
-// metadata maps are shared and must not be mutated.
+// Clone returns a shallow copy with an empty alias cache; the columns (the
+// message or the slots) and the metadata are shared and must not be
+// mutated.
 func (t *Tuple) Clone() *Tuple {
-	c := *t
-	c.aliases = nil
-	return &c
+	c := new(Tuple)
+	t.CloneTo(c)
+	return c
+}
+
+// CloneTo makes dst a copy of t as Clone does.
+func (t *Tuple) CloneTo(dst *Tuple) {
+	*dst = *t
+	dst.aliases = nil
 }
 
 func (t *Tuple) Value(stream, name string) (any, bool) {
 	if stream != "" && stream != t.Emitter {
 		return nil, false
 	}
+	if t.rec != nil {
+		return t.rec.value(name)
+	}
 	v, ok := t.Message[name]
 	return v, ok
 }
 
+// Columns returns the columns of the tuple. A slotted tuple builds the map
+// on first use and keeps it.
 func (t *Tuple) Columns(stream string) map[string]any {
 	if stream != "" && stream != t.Emitter {
 		return nil
 	}
+	if t.rec != nil {
+		return t.rec.columns()
+	}
 	return t.Message
+}
+
+// Range calls fn for every column of the tuple (of stream, "" any), in no
+// particular order, without building a map.
+func (t *Tuple) Range(stream string, fn func(name string, v any)) {
+	if stream != "" && stream != t.Emitter {
+		return
+	}
+	if t.rec != nil {
+		t.rec.each(fn)
+		return
+	}
+	for k, v := range t.Message {
+		fn(k, v)
+	}
 }
 
 func (t *Tuple) Meta(stream, key string) (any, bool) {
@@ -117,7 +154,7 @@ func (j *Joined) Columns(stream string) map[string]any {
 	if stream != "" {
 		for _, t := range j.Tuples {
 			if t != nil && t.Emitter == stream {
-				return t.Message
+				return t.Columns(stream)
 			}
 		}
 		return nil
@@ -125,9 +162,7 @@ func (j *Joined) Columns(stream string) map[string]any {
 	out := make(map[string]any)
 	for i := len(j.Tuples) - 1; i >= 0; i-- {
 		if t := j.Tuples[i]; t != nil {
-			for k, v := range t.Message {
-				out[k] = v
-			}
+			t.Range("", func(k string, v any) { out[k] = v })
 		}
 	}
 	return out

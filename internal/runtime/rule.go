@@ -93,6 +93,10 @@ type Rule struct {
 	// emits[i] passes operator i's output on; built once on the operator
 	// goroutine so that no closure is allocated per item.
 	emits []operator.Emit
+	// sinkItems is a chunk the items handed to the sinks are carved from,
+	// so that an emission costs no allocation of its own. Operator
+	// goroutine only; a cell handed out is never reused.
+	sinkItems []operator.Item
 
 	// sendMu orders enqueues against Stop: once stopped is set, nothing
 	// more enters the input channel.
@@ -399,11 +403,22 @@ func (r *Rule) toSinks(it operator.Item) {
 	if it.Kind == operator.Data && it.Results == nil {
 		return
 	}
+	if len(r.sinkIn) == 0 {
+		return
+	}
+	if len(r.sinkItems) == cap(r.sinkItems) {
+		r.sinkItems = make([]operator.Item, 0, sinkItemChunk)
+	}
+	r.sinkItems = append(r.sinkItems, it)
+	p := &r.sinkItems[len(r.sinkItems)-1]
 	for _, ch := range r.sinkIn {
 		r.cfg.Tracker.Add(1)
-		ch <- &it
+		ch <- p
 	}
 }
+
+// sinkItemChunk is the number of sink items carved from one chunk (4 KB).
+const sinkItemChunk = 32
 
 func (r *Rule) runSink(i int) {
 	defer r.sinksDone.Done()

@@ -376,7 +376,8 @@ const maxBatch = 128
 // A read error ends the batch: what came before it is delivered first.
 func (s *Subscription) deliverBatch(batch []readResult, lastOffset *[]byte) error {
 	consumers := s.consumersSnapshot()
-	var tuples []*row.Tuple
+	// Every delivery gets a fresh slice: consumers keep theirs.
+	tuples := make([]*row.Tuple, 0, len(batch))
 	flush := func() {
 		if len(tuples) > 0 {
 			for _, c := range consumers {
@@ -393,7 +394,8 @@ func (s *Subscription) deliverBatch(batch []readResult, lastOffset *[]byte) erro
 			break
 		}
 		n++
-		ts, err := s.decode(res.msg)
+		var err error
+		tuples, err = s.decode(tuples, res.msg)
 		if err != nil {
 			// Keep the order: records before the bad one go first.
 			bad++
@@ -405,7 +407,6 @@ func (s *Subscription) deliverBatch(batch []readResult, lastOffset *[]byte) erro
 			}
 			continue
 		}
-		tuples = append(tuples, ts...)
 	}
 	flush()
 	s.mu.Lock()
@@ -423,29 +424,38 @@ func (s *Subscription) deliverBatch(batch []readResult, lastOffset *[]byte) erro
 	return readErr
 }
 
-func (s *Subscription) decode(msg *api.Message) ([]*row.Tuple, error) {
+// decode appends the tuples of msg to dst. Tuples of one delivery share
+// dst; a failed message leaves it unchanged.
+func (s *Subscription) decode(dst []*row.Tuple, msg *api.Message) ([]*row.Tuple, error) {
 	ts := msg.Time.UnixMilli()
 	if msg.Time.IsZero() {
 		ts = clock.NowMilli(s.clock)
 	}
-	var records []map[string]any
-	switch {
+	n := len(dst)
+	switch td, _ := s.decoder.(format.TupleDecoder); {
 	case msg.Data != nil:
 		m, _ := value.Normalize(msg.Data).(map[string]any)
-		records = []map[string]any{m}
-	case s.decoder != nil:
+		dst = append(dst, &row.Tuple{Message: m})
+	case td != nil:
 		var err error
-		if records, err = s.decoder.Decode(msg.Payload); err != nil {
-			return nil, fmt.Errorf("decode message of stream %s: %w", s.name, err)
+		if dst, err = td.DecodeTuples(dst, msg.Payload); err != nil {
+			return dst, fmt.Errorf("decode message of stream %s: %w", s.name, err)
+		}
+	case s.decoder != nil:
+		records, err := s.decoder.Decode(msg.Payload)
+		if err != nil {
+			return dst, fmt.Errorf("decode message of stream %s: %w", s.name, err)
+		}
+		for _, r := range records {
+			dst = append(dst, &row.Tuple{Message: r})
 		}
 	default:
-		return nil, fmt.Errorf("stream %s: message has no data and the stream no format", s.name)
+		return dst, fmt.Errorf("stream %s: message has no data and the stream no format", s.name)
 	}
-	tuples := make([]*row.Tuple, len(records))
-	for i, r := range records {
-		tuples[i] = &row.Tuple{Emitter: s.name, Message: r, Metadata: msg.Meta, Timestamp: ts}
+	for _, t := range dst[n:] {
+		t.Emitter, t.Metadata, t.Timestamp = s.name, msg.Meta, ts
 	}
-	return tuples, nil
+	return dst, nil
 }
 
 func (s *Subscription) end(err error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"testing"
@@ -76,6 +77,7 @@ func (f *fakeSource) Rewind(b []byte) error {
 type recorder struct {
 	mu       sync.Mutex
 	seqs     []int64
+	tuples   []*row.Tuple
 	barriers map[uint64]string // barrier id → offset
 	errs     int
 	ended    chan error
@@ -91,7 +93,9 @@ func (r *recorder) consumer() *Consumer {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			for _, t := range ts {
-				r.seqs = append(r.seqs, t.Message["seq"].(int64))
+				seq, _ := t.Value("", "seq")
+				r.seqs = append(r.seqs, seq.(int64))
+				r.tuples = append(r.tuples, t)
 			}
 			return true
 		},
@@ -174,6 +178,40 @@ func TestReconnectAfterReadErrorAndEnd(t *testing.T) {
 	}
 	if st := sub.Status(); st.DecodeErrors != 1 || st.RecordsIn != 4 {
 		t.Fatalf("status %+v", st)
+	}
+}
+
+// TestTypedStreamTuples: a JSON stream with declared fields delivers
+// slotted tuples, stamped with the stream, metadata and arrival time, in
+// order around a message that fails to decode.
+func TestTypedStreamTuples(t *testing.T) {
+	src := &fakeSource{payloads: []string{`{"seq":0,"x":1}`, `[{"seq":1},{"seq":2}]`, `{"seq":`, `{"seq":3}`}, bounded: true}
+	dec, err := format.New("json", format.Options{Fields: []string{"seq"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := NewSubscription("s", src, dec, clock.NewVirtual(1000), nil)
+	rec := newRecorder()
+	sub.Attach(rec.consumer())
+	sub.Start()
+	defer sub.Stop(context.Background())
+	select {
+	case <-rec.ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("source never ended")
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if fmt.Sprint(rec.seqs) != "[0 1 2 3]" || rec.errs != 1 {
+		t.Fatalf("delivered %v with %d decode errors; want [0 1 2 3] and 1", rec.seqs, rec.errs)
+	}
+	for i, tu := range rec.tuples {
+		if tu.Layout() == nil || tu.Emitter != "s" || tu.Metadata["topic"] != "t" || tu.Timestamp != 1000 {
+			t.Errorf("tuple %d: layout %v, emitter %q, metadata %v, time %d", i, tu.Layout(), tu.Emitter, tu.Metadata, tu.Timestamp)
+		}
+	}
+	if x, _ := rec.tuples[0].Value("", "x"); x != int64(1) {
+		t.Errorf("undeclared column x = %v", x)
 	}
 }
 
