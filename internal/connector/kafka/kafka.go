@@ -17,17 +17,25 @@
 //	}
 //
 // Protocol at qos 2: the engine calls Write for the rows before a barrier,
-// then PreCommit(id) when the barrier reaches the sink (the sink flushes
-// the open transaction; a failure fails the checkpoint), and Commit(id)
-// once checkpoint id is durable (the sink commits the transaction; the next
-// Write begins a new one). Rows written between PreCommit and Commit belong
-// to the next checkpoint and are held back until Commit. Abort discards
-// everything written since the last Commit; the engine then restores the
-// last completed checkpoint and replays. A crash before Commit leaves an
-// open transaction that the next producer with the same transactionalID
-// aborts when it starts (fencing). A crash between the checkpoint becoming
-// durable and Commit loses that checkpoint's results (never duplicates
-// them); the window is one round trip to the broker.
+// then PreCommit(id) when the barrier reaches the sink (the sink adds a
+// record of id to its checkpoint topic and flushes the open transaction; a
+// failure fails the checkpoint), and Commit(id) once checkpoint id is
+// durable (the sink commits the transaction; the next Write begins a new
+// one). Rows written between PreCommit and Commit belong to the next
+// checkpoint and are held back until Commit. Abort discards everything
+// written since the last Commit. A crash before Commit leaves an open
+// transaction that the next producer with the same transactionalID aborts
+// when it starts (fencing).
+//
+// Restore: the engine restores the last checkpoint whose transactions
+// committed, the newer of its store's committed marker and the sink's
+// LastCommitted, which Connect read from the checkpoint topic (records
+// keyed by the transactionalID, in the same transactions as the results). A crash after
+// the Kafka commit of checkpoint N but before the store marked N committed
+// thus restores N, not N-1, and N's results are not committed twice. A
+// checkpoint id at or below LastCommitted reaching PreCommit (a replay of
+// an older checkpoint) has its transaction aborted instead of committed,
+// as the sql sink rolls it back.
 package kafka
 
 import (

@@ -32,6 +32,7 @@ func SinkSpec() connector.Spec {
 		connector.Prop{Name: "maxAttempts", Type: connector.TypeInt, Default: 3, Doc: "produce retries of one record"},
 		connector.Prop{Name: "transactionalID", Type: connector.TypeString, Doc: "write in transactions committed with checkpoints (qos 2); the engine sets a rule-derived id"},
 		connector.Prop{Name: "transactionTimeout", Type: connector.TypeDuration, Default: "60s", Doc: "broker-side timeout of an open transaction"},
+		connector.Prop{Name: "checkpointTopic", Type: connector.TypeString, Default: DefaultCheckpointTopic, Doc: "bookkeeping topic of transactional sinks: each transaction records its checkpoint id there (created compacted when missing)"},
 	)}
 }
 
@@ -43,7 +44,10 @@ func SinkSpec() connector.Spec {
 // the batch then (the failed records themselves are not kept by the sink
 // cache: at-least-once holds only with batchSize 1). With transactionalID
 // the sink is transactional (see the package documentation): Write only
-// buffers; PreCommit, Commit and Abort report the failures.
+// buffers; PreCommit, Commit and Abort report the failures. Each transaction
+// also records its checkpoint id in the checkpoint topic, which Connect
+// reads back for LastCommitted, and a checkpoint at or below LastCommitted
+// (a replay) is aborted instead of committed.
 //
 // Transient failures (timeouts, broker errors Kafka marks retriable, lost
 // connections, a cancelled Write) wrap api.ErrRetryable. All methods may be
@@ -56,8 +60,11 @@ type Sink struct {
 	headers   map[string]*output.PropTemplate
 	batchSize int
 	txnID     string
+	ckTopic   string
 	opts      []kgo.Opt
+	base      []kgo.Opt // connection options only (checkpoint topic reader)
 	connectTO time.Duration
+	txnTO     time.Duration
 	logger    *slog.Logger
 	reg       *connection.Registry
 	connKey   string
@@ -75,6 +82,8 @@ type Sink struct {
 	inTxn   bool
 	pending *uint64       // checkpoint that PreCommit prepared
 	held    []*kgo.Record // written after PreCommit, produced after Commit
+	last    uint64        // last checkpoint committed under txnID
+	book    bookkeeping   // how far the checkpoint topic was read
 }
 
 var (
@@ -92,7 +101,10 @@ func NewSink(props map[string]any, deps connector.Deps) (api.Sink, error) {
 		batchSize: int(connector.Get[int64](props, "batchSize")),
 		keyRaw:    connector.Get[string](props, "key"),
 		txnID:     connector.Get[string](props, "transactionalID"),
+		ckTopic:   connector.Get[string](props, "checkpointTopic"),
+		base:      slices.Clip(opts),
 		connectTO: connector.Get[time.Duration](props, "connectTimeout"),
+		txnTO:     connector.Get[time.Duration](props, "transactionTimeout"),
 		logger:    deps.Logger,
 		reg:       deps.Connections,
 		connKey:   clusterKey(props),
@@ -109,6 +121,12 @@ func NewSink(props map[string]any, deps connector.Deps) (api.Sink, error) {
 	}
 	if s.topic.String() == "" {
 		return nil, errors.New("property \"topic\" is empty")
+	}
+	if s.txnID != "" && s.ckTopic == "" {
+		return nil, errors.New("property \"checkpointTopic\" is empty")
+	}
+	if s.txnID != "" && s.topic.Static() && s.topic.String() == s.ckTopic {
+		return nil, fmt.Errorf("property \"checkpointTopic\": %s is the sink's topic", s.ckTopic)
 	}
 	if s.key, err = output.NewPropTemplate("key", s.keyRaw); err != nil {
 		return nil, err
@@ -139,7 +157,7 @@ func NewSink(props map[string]any, deps connector.Deps) (api.Sink, error) {
 	)
 	if s.txnID != "" {
 		opts = append(opts, kgo.TransactionalID(s.txnID), kgo.RequiredAcks(kgo.AllISRAcks()),
-			kgo.TransactionTimeout(connector.Get[time.Duration](props, "transactionTimeout")))
+			kgo.TransactionTimeout(s.txnTO))
 	} else {
 		switch connector.Get[int64](props, "requiredACKs") {
 		case 0:
@@ -156,7 +174,11 @@ func NewSink(props map[string]any, deps connector.Deps) (api.Sink, error) {
 
 // Connect creates the client and checks that a broker answers. A
 // transactional sink also initialises its producer id, which fences and
-// aborts any transaction a previous instance left open.
+// aborts any transaction a previous instance left open, creates the
+// checkpoint topic when missing and reads it (LastCommitted). The read may
+// wait behind another producer's open transaction in that topic: it is
+// bounded by connectTimeout plus transactionTimeout, the rest by
+// connectTimeout.
 func (s *Sink) Connect(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -174,21 +196,43 @@ func (s *Sink) Connect(ctx context.Context) error {
 	if err != nil {
 		return fail(fmt.Errorf("create kafka client: %w", err))
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.connectTO)
+	cctx, cancel := context.WithTimeout(ctx, s.connectTO)
 	defer cancel()
-	if err := cl.Ping(ctx); err != nil {
+	if err := cl.Ping(cctx); err != nil {
 		cl.Close()
 		return fail(fmt.Errorf("connect to kafka: %w", err))
 	}
+	s.cl, s.inTxn, s.pending, s.held, s.unflushed = cl, false, nil, nil, 0
 	if s.txnID != "" {
-		if _, _, err := cl.ProducerID(ctx); err != nil {
+		if err := s.initTransactionsLocked(cctx, ctx); err != nil {
 			cl.Close()
-			return fail(fmt.Errorf("init kafka transactional producer %s: %w", s.txnID, err))
+			s.cl = nil
+			return fail(err)
 		}
 	}
 	tr.Connected()
-	s.cl, s.tr, s.inTxn, s.pending, s.held, s.unflushed = cl, tr, false, nil, nil, 0
+	s.tr = tr
 	return nil
+}
+
+// initTransactionsLocked initialises the transactional producer (ctx), then
+// makes sure the checkpoint topic exists and reads it (parent, bounded
+// here). mu is held and s.cl set.
+func (s *Sink) initTransactionsLocked(ctx, parent context.Context) error {
+	if _, _, err := s.cl.ProducerID(ctx); err != nil {
+		return fmt.Errorf("init kafka transactional producer %s: %w", s.txnID, err)
+	}
+	created, err := s.ensureCheckpointTopicLocked(ctx)
+	if err != nil {
+		return err
+	}
+	if created {
+		clear(s.book.next)
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(parent, s.connectTO+s.txnTO)
+	defer cancel()
+	return s.scanLocked(sctx)
 }
 
 // closeClientLocked stops the client and its tracker; mu is held.
@@ -323,10 +367,28 @@ func (s *Sink) PreCommit(ctx context.Context, checkpointID uint64) error {
 		}
 	}
 	s.held = nil
+	id := checkpointID
+	if checkpointID <= s.last {
+		// A replay after a restore from an older checkpoint: this
+		// checkpoint's results were committed before. Exact only if the
+		// replayed barrier falls where the original did (see README).
+		if s.inTxn {
+			s.logger.Warn("kafka sink: checkpoint already committed, aborting its replayed transaction",
+				"transactionalID", s.txnID, "checkpoint", checkpointID, "lastCommitted", s.last)
+			if err := s.abortTxnLocked(ctx); err != nil {
+				return fmt.Errorf("abort replayed checkpoint %d: %w", checkpointID, err)
+			}
+		}
+		s.pending = &id
+		return nil
+	}
+	if s.inTxn {
+		// Committed with the records, or aborted with them.
+		s.cl.Produce(context.WithoutCancel(ctx), &kgo.Record{Topic: s.ckTopic, Key: []byte(s.txnID), Value: encodeMarker(checkpointID)}, s.promise)
+	}
 	if err := s.flushLocked(ctx); err != nil {
 		return fmt.Errorf("flush kafka transaction for checkpoint %d: %w", checkpointID, err)
 	}
-	id := checkpointID
 	s.pending = &id
 	return nil
 }
@@ -354,6 +416,7 @@ func (s *Sink) Commit(ctx context.Context, checkpointID uint64) error {
 			return report(s.tr, classify(fmt.Errorf("commit kafka transaction for checkpoint %d: %w", checkpointID, err)))
 		}
 		s.inTxn = false
+		s.last = checkpointID
 	}
 	s.pending = nil
 	held := s.held
@@ -377,10 +440,18 @@ func (s *Sink) Abort(ctx context.Context) error {
 	if s.txnID == "" || s.cl == nil || !s.inTxn {
 		return nil
 	}
+	return s.abortTxnLocked(ctx)
+}
+
+// abortTxnLocked aborts the open transaction; mu is held.
+func (s *Sink) abortTxnLocked(ctx context.Context) error {
 	s.inTxn = false
 	if err := s.cl.AbortBufferedRecords(ctx); err != nil {
 		return fmt.Errorf("abort kafka records: %w", err)
 	}
+	s.errMu.Lock()
+	s.asyncErr = nil
+	s.errMu.Unlock()
 	if err := s.cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
 		return fmt.Errorf("abort kafka transaction: %w", err)
 	}
