@@ -165,3 +165,53 @@ func TestCoordinatorCompletesAndAbandons(t *testing.T) {
 	}
 	c.Stop()
 }
+
+// failing refuses to commit the checkpoints listed in fail.
+type failing struct {
+	fail map[uint64]bool
+}
+
+func (f *failing) CheckpointCommitted(cp *Checkpoint) error {
+	if f.fail[cp.ID] {
+		return errors.New("commit refused")
+	}
+	return nil
+}
+
+// markSeen records, when a follower is called, which checkpoint the store
+// had marked committed at that moment.
+type markSeen struct {
+	store *Store
+	saw   []uint64
+}
+
+func (m *markSeen) CheckpointCommitted(cp *Checkpoint) error {
+	id, _ := m.store.Committed("r")
+	m.saw = append(m.saw, cp.ID*1000+id)
+	return nil
+}
+
+// TestFollowersOnlyAfterCommit: followers (source log truncation) hear of a
+// checkpoint only once every committer succeeded and the store marked it
+// committed; a checkpoint a committer refused never reaches them, since a
+// restore may go back behind it.
+func TestFollowersOnlyAfterCommit(t *testing.T) {
+	vc := clock.NewVirtual(0)
+	store := &Store{Dir: t.TempDir()}
+	follower := &markSeen{store: store}
+	c := NewCoordinator(Config{RuleID: "r", Fingerprint: "fp", Interval: time.Second, Store: store, Clock: vc, Sinks: 1})
+	inj := &injector{c: c, key: "src"}
+	c.SetSources(map[string]Injector{"src": inj}, []Committer{&failing{fail: map[uint64]bool{2: true}}}, []Committer{follower})
+	c.Start()
+	defer c.Stop()
+	for id := uint64(1); id <= 3; id++ {
+		vc.AdvanceTo(int64(id)*1000, nil)
+		c.OnSnapshot(&runtime.Snapshot{ID: id, Ops: map[string][]byte{}, State: map[string][]byte{}})
+		c.OnSinkAck(id, 0)
+	}
+	// 1 and 3 reached the follower with the marker already at their id;
+	// 2 (refused) did not.
+	if !reflect.DeepEqual(follower.saw, []uint64{1001, 3003}) {
+		t.Fatalf("follower saw %v, want [1001 3003]", follower.saw)
+	}
+}

@@ -37,8 +37,14 @@ type Config struct {
 	Sources map[string]Injector
 	// Sinks is the number of sinks that must acknowledge each barrier.
 	Sinks int
-	// Committers are notified of every durable checkpoint.
+	// Committers are notified of every durable checkpoint (transactional
+	// sinks commit then).
 	Committers []Committer
+	// Followers are notified once every committer succeeded and the
+	// checkpoint is marked committed: no restore goes back behind it any
+	// more, so what only an older restore would need (source log
+	// segments) may go.
+	Followers []Committer
 	// FirstID is the id after which numbering continues (the restored
 	// checkpoint's id, or 0).
 	FirstID uint64
@@ -87,13 +93,14 @@ func NewCoordinator(cfg Config) *Coordinator {
 	return &Coordinator{cfg: cfg, nextID: cfg.FirstID + 1}
 }
 
-// SetSources sets the barrier injection points and the committers to
-// notify; call it before Start.
-func (c *Coordinator) SetSources(sources map[string]Injector, committers ...Committer) {
+// SetSources sets the barrier injection points, the committers and the
+// followers to notify (see Config); call it before Start.
+func (c *Coordinator) SetSources(sources map[string]Injector, committers, followers []Committer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.cfg.Sources = sources
 	c.cfg.Committers = append(c.cfg.Committers, committers...)
+	c.cfg.Followers = append(c.cfg.Followers, followers...)
 }
 
 // Start schedules the first checkpoint one interval from now.
@@ -203,7 +210,7 @@ func (c *Coordinator) complete(p *pending) {
 	c.stats.LastTakenAt = p.started
 	c.stats.LastDuration = time.Duration(clock.NowMilli(c.cfg.Clock)-p.started) * time.Millisecond
 	c.stats.LastSizeBytes = size
-	committers := c.cfg.Committers
+	committers, followers := c.cfg.Committers, c.cfg.Followers
 	c.mu.Unlock()
 	ok := true
 	for _, cm := range committers {
@@ -215,9 +222,16 @@ func (c *Coordinator) complete(p *pending) {
 			c.mu.Unlock()
 		}
 	}
-	if ok {
-		if err := c.cfg.Store.MarkCommitted(c.cfg.RuleID, p.id); err != nil {
-			c.cfg.Logger.Error("mark checkpoint committed", "rule", c.cfg.RuleID, "id", p.id, "err", err)
+	if !ok {
+		return
+	}
+	if err := c.cfg.Store.MarkCommitted(c.cfg.RuleID, p.id); err != nil {
+		c.cfg.Logger.Error("mark checkpoint committed", "rule", c.cfg.RuleID, "id", p.id, "err", err)
+		return
+	}
+	for _, f := range followers {
+		if err := f.CheckpointCommitted(cp); err != nil {
+			c.cfg.Logger.Warn("after checkpoint commit", "rule", c.cfg.RuleID, "id", p.id, "err", err)
 		}
 	}
 }

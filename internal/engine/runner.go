@@ -154,14 +154,11 @@ func (rn *Runner) Start(ctx context.Context, def *rule.Def) (rulemgr.Running, er
 	var coord *checkpoint.Coordinator
 	var restored *checkpoint.Checkpoint
 	if def.Options.Qos > 0 && rn.Checkpoints != nil {
-		restored = rn.restorePoint(ctx, def.ID, p.fp, p.sinks, rr.logger)
+		var first uint64
+		restored, first = rn.restorePoint(ctx, def.ID, p.fp, p.sinks, rr.logger)
 		interval := time.Duration(def.Options.CheckpointInterval)
 		if interval <= 0 {
 			interval = rn.DefaultCheckpointInterval
-		}
-		first := uint64(0)
-		if restored != nil {
-			first = restored.ID
 		}
 		coord = checkpoint.NewCoordinator(checkpoint.Config{
 			RuleID: def.ID, Fingerprint: p.fp, Interval: interval, Store: rn.Checkpoints,
@@ -213,43 +210,64 @@ func (rn *Runner) latestCheckpoint(id, fp string, logger *slog.Logger) *checkpoi
 	return nil
 }
 
-// restorePoint picks the checkpoint to restore. With transactional sinks it
-// is the last one whose transactions committed (the store's marker, or a
-// SQL sink's own bookkeeping when that is newer): a checkpoint whose
-// transaction was lost in a crash is replayed from the one before.
-func (rn *Runner) restorePoint(ctx context.Context, id, fp string, sinks []*sinkNode, logger *slog.Logger) *checkpoint.Checkpoint {
+// restorePoint picks the checkpoint to restore, and the id checkpoint
+// numbering must continue after.
+//
+// Without transactional sinks it is the newest checkpoint. With them it is
+// the newest checkpoint every transactional sink committed: the store's
+// marker says all of them committed it; a sink that keeps its own
+// bookkeeping (LastCommitted: the SQL and Kafka sinks) may know a newer
+// one. With several transactional sinks a crash between their commits
+// leaves them at different checkpoints; restoring the oldest replays the
+// others' newest results a second time (at least once) rather than lose
+// the rest's.
+//
+// Numbering continues after the newest id any sink committed, even when
+// nothing is restored (a checkpoint lost or of another definition, a rule
+// re-created with the same id): a sink's bookkeeping then never meets an
+// id it has already committed.
+func (rn *Runner) restorePoint(ctx context.Context, id, fp string, sinks []*sinkNode, logger *slog.Logger) (*checkpoint.Checkpoint, uint64) {
+	marker, _ := rn.Checkpoints.Committed(id)
+	floor := marker
 	txn := false
 	var target uint64
-	found := false
 	for _, s := range sinks {
 		if _, ok := s.sink.(transactional); !ok {
 			continue
 		}
-		txn = true
+		committed := marker
 		if lc, ok := s.sink.(interface {
 			LastCommitted(context.Context) (uint64, error)
 		}); ok {
-			if n, err := lc.LastCommitted(ctx); err == nil && n > 0 && (!found || n > target) {
-				target, found = n, true
+			if n, err := lc.LastCommitted(ctx); err != nil {
+				logger.Warn("sink bookkeeping unreadable; using the checkpoint store's marker", "sink", s.name, "err", err)
+			} else {
+				committed = max(committed, n)
 			}
 		}
+		floor = max(floor, committed)
+		if !txn || committed < target {
+			target = committed
+		}
+		txn = true
 	}
 	if !txn {
-		return rn.latestCheckpoint(id, fp, logger)
+		cp := rn.latestCheckpoint(id, fp, logger)
+		if cp != nil {
+			floor = max(floor, cp.ID)
+		}
+		return cp, floor
 	}
-	if n, ok := rn.Checkpoints.Committed(id); ok && (!found || n > target) {
-		target, found = n, true
-	}
-	if !found {
+	if target == 0 {
 		logger.Info("no committed checkpoint: starting without state")
-		return nil
+		return nil, floor
 	}
 	cp, err := rn.Checkpoints.Load(id, fp, target)
 	if err != nil {
 		logger.Warn("committed checkpoint not restorable; starting without state", "id", target, "err", err)
-		return nil
+		return nil, floor
 	}
-	return cp
+	return cp, floor
 }
 
 // Cleanup removes what a deleted rule leaves on disk (its checkpoints).

@@ -59,7 +59,7 @@ func (i injector) InjectBarrier(id uint64) { i.sub.InjectBarrier(i.consumer, id)
 
 func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 	injectors := map[string]checkpoint.Injector{}
-	var committers []checkpoint.Committer
+	var committers, followers []checkpoint.Committer
 	source := 0
 	for _, in := range rr.built.Plan.Inputs {
 		typ, props, err := rr.rn.sourceProps(in.Def)
@@ -120,7 +120,9 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 			injectors[ckKey] = injector{sub: sub, consumer: ri.consumer}
 		}
 		if logged != nil {
-			committers = append(committers, logTruncator{log: logged, key: ckKey, logger: rr.logger})
+			// Segments go only once no restore can need them: after
+			// every transactional sink committed the checkpoint.
+			followers = append(followers, logTruncator{log: logged, key: ckKey, logger: rr.logger})
 		}
 		sub.Start()
 	}
@@ -130,7 +132,7 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 				committers = append(committers, s)
 			}
 		}
-		rr.coord.SetSources(injectors, committers...)
+		rr.coord.SetSources(injectors, committers, followers)
 	}
 	return nil
 }

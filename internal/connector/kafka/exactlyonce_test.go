@@ -179,3 +179,67 @@ func TestRuleCrashAfterKafkaCommitBeforeStoreMark(t *testing.T) {
 		t.Errorf("results %v, want 1..30", got)
 	}
 }
+
+// TestRuleRestartWithoutStateNumbersAfterCommitted: a rule that restarts
+// without its checkpoints (lost, or the rule re-created with the same id)
+// numbers checkpoints after the last one its Kafka sink committed, so its
+// new results commit normally and none is taken for an old checkpoint's.
+func TestRuleRestartWithoutStateNumbersAfterCommitted(t *testing.T) {
+	e := newRuleEnv(t)
+	action, _ := json.Marshal(map[string]any{"kafka": map[string]any{"brokers": e.k.addr(), "topic": e.out}})
+	def, err := rule.ParseDef(fmt.Appendf(nil, `{"id":"fresh","sql":"SELECT v FROM s","actions":[%s],
+		"options":{"qos":2,"checkpointInterval":"50ms"}}`, action), rule.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// lastCommitted reads the rule's sink bookkeeping while the rule is
+	// stopped (a producer with its transactional id fences the rule's).
+	lastCommitted := func() uint64 {
+		t.Helper()
+		s := newSink(t, map[string]any{"brokers": e.k.addr(), "topic": e.out, "transactionalID": "rekuiper-fresh-kafka_0"})
+		connectT(t, s)
+		defer s.Close(ctx)
+		n, err := s.LastCommitted(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	run := e.start(t, def)
+	e.input(t, 1, 10)
+	e.results(t, 10, 0)
+	e.committedAfter(t, "fresh", 0)
+	if err := run.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := lastCommitted()
+	if err := e.store.Delete("fresh"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Without state the rule reads the input again from the start: 1..10
+	// are emitted a second time, then 11..20 once, in checkpoints numbered
+	// after the sink's last.
+	run = e.start(t, def)
+	e.input(t, 11, 20)
+	e.results(t, 30, 0)
+	e.committedAfter(t, "fresh", 0)
+	if err := run.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := lastCommitted(); after <= before {
+		t.Errorf("sink's last committed checkpoint %d after the restart, %d before: numbering went back", after, before)
+	}
+	e.k.produce(t, e.out, &kgo.Record{Value: []byte("marker")})
+	got := e.results(t, 0, 1)
+	for v := int64(1); v <= 20; v++ {
+		want := 1
+		if v <= 10 {
+			want = 2
+		}
+		if got[v] != want {
+			t.Errorf("result %d seen %d times, want %d", v, got[v], want)
+		}
+	}
+}

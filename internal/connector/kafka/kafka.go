@@ -32,10 +32,9 @@
 // LastCommitted, which Connect read from the checkpoint topic (records
 // keyed by the transactionalID, in the same transactions as the results). A crash after
 // the Kafka commit of checkpoint N but before the store marked N committed
-// thus restores N, not N-1, and N's results are not committed twice. A
-// checkpoint id at or below LastCommitted reaching PreCommit (a replay of
-// an older checkpoint) has its transaction aborted instead of committed,
-// as the sql sink rolls it back.
+// thus restores N, not N-1, and N's results are not committed twice. The
+// engine numbers checkpoints after LastCommitted even when it starts
+// without state; see README.md for several transactional sinks.
 package kafka
 
 import (

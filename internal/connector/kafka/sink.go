@@ -368,20 +368,6 @@ func (s *Sink) PreCommit(ctx context.Context, checkpointID uint64) error {
 	}
 	s.held = nil
 	id := checkpointID
-	if checkpointID <= s.last {
-		// A replay after a restore from an older checkpoint: this
-		// checkpoint's results were committed before. Exact only if the
-		// replayed barrier falls where the original did (see README).
-		if s.inTxn {
-			s.logger.Warn("kafka sink: checkpoint already committed, aborting its replayed transaction",
-				"transactionalID", s.txnID, "checkpoint", checkpointID, "lastCommitted", s.last)
-			if err := s.abortTxnLocked(ctx); err != nil {
-				return fmt.Errorf("abort replayed checkpoint %d: %w", checkpointID, err)
-			}
-		}
-		s.pending = &id
-		return nil
-	}
 	if s.inTxn {
 		// Committed with the records, or aborted with them.
 		s.cl.Produce(context.WithoutCancel(ctx), &kgo.Record{Topic: s.ckTopic, Key: []byte(s.txnID), Value: encodeMarker(checkpointID)}, s.promise)

@@ -470,11 +470,6 @@ func (s *Sink) PreCommit(ctx context.Context, checkpointID uint64) error {
 		}
 	}
 	id := checkpointID
-	if checkpointID <= s.last {
-		s.rollbackLocked()
-		s.pending = &id
-		return nil
-	}
 	if s.tx == nil {
 		tx, err := s.db.BeginTx(context.WithoutCancel(ctx), nil)
 		if err != nil {

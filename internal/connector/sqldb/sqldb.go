@@ -14,16 +14,18 @@
 // and executed in the next transaction. Abort rolls back and drops held
 // rows.
 //
-// Replay after a crash: LastCommitted returns the id of the last committed
-// checkpoint. A crash before Commit leaves nothing in the database (the
-// transaction dies with the connection), so replaying from the restored
-// checkpoint inserts each row once. If the crash fell between the
-// checkpoint becoming durable and Commit, LastCommitted is lower than the
-// restored checkpoint: the coordinator should restore the checkpoint
-// LastCommitted names when it still has it, otherwise that checkpoint's
-// rows are lost (never duplicated). If the coordinator restores a
-// checkpoint older than LastCommitted, PreCommit of every id up to
-// LastCommitted rolls its rows back instead of committing them twice.
+// Replay after a crash: a crash before Commit leaves nothing in the
+// database (the transaction dies with the connection), and the engine
+// restores the checkpoint before it, so each row is inserted once. A crash
+// after Commit but before the engine marked the checkpoint committed is
+// covered by LastCommitted: it returns the id of the last committed
+// checkpoint, which the engine restores instead of the older one it marked.
+// The engine numbers checkpoints after LastCommitted even when it starts
+// without state, so ids never go back. A checkpoint id at or below
+// LastCommitted can still reach PreCommit when a rule has several
+// transactional sinks and a crash fell between their commits (the engine
+// then restores the oldest): it commits again, at least once, since a
+// replay's barriers need not fall where the original's did.
 package sqldb
 
 import (
