@@ -9,8 +9,7 @@ import (
 )
 
 // bufConn cuts the system calls of a client that reads and writes one small
-// packet at a time (paho.mqtt.golang reads a packet's header byte by byte
-// and writes every packet with its own Write):
+// packet at a time:
 //
 //   - reads go through a buffer, so a burst of packets costs one read;
 //   - writes are appended to a buffer that a flusher goroutine writes out:

@@ -1,6 +1,7 @@
-// Package mqtt provides the mqtt source and sink for MQTT 3.1, 3.1.1
-// (paho.mqtt.golang) and 5 (paho.golang), with TLS and mTLS, persistent
-// sessions, shared subscriptions and connection sharing through a Pool.
+// Package mqtt provides the mqtt source and sink for MQTT 3.1 and 3.1.1 (a
+// lean client of its own, wire.go) and 5 (paho.golang), with TLS and mTLS,
+// persistent sessions, shared subscriptions and connection sharing through
+// a Pool.
 //
 // Ownership: the Pool owns one goroutine per broker connection, which
 // connects, reconnects with exponential backoff and jitter on the Pool's

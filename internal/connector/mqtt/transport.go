@@ -9,8 +9,6 @@ import (
 	"net"
 	"strings"
 	"time"
-
-	pahopackets "github.com/eclipse/paho.mqtt.golang/packets"
 )
 
 // inbound is one message received from the broker.
@@ -41,9 +39,10 @@ type pending interface {
 	Error() error
 }
 
-// transport is one network connection (one connect attempt) to a broker,
-// on top of paho.mqtt.golang (3.1, 3.1.1) or paho.golang (5). A transport is
-// used once: after it is lost, the conn loop builds a new one.
+// transport is one network connection (one connect attempt) to a broker:
+// the package's own client for 3.1 and 3.1.1 (transport_v3.go, wire.go) or
+// paho.golang for 5. A transport is used once: after it is lost, the conn
+// loop builds a new one.
 type transport interface {
 	connect(ctx context.Context) error
 	subscribe(ctx context.Context, filters map[string]byte) error
@@ -83,14 +82,10 @@ func classify(err error) error {
 	)
 	switch {
 	case errors.As(err, &ua), errors.As(err, &he), errors.As(err, &ci), errors.As(err, &cve),
-		errors.As(err, &ae), errors.As(err, &rhe),
-		errors.Is(err, pahopackets.ErrorRefusedBadProtocolVersion),
-		errors.Is(err, pahopackets.ErrorRefusedIDRejected),
-		errors.Is(err, pahopackets.ErrorRefusedBadUsernameOrPassword),
-		errors.Is(err, pahopackets.ErrorRefusedNotAuthorised):
+		errors.As(err, &ae), errors.As(err, &rhe):
 		return permanentErr{err}
 	}
-	// paho.mqtt.golang flattens some errors to text.
+	// Some errors reach here flattened to text.
 	msg := err.Error()
 	if strings.Contains(msg, "tls: ") || strings.Contains(msg, "x509: ") {
 		return permanentErr{err}

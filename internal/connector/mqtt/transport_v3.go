@@ -2,123 +2,469 @@ package mqtt
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net"
-	"net/url"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	paho "github.com/eclipse/paho.mqtt.golang"
 )
 
-// v3 is a transport over paho.mqtt.golang for MQTT 3.1 and 3.1.1. Its own
-// reconnect logic is off: the conn loop owns reconnection. Messages are
-// dispatched in order on paho's router goroutine, and acknowledged manually,
-// so a slow consumer holds back the socket (TCP backpressure) instead of
-// piling up goroutines.
+// pingTimeout is how long a PINGREQ may wait for its PINGRESP before the
+// connection counts as lost.
+const pingTimeout = 10 * time.Second
+
+// v3 is a transport for MQTT 3.1 and 3.1.1 written for this package: one
+// connection, no reconnect (the conn loop owns reconnection), no goroutine
+// hop per message.
+//
+//   - One reader goroutine reads packets from the bufConn. It calls the
+//     handler for each PUBLISH in arrival order, on its own stack, so a slow
+//     consumer holds back the socket (TCP backpressure). It resolves
+//     acknowledgements of our publishes and subscriptions and answers
+//     PUBREC and PUBREL.
+//   - Writers encode packets and append them to the bufConn, whose flusher
+//     coalesces them into few system calls. A QoS 0 publish allocates
+//     nothing.
+//   - QoS 1 and 2 publishes get packet identifiers from an idTable that
+//     holds at most defaultMaxInflight of them (publish blocks beyond that);
+//     QoS 2 runs PUBREC → PUBREL → PUBCOMP.
+//   - Received QoS 1 and 2 messages are acknowledged when the consumer
+//     calls inbound.ack, in arrival order (inboundAcks).
+//   - A keepalive goroutine sends PINGREQ after keepAlive without a write
+//     (or without a read) and reports the connection lost when the
+//     PINGRESP does not come.
+//
+// When the connection fails, lost receives the cause once, and every
+// publish and subscription still waiting fails with a "connection lost"
+// error; close ends the transport without reporting it as lost.
 type v3 struct {
-	cli    paho.Client
-	lostCh chan error
-	dialTO time.Duration
-	once   sync.Once
-	deadCh chan struct{}
+	cfg         connConfig
+	clientID    string
+	handler     func(inbound)
+	timeout     time.Duration
+	keepAlive   time.Duration
+	pingTimeout time.Duration
+
+	conn *bufConn // set by connect before the goroutines start
+
+	wmu  sync.Mutex // guards wbuf
+	wbuf []byte
+
+	wrote  atomic.Bool   // a packet was written since the keepalive last looked
+	rx     atomic.Uint64 // packets read
+	busy   atomic.Bool   // the reader is inside the handler
+	pongs  atomic.Uint64 // PINGRESPs read
+	broken atomic.Bool   // fail ran
+
+	ids  *idTable
+	acks *inboundAcks
+	ok   *result // the pending of every successful QoS 0 publish
+
+	failOnce  sync.Once
+	gone      chan struct{} // closed by fail
+	lostCh    chan error
+	closing   atomic.Bool
+	closeOnce sync.Once
+	deadCh    chan struct{}
 }
 
 func newV3(cfg connConfig, clientID string, handler func(inbound), timeout time.Duration) *v3 {
-	t := &v3{lostCh: make(chan error, 1), dialTO: timeout, deadCh: make(chan struct{})}
-	o := paho.NewClientOptions()
-	o.AddBroker(cfg.server.String())
-	o.SetClientID(clientID)
-	o.SetUsername(cfg.username)
-	o.SetPassword(cfg.password)
-	o.SetProtocolVersion(uint(cfg.version))
-	o.SetCleanSession(!cfg.session)
-	o.SetAutoReconnect(false)
-	o.SetConnectRetry(false)
-	o.SetResumeSubs(false)
-	o.SetOrderMatters(true)
-	o.SetAutoAckDisabled(true)
-	o.SetKeepAlive(defaultKeepAlive)
-	o.SetPingTimeout(10 * time.Second)
-	o.SetConnectTimeout(timeout)
-	o.SetWriteTimeout(timeout)
-	o.SetCustomOpenConnectionFn(func(*url.URL, paho.ClientOptions) (net.Conn, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		c, err := dial(ctx, cfg, timeout)
-		if err != nil {
-			return nil, err
-		}
-		return newBufConn(c, timeout), nil
-	})
-	o.SetDefaultPublishHandler(func(_ paho.Client, m paho.Message) {
-		in := inbound{topic: m.Topic(), payload: m.Payload(), qos: m.Qos(), id: m.MessageID(), retained: m.Retained()}
-		if in.qos > 0 {
-			in.ack = m.Ack
-		}
-		handler(in)
-	})
-	o.SetConnectionLostHandler(func(_ paho.Client, err error) {
-		select {
-		case t.lostCh <- err:
-		default:
-		}
-	})
-	t.cli = paho.NewClient(o)
+	t := &v3{cfg: cfg, clientID: clientID, handler: handler, timeout: timeout,
+		keepAlive: defaultKeepAlive, pingTimeout: pingTimeout,
+		ids:  newIDTable(defaultMaxInflight),
+		ok:   &result{done: make(chan struct{})},
+		gone: make(chan struct{}), lostCh: make(chan error, 1), deadCh: make(chan struct{})}
+	close(t.ok.done)
+	t.acks = newInboundAcks(t.write)
 	return t
 }
 
+var _ transport = (*v3)(nil)
+
 func (t *v3) connect(ctx context.Context) error {
-	tok := t.cli.Connect()
-	if err := waitChan(ctx, tok.Done()); err != nil {
-		t.cli.Disconnect(0)
+	nc, err := dial(ctx, t.cfg, t.timeout)
+	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	if err := tok.Error(); err != nil {
+	bc := newBufConn(nc, t.timeout)
+	if err := t.handshake(ctx, bc); err != nil {
+		_ = bc.Close()
 		return fmt.Errorf("connect: %w", err)
+	}
+	t.conn = bc
+	go t.reader()
+	if t.keepAlive > 0 {
+		go t.keepalive()
 	}
 	return nil
 }
 
+// handshake sends CONNECT and reads CONNACK, within ctx and the timeout.
+func (t *v3) handshake(ctx context.Context, bc *bufConn) error {
+	level := t.cfg.version
+	if level != 3 {
+		level = 4
+	}
+	pkt, err := appendConnect(nil, connectPacket{level: level, clientID: t.clientID,
+		username: t.cfg.username, password: t.cfg.password, clean: !t.cfg.session,
+		keepAlive: uint16(t.keepAlive / time.Second)})
+	if err != nil {
+		return err
+	}
+	if _, err := bc.Write(pkt); err != nil {
+		return fmt.Errorf("write connect: %w", err)
+	}
+	deadline := time.Now().Add(t.timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	_ = bc.Conn.SetReadDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = bc.Conn.SetReadDeadline(time.Unix(1, 0)) })
+	typ, _, body, err := readPacket(bc.r, nil)
+	if !stop() {
+		return ctx.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("read connack: %w", err)
+	}
+	if typ != pktConnack {
+		return malformed("broker sent packet type %d before CONNACK", typ)
+	}
+	_, code, err := decodeConnack(body)
+	if err != nil {
+		return err
+	}
+	if err := connackErr(code); err != nil {
+		return err
+	}
+	return bc.Conn.SetReadDeadline(time.Time{})
+}
+
+// write appends one or more whole packets to the connection.
+func (t *v3) write(p []byte) error {
+	if !t.wrote.Load() {
+		t.wrote.Store(true)
+	}
+	_, err := t.conn.Write(p)
+	return err
+}
+
+// lostError is the error of a publish or subscription on a failed transport.
+type lostError struct{ cause error }
+
+func (e lostError) Error() string { return "connection lost: " + e.cause.Error() }
+func (e lostError) Unwrap() error { return e.cause }
+
+// fail ends the connection once: waiting publishes and subscriptions fail,
+// and, unless close caused it, lost receives cause.
+func (t *v3) fail(cause error) {
+	t.failOnce.Do(func() {
+		t.broken.Store(true)
+		close(t.gone)
+		report := !t.closing.Load()
+		if report && t.conn != nil {
+			// Unblock the reader and the flusher.
+			_ = t.conn.Conn.Close()
+		}
+		t.ids.close(lostError{cause})
+		if report {
+			t.lostCh <- cause
+		}
+	})
+}
+
+// reader reads packets until the connection fails.
+func (t *v3) reader() {
+	r := t.conn.r
+	scratch := make([]byte, 256)
+	var topics topicCache
+	for {
+		typ, flags, body, err := readPacket(r, scratch)
+		if err != nil {
+			t.fail(fmt.Errorf("read: %w", err))
+			return
+		}
+		t.rx.Add(1)
+		if err := t.handle(typ, flags, body, &topics); err != nil {
+			t.fail(err)
+			return
+		}
+	}
+}
+
+// handle processes one packet read by the reader.
+func (t *v3) handle(typ, flags byte, body []byte, topics *topicCache) error {
+	switch typ {
+	case pktPublish:
+		return t.received(flags, body, topics)
+	case pktPuback, pktPubcomp:
+		id, err := decodeID(body)
+		if err != nil {
+			return err
+		}
+		qos := byte(1)
+		if typ == pktPubcomp {
+			qos = 2
+		}
+		if f := t.ids.take(id, pktPublish, qos); f != nil {
+			f.finish(nil)
+		}
+	case pktPubrec:
+		id, err := decodeID(body)
+		if err != nil {
+			return err
+		}
+		if t.ids.pubrec(id) {
+			var b [4]byte
+			_ = t.write(appendAck(b[:0], pktPubrel, id))
+		}
+	case pktPubrel:
+		id, err := decodeID(body)
+		if err != nil {
+			return err
+		}
+		t.acks.released(id)
+	case pktSuback:
+		id, codes, err := decodeSuback(body)
+		if err != nil {
+			return err
+		}
+		if f := t.ids.take(id, pktSubscribe, 0); f != nil {
+			f.codes = append([]byte(nil), codes...)
+			f.finish(nil)
+		}
+	case pktUnsuback:
+		id, err := decodeID(body)
+		if err != nil {
+			return err
+		}
+		if f := t.ids.take(id, pktUnsubscribe, 0); f != nil {
+			f.finish(nil)
+		}
+	case pktPingresp:
+		t.pongs.Add(1)
+	default:
+		return malformed("unexpected packet type %d from broker", typ)
+	}
+	return nil
+}
+
+// received hands a PUBLISH to the handler, with its acknowledgement for
+// QoS 1 and 2.
+func (t *v3) received(flags byte, body []byte, topics *topicCache) error {
+	p, err := decodePublish(flags, body, topics)
+	if err != nil {
+		return err
+	}
+	in := inbound{topic: p.topic, payload: p.payload, qos: p.qos, id: p.id, retained: p.retain}
+	if p.qos > 0 {
+		seq, deliver := t.acks.received(p.id, p.qos)
+		if !deliver {
+			return nil
+		}
+		in.ack = func() { t.acks.ack(seq) }
+	}
+	t.busy.Store(true)
+	t.handler(in)
+	t.busy.Store(false)
+	return nil
+}
+
+// keepalive sends PINGREQ when nothing was written, or nothing read, for
+// about keepAlive (between keepAlive-tick and keepAlive), and fails the
+// connection when no PINGRESP follows within pingTimeout. Pinging a quiet
+// reader too finds a broker that vanished under a connection that only
+// publishes QoS 0. A reader blocked in the handler, or one that read other
+// packets since the PINGREQ, may simply not have reached the PINGRESP yet:
+// then the wait starts again.
+func (t *v3) keepalive() {
+	tick := min(t.keepAlive/4, t.pingTimeout/2)
+	tk := time.NewTicker(tick)
+	defer tk.Stop()
+	var (
+		quietOut, quietIn time.Duration // without a write, without a read
+		lastRx            = t.rx.Load()
+		pinging           bool
+		pingAt            time.Time
+		rxAtPing, pongs   uint64
+	)
+	ping := []byte{pktPingreq << 4, 0}
+	for {
+		select {
+		case <-t.gone:
+			return
+		case now := <-tk.C:
+			quietOut, quietIn = quietOut+tick, quietIn+tick
+			if t.wrote.Swap(false) {
+				quietOut = 0
+			}
+			if rx := t.rx.Load(); rx != lastRx {
+				quietIn, lastRx = 0, rx
+			}
+			if pinging {
+				switch {
+				case t.pongs.Load() != pongs:
+					pinging = false
+				case now.Sub(pingAt) < t.pingTimeout:
+				case t.busy.Load() || t.rx.Load() != rxAtPing:
+					pingAt, rxAtPing = now, t.rx.Load()
+				default:
+					t.fail(fmt.Errorf("no PINGRESP within %s", t.pingTimeout))
+					return
+				}
+				continue
+			}
+			if quietOut+tick < t.keepAlive && quietIn+tick < t.keepAlive {
+				continue
+			}
+			pinging, pingAt, rxAtPing, pongs = true, now, t.rx.Load(), t.pongs.Load()
+			quietOut, quietIn = 0, 0
+			if err := t.write(ping); err != nil {
+				t.fail(fmt.Errorf("write pingreq: %w", err))
+				return
+			}
+			t.wrote.Store(false)
+		}
+	}
+}
+
 func (t *v3) subscribe(ctx context.Context, filters map[string]byte) error {
-	tok := t.cli.SubscribeMultiple(filters, nil)
-	if err := waitChan(ctx, tok.Done()); err != nil {
+	names := sortedKeys(filters)
+	qos := make([]byte, len(names))
+	for i, f := range names {
+		qos[i] = filters[f]
+	}
+	f, err := t.request(ctx, pktSubscribe, func(b []byte, id uint16) ([]byte, error) {
+		return appendSubscribe(b, id, names, qos)
+	})
+	if err != nil {
 		return fmt.Errorf("subscribe: %w", err)
 	}
-	if err := tok.Error(); err != nil {
-		return fmt.Errorf("subscribe: %w", err)
+	if len(f.codes) != len(names) {
+		return fmt.Errorf("subscribe: broker answered %d return codes for %d filters", len(f.codes), len(names))
 	}
-	st, ok := tok.(*paho.SubscribeToken)
-	if !ok {
-		return nil
-	}
-	for f, code := range st.Result() {
+	for i, code := range f.codes {
 		if code >= 0x80 {
-			return fmt.Errorf("subscribe %q: %w", f, permanentErr{fmt.Errorf("refused by broker (code 0x%02x)", code)})
+			return fmt.Errorf("subscribe %q: %w", names[i], permanentErr{fmt.Errorf("refused by broker (code 0x%02x)", code)})
 		}
 	}
 	return nil
 }
 
 func (t *v3) unsubscribe(ctx context.Context, filters []string) error {
-	tok := t.cli.Unsubscribe(filters...)
-	if err := waitChan(ctx, tok.Done()); err != nil {
+	_, err := t.request(ctx, pktUnsubscribe, func(b []byte, id uint16) ([]byte, error) {
+		return appendUnsubscribe(b, id, filters)
+	})
+	if err != nil {
 		return fmt.Errorf("unsubscribe: %w", err)
 	}
-	return tok.Error()
+	return nil
 }
 
+// request sends a SUBSCRIBE or UNSUBSCRIBE built by encode and waits for
+// its acknowledgement.
+func (t *v3) request(ctx context.Context, kind byte, encode func([]byte, uint16) ([]byte, error)) (*outFlight, error) {
+	if t.conn == nil {
+		return nil, errors.New("not connected")
+	}
+	f := newFlight(kind, 0)
+	id, err := t.ids.add(f)
+	if err != nil {
+		return nil, err
+	}
+	t.wmu.Lock()
+	t.wbuf, err = encode(t.wbuf[:0], id)
+	if err == nil {
+		err = t.write(t.wbuf)
+	}
+	t.wmu.Unlock()
+	if err != nil {
+		t.ids.drop(id)
+		return nil, err
+	}
+	select {
+	case <-f.done:
+		return f, f.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// publish writes a PUBLISH. QoS 0 completes once the packet is handed to
+// the connection; QoS 1 and 2 wait for a free slot (at most
+// defaultMaxInflight in flight) and complete on PUBACK or PUBCOMP.
 func (t *v3) publish(o outbound) pending {
-	return t.cli.Publish(o.topic, o.qos, o.retained, o.payload)
+	if err := checkTopic(o.topic); err != nil {
+		return failed(fmt.Errorf("publish: %w", permanentErr{err}))
+	}
+	if _, err := publishSize(o.topic, o.payload, o.qos); err != nil {
+		return failed(fmt.Errorf("publish: %w", permanentErr{err}))
+	}
+	if t.conn == nil {
+		return failed(errors.New("publish: not connected"))
+	}
+	p := publishPacket{topic: o.topic, qos: o.qos, retain: o.retained, payload: o.payload}
+	if o.qos == 0 {
+		if t.broken.Load() {
+			return failed(errors.New("publish: connection closed"))
+		}
+		if err := t.writePublish(&p); err != nil {
+			return failed(fmt.Errorf("publish: %w", err))
+		}
+		return t.ok
+	}
+	f := newFlight(pktPublish, o.qos)
+	id, err := t.ids.add(f)
+	if err != nil {
+		return failed(fmt.Errorf("publish: %w", err))
+	}
+	p.id = id
+	if err := t.writePublish(&p); err != nil {
+		if f := t.ids.drop(id); f != nil {
+			f.finish(fmt.Errorf("publish: %w", err))
+		}
+	}
+	return f
+}
+
+func (t *v3) writePublish(p *publishPacket) error {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	t.wbuf = appendPublish(t.wbuf[:0], p)
+	err := t.write(t.wbuf)
+	if cap(t.wbuf) > 1<<20 {
+		t.wbuf = nil
+	}
+	return err
+}
+
+// checkTopic rejects topics a broker would answer by disconnecting.
+func checkTopic(topic string) error {
+	if topic == "" {
+		return errors.New("empty topic")
+	}
+	if strings.ContainsAny(topic, "+#\x00") {
+		return fmt.Errorf("topic %q contains a wildcard or NUL", topic)
+	}
+	return nil
 }
 
 func (t *v3) lost() <-chan error { return t.lostCh }
 
 func (t *v3) dead() <-chan struct{} { return t.deadCh }
 
+// close sends DISCONNECT, which bufConn.Close flushes, closes the
+// connection and fails what is still waiting. It does not wait for the
+// reader, which may be blocked in the handler.
 func (t *v3) close() {
-	t.once.Do(func() {
-		t.cli.Disconnect(100)
+	t.closeOnce.Do(func() {
+		t.closing.Store(true)
+		if t.conn != nil {
+			_, _ = t.conn.Write([]byte{pktDisconnect << 4, 0})
+			_ = t.conn.Close()
+		}
+		t.fail(errors.New("connection closed"))
 		close(t.deadCh)
 	})
 }
