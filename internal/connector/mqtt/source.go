@@ -175,6 +175,17 @@ type subscription struct {
 	closeOnce  sync.Once
 	closed     chan struct{}
 	releaseAck atomic.Bool
+	// meta is the metadata of the last message without a message id or
+	// user properties (QoS 0): consecutive messages on one topic share it.
+	// Metadata is read-only once delivered, so sharing is safe.
+	meta atomic.Pointer[sharedMeta]
+}
+
+type sharedMeta struct {
+	topic    string
+	qos      byte
+	retained bool
+	m        map[string]any
 }
 
 func newSubscription(filters map[string]byte, decomp string, buf int, c clock.Clock, l *slog.Logger) *subscription {
@@ -209,13 +220,7 @@ func (s *subscription) deliver(m inbound, ack func()) {
 		}
 		payload = p
 	}
-	meta := map[string]any{
-		"topic": m.topic, "qos": int64(m.qos), "messageId": int64(m.id), "retained": m.retained,
-	}
-	if m.user != nil {
-		meta["userProperties"] = m.user
-	}
-	msg := &api.Message{Payload: payload, Meta: meta, Time: s.clock.Now()}
+	msg := &api.Message{Payload: payload, Meta: s.metadata(m), Time: s.clock.Now()}
 	if ack != nil {
 		var once sync.Once
 		msg.Ack = func() { once.Do(ack) }
@@ -227,6 +232,28 @@ func (s *subscription) deliver(m inbound, ack func()) {
 			msg.Ack()
 		}
 	}
+}
+
+// metadata returns meta(topic), meta(qos), meta(messageId), meta(retained)
+// and v5 user properties of m; messages that differ in none of them share
+// one map.
+func (s *subscription) metadata(m inbound) map[string]any {
+	shareable := m.id == 0 && m.user == nil
+	if shareable {
+		if c := s.meta.Load(); c != nil && c.topic == m.topic && c.qos == m.qos && c.retained == m.retained {
+			return c.m
+		}
+	}
+	meta := map[string]any{
+		"topic": m.topic, "qos": int64(m.qos), "messageId": int64(m.id), "retained": m.retained,
+	}
+	if m.user != nil {
+		meta["userProperties"] = m.user
+	}
+	if shareable {
+		s.meta.Store(&sharedMeta{topic: m.topic, qos: m.qos, retained: m.retained, m: meta})
+	}
+	return meta
 }
 
 // close stops deliveries. With releaseAcks, buffered and later messages are

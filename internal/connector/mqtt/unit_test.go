@@ -1,12 +1,15 @@
 package mqtt
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/mqtt/mqtttest"
 )
@@ -236,5 +239,31 @@ func TestBackoffGrowsWithJitterAndCaps(t *testing.T) {
 				t.Fatalf("backoff(%d) = %s, want in [%s, %s]", n, d, full/2, full)
 			}
 		}
+	}
+}
+
+// TestMetadataShared: QoS 0 messages on the same topic share one metadata
+// map; a different topic, a message id or user properties get their own,
+// with the right values.
+func TestMetadataShared(t *testing.T) {
+	s := newSubscription(map[string]byte{"a/#": 0}, "", 1, clock.Wall{}, slog.New(slog.DiscardHandler))
+	same := func(x, y map[string]any) bool { return reflect.ValueOf(x).Pointer() == reflect.ValueOf(y).Pointer() }
+	m1 := s.metadata(inbound{topic: "a/1"})
+	m2 := s.metadata(inbound{topic: "a/1"})
+	if !same(m1, m2) {
+		t.Error("consecutive QoS 0 messages on one topic do not share metadata")
+	}
+	m3 := s.metadata(inbound{topic: "a/2"})
+	if same(m1, m3) || m3["topic"] != "a/2" {
+		t.Errorf("other topic: shared %v, meta %v", same(m1, m3), m3)
+	}
+	m4 := s.metadata(inbound{topic: "a/2", qos: 1, id: 7})
+	m5 := s.metadata(inbound{topic: "a/2", qos: 1, id: 8})
+	if same(m4, m5) || m4["messageId"] != int64(7) || m5["messageId"] != int64(8) || m5["qos"] != int64(1) {
+		t.Errorf("message ids: %v %v", m4, m5)
+	}
+	m6 := s.metadata(inbound{topic: "a/2", retained: true})
+	if same(m3, m6) || m6["retained"] != true {
+		t.Errorf("retained: %v", m6)
 	}
 }
