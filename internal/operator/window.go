@@ -2,6 +2,7 @@ package operator
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/rekuiper/rekuiper/internal/eval"
@@ -235,9 +236,17 @@ func (w *Window) emitRange(start, end, trigger int64, emit Emit) error {
 	if w.Fold != nil {
 		return w.emitFolded(start, end, trigger, emit)
 	}
+	// A processing-time tumbling window also takes rows stamped before its
+	// start: they were read before the previous boundary but reached the
+	// window after it fired (a source log or a busy rule delays them), and
+	// no other window will take them.
+	lo := start
+	if w.Spec.Kind == Tumbling && !w.Spec.EventTime {
+		lo = math.MinInt64
+	}
 	var in []row.Row
 	for _, t := range w.st.Rows {
-		if t.Timestamp >= start && t.Timestamp < end {
+		if t.Timestamp >= lo && t.Timestamp < end {
 			in = append(in, t)
 		}
 	}

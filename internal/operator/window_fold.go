@@ -53,6 +53,11 @@ func (w *Window) fold(ctx *Context, t *row.Tuple) {
 	}
 	size := w.Spec.Size
 	end := st.Next + (floorDiv(t.Timestamp-st.Next, size)+1)*size
+	if !w.Spec.EventTime && end < st.Next {
+		// Read before the last boundary, here after it fired: the open
+		// window takes it (as emitRange does for kept rows).
+		end = st.Next
+	}
 	b := w.bucket(end)
 	f := w.Fold
 	ec := evalCtx(ctx, t)
