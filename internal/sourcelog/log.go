@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -78,6 +79,13 @@ type Log struct {
 	// once their batch is written (and synced per policy).
 	acks     []func()
 	ackTimer clock.Timer
+
+	// enc is the record buffer append reuses; meta and metaEnc cache the
+	// encoding of the last metadata map (push sources hand the same
+	// read-only map to consecutive messages of a topic).
+	enc     []byte
+	meta    map[string]any
+	metaEnc []byte
 }
 
 var (
@@ -180,9 +188,9 @@ func (l *Log) Read(ctx context.Context) (*api.Message, error) {
 		// Not acknowledged: the broker redelivers it.
 		return nil, fmt.Errorf("append to source log: %w", err)
 	}
-	out := *msg
-	out.Ack = nil
-	return &out, nil
+	// The message is ours (the source handed it over); its ack is queued.
+	msg.Ack = nil
+	return msg, nil
 }
 
 // Sync writes (and syncs, per policy) every appended record and sends the
@@ -396,7 +404,8 @@ func (l *Log) append(msg *api.Message) error {
 			return err
 		}
 	}
-	body := encodeMessage(msg)
+	l.enc = l.encodeMessage(l.enc[:0], msg)
+	body := l.enc
 	var hdr [binary.MaxVarintLen64 + 4]byte
 	k := binary.PutUvarint(hdr[:], uint64(len(body)))
 	binary.LittleEndian.PutUint32(hdr[k:], crc32.ChecksumIEEE(body))
@@ -550,7 +559,22 @@ const (
 	flagMeta    = 4
 )
 
-func encodeMessage(m *api.Message) []byte {
+// encodeMessage appends m's record to b, reusing the encoding of the
+// metadata map when it is the map of the previous record.
+func (l *Log) encodeMessage(b []byte, m *api.Message) []byte {
+	if m.Meta == nil || m.Data != nil {
+		return appendMessage(b, m, nil)
+	}
+	if l.meta == nil || reflect.ValueOf(l.meta).UnsafePointer() != reflect.ValueOf(m.Meta).UnsafePointer() {
+		l.meta = m.Meta
+		l.metaEnc = value.AppendObject(l.metaEnc[:0], m.Meta)
+	}
+	return appendMessage(b, m, l.metaEnc)
+}
+
+// appendMessage appends m's record to b; metaEnc, when set, is the
+// encoding of m.Meta.
+func appendMessage(b []byte, m *api.Message, metaEnc []byte) []byte {
 	var flags byte
 	if m.Payload != nil {
 		flags |= flagPayload
@@ -561,7 +585,6 @@ func encodeMessage(m *api.Message) []byte {
 	if m.Meta != nil {
 		flags |= flagMeta
 	}
-	b := make([]byte, 0, 16+len(m.Payload))
 	b = append(b, recVersion, flags)
 	b = binary.AppendVarint(b, m.Time.UnixNano())
 	if m.Payload != nil {
@@ -571,7 +594,10 @@ func encodeMessage(m *api.Message) []byte {
 	if m.Data != nil {
 		b = value.AppendObject(b, m.Data)
 	}
-	if m.Meta != nil {
+	switch {
+	case metaEnc != nil:
+		b = append(b, metaEnc...)
+	case m.Meta != nil:
 		b = value.AppendObject(b, m.Meta)
 	}
 	return b

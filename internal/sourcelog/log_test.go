@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -232,5 +233,67 @@ func TestUnflushedRecordsAreNotAcknowledged(t *testing.T) {
 	}
 	if len(src.acked) != 3 || onDisk(t, dir) != 3 {
 		t.Fatalf("after Sync: %d acked, %d on disk; want 3 and 3", len(src.acked), onDisk(t, dir))
+	}
+}
+
+// listSource returns its messages, then blocks.
+type listSource struct{ msgs []*api.Message }
+
+func (l *listSource) Connect(context.Context) error { return nil }
+func (l *listSource) Close(context.Context) error   { return nil }
+func (l *listSource) Read(ctx context.Context) (*api.Message, error) {
+	if len(l.msgs) == 0 {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	m := l.msgs[0]
+	l.msgs = l.msgs[1:]
+	return m, nil
+}
+
+// TestSharedMetadataReplays: records that share one metadata map (a push
+// source reuses it for a topic) and records with their own replay with
+// their own metadata each.
+func TestSharedMetadataReplays(t *testing.T) {
+	dir := t.TempDir()
+	shared := map[string]any{"topic": "a", "qos": int64(0)}
+	var want []*api.Message
+	for i, meta := range []map[string]any{shared, shared, {"topic": "b"}, shared, nil} {
+		want = append(want, &api.Message{Payload: []byte{byte('0' + i)}, Meta: meta})
+	}
+	src := &listSource{msgs: append([]*api.Message(nil), want...)}
+	l, err := Open(src, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, err := l.Offset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for range want {
+		if _, err := l.Read(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := Open(&listSource{}, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close(ctx)
+	if err := l2.Rewind(start); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range want {
+		m, err := l2.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(m.Payload) != string(w.Payload) || !reflect.DeepEqual(m.Meta, w.Meta) {
+			t.Fatalf("record %d: %q %v, want %q %v", i, m.Payload, m.Meta, w.Payload, w.Meta)
+		}
 	}
 }
