@@ -52,6 +52,28 @@ type Rewindable interface {
 	Rewind(offset []byte) error
 }
 
+// OffsetCommitter is a Rewindable source that also keeps its position
+// upstream, where monitoring watches it and where a start without a
+// checkpoint resumes (a Kafka consumer group's committed offsets).
+//
+// Left alone, the source commits the position of the records Read returned
+// by itself, periodically and on Close: nothing rewinds it, and several
+// rules may share it (qos 0). For a rule with checkpoints the engine calls
+// CommitOnCheckpoints before Connect; from then on the source commits only
+// in CommitOffset, which the engine calls from a goroutine of its own (one
+// commit at a time; while one is in flight only the newest offset waits),
+// with the source's offset of checkpoints that no restore can go back
+// behind. CommitOffset may be called after Close; it then fails.
+type OffsetCommitter interface {
+	Rewindable
+	// CommitOnCheckpoints turns the source's own commits off.
+	CommitOnCheckpoints()
+	// CommitOffset commits offset, a value returned by Offset. It bounds
+	// its own I/O. A failure is only reported: the next checkpoint's
+	// commit supersedes it.
+	CommitOffset(ctx context.Context, offset []byte) error
+}
+
 // SinkMessage is one delivery to a sink: the rows of one emission (or one
 // row when sendSingle is on) and their encoded payload.
 type SinkMessage struct {

@@ -72,10 +72,15 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 			key = "rule|" + rr.def.ID + "|" + key
 		}
 		var logged *sourcelog.Log
+		var upstream api.OffsetCommitter
 		sub, release, err := rr.rn.Streams.Acquire(key, func() (*stream.Subscription, error) {
 			var wrap func(api.Source) (api.Source, error)
 			if perRule {
 				wrap = func(src api.Source) (api.Source, error) {
+					if oc, ok := src.(api.OffsetCommitter); ok && rr.coord != nil {
+						oc.CommitOnCheckpoints()
+						upstream = oc
+					}
 					if _, ok := src.(api.Rewindable); ok {
 						return src, nil
 					}
@@ -124,6 +129,11 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 			// every transactional sink committed the checkpoint.
 			followers = append(followers, logTruncator{log: logged, key: ckKey, logger: rr.logger})
 		}
+		if upstream != nil {
+			// Upstream offsets (a consumer group's) move only to where
+			// no restore goes back behind.
+			followers = append(followers, &upstreamCommit{src: upstream, key: ckKey, logger: rr.logger})
+		}
 		sub.Start()
 	}
 	if rr.coord != nil {
@@ -152,6 +162,54 @@ func (t logTruncator) CheckpointCommitted(cp *checkpoint.Checkpoint) error {
 		}
 	}
 	return nil
+}
+
+// upstreamCommit commits a source's checkpointed offset upstream, off the
+// goroutine that completed the checkpoint (a sink's or the rule's: a slow
+// broker must not stall them). Commits do not queue up: while one is in
+// flight, only the newest offset waits.
+type upstreamCommit struct {
+	src    api.OffsetCommitter
+	key    string
+	logger *slog.Logger
+
+	mu   sync.Mutex
+	next []byte
+	busy bool
+}
+
+func (u *upstreamCommit) CheckpointCommitted(cp *checkpoint.Checkpoint) error {
+	off, ok := cp.Offsets[u.key]
+	if !ok || len(off) == 0 {
+		return nil
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.next = off
+	if !u.busy {
+		u.busy = true
+		go u.drain()
+	}
+	return nil
+}
+
+func (u *upstreamCommit) drain() {
+	for {
+		u.mu.Lock()
+		off := u.next
+		u.next = nil
+		if off == nil {
+			u.busy = false
+			u.mu.Unlock()
+			return
+		}
+		u.mu.Unlock()
+		// The source bounds its own I/O; a failure waits for the next
+		// checkpoint's commit.
+		if err := u.src.CommitOffset(context.Background(), off); err != nil {
+			u.logger.Warn("commit offset upstream", "source", u.key, "err", err)
+		}
+	}
 }
 
 func (rr *running) consumer(in *input, source, port int) *stream.Consumer {

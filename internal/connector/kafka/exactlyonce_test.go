@@ -79,6 +79,8 @@ func (e *ruleEnv) start(t *testing.T, def *rule.Def) rulemgr.Running {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A test that fails midway leaves no rule writing into its folder.
+	t.Cleanup(func() { run.Stop(context.Background()) })
 	return run
 }
 

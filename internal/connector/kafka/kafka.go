@@ -2,12 +2,13 @@
 //
 // The source is api.Rewindable: its offset is the next offset of every
 // partition it read. With a groupID it joins a consumer group and commits
-// offsets to the group only when a checkpoint completes (Commit), never
-// automatically.
+// to the group the offsets of the records it returned, every 5 s and on
+// Close; under a rule's checkpoints it is told so (api.OffsetCommitter)
+// and commits instead the offsets of each checkpoint the engine committed.
 //
 // The sink, given a transactionalID, writes inside Kafka transactions that
 // follow the rule's checkpoints, so that a read_committed consumer sees each
-// result exactly once. Both implement Transactional, the hooks the
+// result exactly once. It implements Transactional, the hooks the
 // checkpoint coordinator calls:
 //
 //	type Transactional interface {

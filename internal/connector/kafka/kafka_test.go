@@ -384,78 +384,127 @@ func TestSourcePartitionsAndRewind(t *testing.T) {
 	})
 }
 
+// groupOffsets returns the committed offsets of group on topic by
+// partition.
+func (k *cluster) groupOffsets(t *testing.T, group, topic string) map[int32]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	offs, err := kadm.NewClient(k.client(t)).FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int32]int64{}
+	offs.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == topic {
+			out[o.Partition] = o.At
+		}
+	})
+	return out
+}
+
+func sum(m map[int32]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
 func TestSourceConsumerGroup(t *testing.T) {
 	k := newCluster(t)
 	topic := topicName(t)
 	k.createTopic(t, topic, 2)
 	k.produce(t, topic, keyed(10, 0)...)
-	props := map[string]any{"brokers": k.addr(), "datasource": topic, "groupID": "g1"}
-	adm := kadm.NewClient(k.client(t))
-	committed := func() int64 {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		offs, err := adm.FetchOffsets(ctx, "g1")
-		if err != nil {
-			t.Fatal(err)
+	ctx := context.Background()
+
+	t.Run("commits what Read returned on Close", func(t *testing.T) {
+		props := map[string]any{"brokers": k.addr(), "datasource": topic, "groupID": "auto"}
+		s := newSource(t, props)
+		connectT(t, s)
+		first := readValues(t, s, 6) // likely part of one fetch
+		s.Close(ctx)
+		if got := k.groupOffsets(t, "auto", topic); sum(got) != 6 {
+			t.Fatalf("committed offsets %v after reading 6 records, want them to sum to 6", got)
 		}
-		var sum int64
-		offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
-		return sum
-	}
-
-	s := newSource(t, props)
-	connectT(t, s)
-	readValues(t, s, 10)
-	if got := committed(); got != 0 {
-		t.Fatalf("offsets committed before Commit: %d", got)
-	}
-	if err := s.PreCommit(context.Background(), 1); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.Commit(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	if got := committed(); got != 10 {
-		t.Fatalf("committed offsets sum to %d, want 10", got)
-	}
-	off, _ := s.Offset()
-	s.Close(context.Background())
-
-	k.produce(t, topic, keyed(4, 100)...)
-	t.Run("resumes at committed offsets", func(t *testing.T) {
+		k.produce(t, topic, keyed(4, 100)...)
 		s2 := newSource(t, props)
 		connectT(t, s2)
-		defer s2.Close(context.Background())
-		got := readValues(t, s2, 4)
-		for v := range got {
-			if n, _ := strconv.Atoi(strings.TrimPrefix(v, "v")); n < 100 {
+		defer s2.Close(ctx)
+		for v := range readValues(t, s2, 8) {
+			if first[v] {
 				t.Fatalf("re-read committed record %s", v)
 			}
 		}
-		// Read but not committed: a restart of the group reads them again.
+		expectNothing(t, s2, 300*time.Millisecond)
+	})
+
+	// Under checkpoints only CommitOffset commits. The topic now holds 14
+	// records.
+	props := map[string]any{"brokers": k.addr(), "datasource": topic, "groupID": "ckpt"}
+	s := newSource(t, props)
+	s.CommitOnCheckpoints()
+	connectT(t, s)
+	readValues(t, s, 10)
+	off, err := s.Offset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	readValues(t, s, 4)
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := s.CommitOffset(cctx, off); err != nil {
+		t.Fatal(err)
+	}
+	s.Close(ctx)
+	next, err := s.decodeOffset(off)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := k.groupOffsets(t, "ckpt", topic)
+	if len(got) != len(next) {
+		t.Fatalf("committed offsets %v, want %v", got, next)
+	}
+	for p, n := range next {
+		if got[p] != n {
+			t.Fatalf("committed offsets %v, want %v", got, next)
+		}
+	}
+
+	t.Run("resumes at committed offsets", func(t *testing.T) {
+		s2 := newSource(t, props)
+		s2.CommitOnCheckpoints()
+		connectT(t, s2)
+		if got := readValues(t, s2, 4); len(got) != 4 {
+			t.Fatalf("read %v", got)
+		}
+		expectNothing(t, s2, 300*time.Millisecond)
+		s2.Close(ctx)
+		if got := k.groupOffsets(t, "ckpt", topic); sum(got) != 10 {
+			t.Fatalf("committed offsets %v after Close, want them left at a sum of 10", got)
+		}
 	})
 	t.Run("rewind overrides the group", func(t *testing.T) {
 		s3 := newSource(t, props)
-		if err := s3.Rewind(off); err != nil {
+		s3.CommitOnCheckpoints()
+		if err := s3.Rewind([]byte(`{"v":1,"topic":"` + topic + `","next":{"0":0,"1":0}}`)); err != nil {
 			t.Fatal(err)
 		}
 		connectT(t, s3)
-		defer s3.Close(context.Background())
-		if got := readValues(t, s3, 4); len(got) != 4 {
+		defer s3.Close(ctx)
+		if got := readValues(t, s3, 14); len(got) != 14 {
 			t.Fatalf("read %v", got)
 		}
-		expectNothing(t, s3, 300*time.Millisecond)
-		if err := s3.Abort(context.Background()); err != nil {
-			t.Fatal(err)
+	})
+	t.Run("bad offset", func(t *testing.T) {
+		if err := s.CommitOffset(ctx, []byte(`{"v":1,"topic":"other"}`)); err == nil {
+			t.Fatal("CommitOffset of another topic's offset succeeded")
 		}
-		if err := s3.Commit(context.Background(), 7); err != nil { // no PreCommit: nothing
-			t.Fatal(err)
-		}
-		if got := committed(); got != 10 {
-			t.Fatalf("committed offsets sum to %d after a Commit without PreCommit, want 10", got)
+	})
+	t.Run("without group", func(t *testing.T) {
+		s4 := newSource(t, map[string]any{"brokers": k.addr(), "datasource": topic})
+		if err := s4.CommitOffset(ctx, off); err != nil {
+			t.Fatalf("CommitOffset without group: %v", err)
 		}
 	})
 }

@@ -27,7 +27,7 @@ import (
 func SourceSpec() connector.Spec {
 	return connector.Spec{Props: append(commonProps(),
 		connector.Prop{Name: "datasource", Type: connector.TypeString, Required: true, Doc: "topic"},
-		connector.Prop{Name: "groupID", Type: connector.TypeString, Doc: "consumer group; offsets are committed to it when a checkpoint completes"},
+		connector.Prop{Name: "groupID", Type: connector.TypeString, Doc: "consumer group; offsets are committed to it every 5s and on stop, or with checkpoints (qos >= 1) when a checkpoint is committed"},
 		connector.Prop{Name: "partition", Type: connector.TypeInt, Default: -1, Doc: "read only this partition (no group); -1 reads all"},
 		connector.Prop{Name: "maxBytes", Type: connector.TypeInt, Default: 1 << 20, Doc: "maximum bytes of one fetch"},
 		connector.Prop{Name: "maxAttempts", Type: connector.TypeInt, Default: 3, Doc: "retries of one request"},
@@ -37,14 +37,16 @@ func SourceSpec() connector.Spec {
 // Source reads one topic. Without groupID it reads all partitions (or the
 // fixed partition) from the earliest offset, or from the rewound offsets;
 // partitions created after Connect are not read. With groupID it joins the
-// group, starts from the group's committed offsets (earliest when none) or
-// from the rewound offsets when they are set, and commits offsets to the
-// group only in Commit. It reads read_committed: records of aborted
+// group and starts from the group's committed offsets (earliest when none)
+// or from the rewound offsets when they are set. It commits to the group
+// the offsets of the records Read returned, every 5 s, on a rebalance and
+// on Close; after CommitOnCheckpoints only in CommitOffset (see
+// api.OffsetCommitter). It reads read_committed: records of aborted
 // transactions are skipped.
 //
 // Read, Offset and Rewind are called from the engine's read loop;
-// PreCommit, Commit and Abort may be called from another goroutine. The
-// franz-go client owns its goroutines; Close stops them.
+// CommitOffset may be called from another goroutine. The franz-go client
+// owns its goroutines (autocommit included); Close stops them.
 type Source struct {
 	topic     string
 	group     string
@@ -55,21 +57,22 @@ type Source struct {
 	reg       *connection.Registry
 	key       string
 
+	checkpointed bool // CommitOnCheckpoints: no commits of its own
+
 	use     *connection.Use     // from the first Connect to Close
 	tr      *connection.Tracker // cl's status
-	cl      *kgo.Client
-	buf     []*kgo.Record
-	rewound bool // Rewind while connected: Read reconnects first
+	buf     []*kgo.Record       // fetched, not yet returned by Read
+	polled  []*kgo.Record       // returned by Read and not yet marked, then buf
+	rewound bool                // Rewind while connected: Read reconnects first
 
-	mu    sync.Mutex
-	next  map[int32]int64            // next offset per partition after the last Read
-	snaps map[uint64]map[int32]int64 // offsets at PreCommit, by checkpoint
+	mu   sync.Mutex
+	cl   *kgo.Client     // written by the read loop, read by CommitOffset
+	next map[int32]int64 // next offset per partition after the last Read
 }
 
 var (
-	_ api.Source     = (*Source)(nil)
-	_ api.Rewindable = (*Source)(nil)
-	_ Transactional  = (*Source)(nil)
+	_ api.Source          = (*Source)(nil)
+	_ api.OffsetCommitter = (*Source)(nil)
 )
 
 // NewSource builds a kafka source from validated props.
@@ -87,7 +90,6 @@ func NewSource(props map[string]any, deps connector.Deps) (api.Source, error) {
 		reg:       deps.Connections,
 		key:       clusterKey(props),
 		next:      map[int32]int64{},
-		snaps:     map[uint64]map[int32]int64{},
 	}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
@@ -115,7 +117,6 @@ func NewSource(props map[string]any, deps connector.Deps) (api.Source, error) {
 		opts = append(opts,
 			kgo.ConsumerGroup(s.group),
 			kgo.ConsumeTopics(s.topic),
-			kgo.DisableAutoCommit(),
 			kgo.AdjustFetchOffsetsFn(s.adjustOffsets),
 		)
 	}
@@ -136,6 +137,10 @@ func (s *Source) adjustOffsets(_ context.Context, in map[string]map[int32]kgo.Of
 	return in, nil
 }
 
+// CommitOnCheckpoints turns autocommit off: offsets go to the group only
+// in CommitOffset. Call it before Connect.
+func (s *Source) CommitOnCheckpoints() { s.checkpointed = true }
+
 // Connect creates the client and checks that the brokers answer and the
 // topic exists.
 func (s *Source) Connect(ctx context.Context) error {
@@ -149,7 +154,17 @@ func (s *Source) Connect(ctx context.Context) error {
 		tr.Close()
 		return err
 	}
-	cl, err := kgo.NewClient(append(s.opts, kgo.WithHooks(brokerHook{tr}))...)
+	opts := append(slices.Clip(s.opts), kgo.WithHooks(brokerHook{tr}))
+	if s.group != "" {
+		// Autocommit commits only what markRead marked, so never a
+		// record Read has not returned yet.
+		commit := kgo.AutoCommitMarks()
+		if s.checkpointed {
+			commit = kgo.DisableAutoCommit()
+		}
+		opts = append(opts, commit)
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fail(fmt.Errorf("create kafka client: %w", err))
 	}
@@ -160,7 +175,7 @@ func (s *Source) Connect(ctx context.Context) error {
 		cl.Close()
 		return fail(err)
 	}
-	s.buf, s.rewound = nil, false
+	s.buf, s.polled, s.rewound = nil, nil, false
 	if s.group == "" {
 		s.mu.Lock()
 		assign := map[int32]kgo.Offset{}
@@ -182,18 +197,38 @@ func (s *Source) Connect(ctx context.Context) error {
 		cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{s.topic: assign})
 	}
 	tr.Connected()
-	s.cl, s.tr = cl, tr
+	s.mu.Lock()
+	s.cl = cl
+	s.mu.Unlock()
+	s.tr = tr
 	return nil
 }
 
-// closeClient stops the client and its tracker.
+// closeClient stops the client and its tracker. Closing the client leaves
+// the group, which commits the marked offsets first (franz-go's default
+// revoke).
 func (s *Source) closeClient() {
 	if s.cl != nil {
-		s.cl.Close()
+		s.markRead()
+		s.mu.Lock()
+		cl := s.cl
 		s.cl = nil
+		s.mu.Unlock()
+		cl.Close()
 	}
 	s.tr.Close()
 	s.tr = nil
+}
+
+// markRead marks the records Read returned for the group's autocommit (a
+// no-op without a group or with checkpoints). Read calls it once per
+// fetch, when it returned the fetch's last record.
+func (s *Source) markRead() {
+	n := len(s.polled) - len(s.buf)
+	if n > 0 {
+		s.cl.MarkCommitRecords(s.polled[:n]...)
+	}
+	s.polled = s.polled[n:]
 }
 
 func topicPartitions(ctx context.Context, cl *kgo.Client, topic string) ([]int32, error) {
@@ -238,6 +273,7 @@ func (s *Source) Read(ctx context.Context) (*api.Message, error) {
 			errs = append(errs, fmt.Errorf("fetch %s[%d]: %w", fe.Topic, fe.Partition, fe.Err))
 		}
 		s.buf = fs.Records()
+		s.polled = s.buf
 		if len(s.buf) == 0 && len(errs) > 0 {
 			err := errors.Join(errs...)
 			s.tr.Failed(err)
@@ -252,6 +288,9 @@ func (s *Source) Read(ctx context.Context) (*api.Message, error) {
 	}
 	r := s.buf[0]
 	s.buf = s.buf[1:]
+	if len(s.buf) == 0 {
+		s.markRead()
+	}
 	s.mu.Lock()
 	s.next[r.Partition] = r.Offset + 1
 	s.mu.Unlock()
@@ -272,13 +311,14 @@ func (s *Source) Read(ctx context.Context) (*api.Message, error) {
 	return &api.Message{Payload: r.Value, Meta: meta}, nil
 }
 
-// Close stops the client. In group mode it leaves the group without
-// committing.
+// Close stops the client. In group mode it commits the offsets of the
+// records Read returned (not after CommitOnCheckpoints) and leaves the
+// group.
 func (s *Source) Close(context.Context) error {
 	s.closeClient()
 	s.use.Leave()
 	s.use = nil
-	s.buf, s.rewound = nil, false
+	s.buf, s.polled, s.rewound = nil, nil, false
 	return nil
 }
 
@@ -308,62 +348,63 @@ func (s *Source) Offset() ([]byte, error) {
 // groupID). It drops records already fetched; when connected, the next Read
 // reconnects at these offsets. It is idempotent.
 func (s *Source) Rewind(b []byte) error {
-	var o sourceOffset
-	if err := connector.DecodeOffset("kafka", b, &o); err != nil {
+	next, err := s.decodeOffset(b)
+	if err != nil {
 		return err
-	}
-	if o.Topic != s.topic {
-		return fmt.Errorf("kafka offset is for topic %q, not %q", o.Topic, s.topic)
-	}
-	next := map[int32]int64{}
-	for k, n := range o.Next {
-		p, err := strconv.ParseInt(k, 10, 32)
-		if err != nil || p < 0 || n < 0 {
-			return fmt.Errorf("decode kafka offset: bad partition %q or offset %d", k, n)
-		}
-		next[int32(p)] = n
 	}
 	s.mu.Lock()
 	s.next = next
 	s.mu.Unlock()
-	s.buf = nil
+	s.buf, s.polled = nil, nil
 	// A new client starts at exactly these offsets; doing it in Read keeps
 	// Rewind free of I/O.
 	s.rewound = s.cl != nil
 	return nil
 }
 
-// PreCommit records the current offsets for checkpointID; it does no I/O.
-func (s *Source) PreCommit(_ context.Context, checkpointID uint64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.snaps[checkpointID] = maps.Clone(s.next)
-	return nil
+// decodeOffset returns the next offset per partition of an offset taken by
+// Offset.
+func (s *Source) decodeOffset(b []byte) (map[int32]int64, error) {
+	var o sourceOffset
+	if err := connector.DecodeOffset("kafka", b, &o); err != nil {
+		return nil, err
+	}
+	if o.Topic != s.topic {
+		return nil, fmt.Errorf("kafka offset is for topic %q, not %q", o.Topic, s.topic)
+	}
+	next := make(map[int32]int64, len(o.Next))
+	for k, n := range o.Next {
+		p, err := strconv.ParseInt(k, 10, 32)
+		if err != nil || p < 0 || n < 0 {
+			return nil, fmt.Errorf("decode kafka offset: bad partition %q or offset %d", k, n)
+		}
+		next[int32(p)] = n
+	}
+	return next, nil
 }
 
-// Commit commits the offsets recorded by PreCommit(checkpointID) to the
-// consumer group (without groupID it only forgets them) and forgets older
-// snapshots. A Commit without PreCommit does nothing.
-func (s *Source) Commit(ctx context.Context, checkpointID uint64) error {
-	s.mu.Lock()
-	snap, ok := s.snaps[checkpointID]
-	for id := range s.snaps {
-		if id <= checkpointID {
-			delete(s.snaps, id)
-		}
-	}
-	cl := s.cl
-	s.mu.Unlock()
-	if !ok || s.group == "" || len(snap) == 0 {
+// CommitOffset commits offset, taken by Offset, to the consumer group
+// (without groupID it does nothing). It waits at most connectTimeout.
+func (s *Source) CommitOffset(ctx context.Context, offset []byte) error {
+	if s.group == "" {
 		return nil
 	}
+	next, err := s.decodeOffset(offset)
+	if err != nil || len(next) == 0 {
+		return err
+	}
+	s.mu.Lock()
+	cl := s.cl
+	s.mu.Unlock()
 	if cl == nil {
 		return errors.New("commit kafka offsets: source not connected")
 	}
-	offs := map[int32]kgo.EpochOffset{}
-	for p, n := range snap {
+	offs := make(map[int32]kgo.EpochOffset, len(next))
+	for p, n := range next {
 		offs[p] = kgo.EpochOffset{Epoch: -1, Offset: n}
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.connectTO)
+	defer cancel()
 	var cerr error
 	cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{s.topic: offs},
 		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
@@ -376,14 +417,6 @@ func (s *Source) Commit(ctx context.Context, checkpointID uint64) error {
 	if cerr != nil {
 		return fmt.Errorf("commit kafka offsets of group %s: %w", s.group, cerr)
 	}
-	return nil
-}
-
-// Abort forgets the offsets recorded by PreCommit.
-func (s *Source) Abort(context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	clear(s.snaps)
 	return nil
 }
 
