@@ -37,6 +37,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/clock"
 )
 
@@ -232,6 +233,20 @@ func (t *Tracker) Failed(err error) {
 		return
 	}
 	t.set(stateDisconnected, err)
+}
+
+// Report records the outcome of an operation and returns err: success
+// means connected, a retryable failure (api.ErrRetryable) disconnected;
+// other errors (bad data, a refused statement) say nothing about the
+// connection.
+func (t *Tracker) Report(err error) error {
+	switch {
+	case err == nil:
+		t.Connected()
+	case errors.Is(err, api.ErrRetryable):
+		t.Failed(err)
+	}
+	return err
 }
 
 // Close removes the client; later reports are ignored.

@@ -192,18 +192,6 @@ func (h brokerHook) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _ 
 	h.tr.Connected()
 }
 
-// report records the outcome of an operation on tr: a retryable failure
-// marks the connection disconnected, a success connected. It returns err.
-func report(tr *connection.Tracker, err error) error {
-	switch {
-	case err == nil:
-		tr.Connected()
-	case errors.Is(err, api.ErrRetryable):
-		tr.Failed(err)
-	}
-	return err
-}
-
 // tlsConfig returns nil when TLS is off.
 func tlsConfig(props map[string]any) (*tls.Config, error) {
 	cert, key := connector.Get[string](props, "certificationPath"), connector.Get[string](props, "privateKeyPath")

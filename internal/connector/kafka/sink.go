@@ -295,7 +295,7 @@ func (s *Sink) Write(ctx context.Context, msg *api.SinkMessage) error {
 	}
 	if s.batchSize == 1 {
 		if err := s.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
-			return report(s.tr, classify(fmt.Errorf("produce to kafka topic %s: %w", r.Topic, err)))
+			return s.tr.Report(classify(fmt.Errorf("produce to kafka topic %s: %w", r.Topic, err)))
 		}
 		s.tr.Connected()
 		return nil
@@ -331,7 +331,7 @@ func (s *Sink) flushLocked(ctx context.Context) error {
 	}
 	s.asyncErr = nil
 	s.errMu.Unlock()
-	return report(s.tr, classify(err))
+	return s.tr.Report(classify(err))
 }
 
 func (s *Sink) produceInTxn(ctx context.Context, r *kgo.Record) error {
@@ -399,7 +399,7 @@ func (s *Sink) Commit(ctx context.Context, checkpointID uint64) error {
 	}
 	if s.inTxn {
 		if err := s.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-			return report(s.tr, classify(fmt.Errorf("commit kafka transaction for checkpoint %d: %w", checkpointID, err)))
+			return s.tr.Report(classify(fmt.Errorf("commit kafka transaction for checkpoint %d: %w", checkpointID, err)))
 		}
 		s.inTxn = false
 		s.last = checkpointID

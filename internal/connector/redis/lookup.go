@@ -85,7 +85,7 @@ func (l *Lookup) Lookup(ctx context.Context, keys map[string]any) ([]map[string]
 	if l.list {
 		vs, err := cl.LRange(ctx, key, 0, -1).Result()
 		if err != nil {
-			return nil, report(tr, classify(fmt.Errorf("lookup redis list %s: %w", key, err)))
+			return nil, tr.Report(classify(fmt.Errorf("lookup redis list %s: %w", key, err)))
 		}
 		items = vs
 	} else {
@@ -95,7 +95,7 @@ func (l *Lookup) Lookup(ctx context.Context, keys map[string]any) ([]map[string]
 			return nil, nil
 		}
 		if err != nil {
-			return nil, report(tr, classify(fmt.Errorf("lookup redis key %s: %w", key, err)))
+			return nil, tr.Report(classify(fmt.Errorf("lookup redis key %s: %w", key, err)))
 		}
 		items = []string{v}
 	}

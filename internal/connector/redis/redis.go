@@ -148,18 +148,6 @@ func (c *client) release() error {
 	return err
 }
 
-// report records the outcome of an operation on tr: a retryable failure
-// marks the connection disconnected, a success connected. It returns err.
-func report(tr *connection.Tracker, err error) error {
-	switch {
-	case err == nil:
-		tr.Connected()
-	case errors.Is(err, api.ErrRetryable):
-		tr.Failed(err)
-	}
-	return err
-}
-
 // dialHook reports every new connection of a client, so that reconnects
 // done by go-redis itself (pool refills, pub/sub resubscription) show in
 // the status.

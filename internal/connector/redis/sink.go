@@ -157,7 +157,7 @@ func (s *Sink) Write(ctx context.Context, msg *api.SinkMessage) error {
 		err = nil // RPOP of an empty list
 	}
 	if err != nil {
-		return report(tr, classify(fmt.Errorf("write to redis: %w", err)))
+		return tr.Report(classify(fmt.Errorf("write to redis: %w", err)))
 	}
 	tr.Connected()
 	return nil
@@ -226,7 +226,7 @@ func (p *Pub) Write(ctx context.Context, msg *api.SinkMessage) error {
 		return api.Retryable(errors.New("redisPub sink not connected"))
 	}
 	if err := cl.Publish(ctx, p.channel, msg.Payload).Err(); err != nil {
-		return report(tr, classify(fmt.Errorf("publish to redis channel %s: %w", p.channel, err)))
+		return tr.Report(classify(fmt.Errorf("publish to redis channel %s: %w", p.channel, err)))
 	}
 	tr.Connected()
 	return nil

@@ -86,7 +86,7 @@ func (s *Sub) Connect(ctx context.Context) error {
 	ps := cl.Subscribe(ctx)
 	fail := func(err error) error {
 		ps.Close()
-		return report(tr, classify(fmt.Errorf("subscribe on redis %s: %w", s.conn.opts.Addr, err)))
+		return tr.Report(classify(fmt.Errorf("subscribe on redis %s: %w", s.conn.opts.Addr, err)))
 	}
 	if len(s.channels) > 0 {
 		if err := ps.Subscribe(ctx, s.channels...); err != nil {

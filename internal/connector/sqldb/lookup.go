@@ -120,7 +120,7 @@ func (l *Lookup) Lookup(ctx context.Context, keys map[string]any) ([]map[string]
 		args[i] = dbValue(keys[n])
 	}
 	rows, err := queryRows(ctx, db, fmt.Sprintf("SELECT * FROM %s WHERE %s", l.table, strings.Join(conds, " AND ")), args...)
-	if err := report(tr, err); err != nil {
+	if err := tr.Report(err); err != nil {
 		return nil, err
 	}
 	if l.cache && (len(rows) > 0 || l.cacheMissing) {

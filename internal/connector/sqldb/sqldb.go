@@ -207,17 +207,7 @@ func (h *database) fail(err error) error {
 // report records the outcome of an operation that used the database: a
 // retryable failure marks the connection disconnected, a success
 // connected. It returns err.
-func (h *database) report(err error) error { return report(h.tr, err) }
-
-func report(tr *connection.Tracker, err error) error {
-	switch {
-	case err == nil:
-		tr.Connected()
-	case errors.Is(err, api.ErrRetryable):
-		tr.Failed(err)
-	}
-	return err
-}
+func (h *database) report(err error) error { return h.tr.Report(err) }
 
 // release drops the hold; the last holder of a shared pool closes it.
 func (h *database) release() error {
