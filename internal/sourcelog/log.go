@@ -54,6 +54,12 @@ type Options struct {
 	Clock clock.Clock
 }
 
+// writeBuffer is the size of the segment writer's buffer. Records without
+// an upstream acknowledgement (QoS 0) wait in it until it fills or the
+// next checkpoint barrier syncs the log; acknowledged ones are written out
+// with their batch, whatever the size.
+const writeBuffer = 64 << 10
+
 // maxBatch is the number of records after which a batch is written and
 // acknowledged without waiting for AckDelay.
 const maxBatch = 256
@@ -372,7 +378,7 @@ func (l *Log) recover() error {
 	if err != nil {
 		return fmt.Errorf("recover source log: %w", err)
 	}
-	l.w, l.bw = f, bufio.NewWriter(f)
+	l.w, l.bw = f, bufio.NewWriterSize(f, writeBuffer)
 	return nil
 }
 
@@ -437,7 +443,7 @@ func (l *Log) rotate() error {
 	if err != nil {
 		return fmt.Errorf("create source log segment: %w", err)
 	}
-	l.w, l.bw, l.segStart = f, bufio.NewWriter(f), l.next
+	l.w, l.bw, l.segStart = f, bufio.NewWriterSize(f, writeBuffer), l.next
 	return nil
 }
 
