@@ -185,19 +185,8 @@ func RunKafka(ctx context.Context, sc KafkaScenario, cfg RunConfig) (Result, err
 		res.LatencyBySecond = bySecond(st.Latencies, st.At, wall0)
 		res.LatencyP50MS, res.LatencyP99MS, res.LatencyMaxMS = percentiles(st.Latencies)
 	}
-	m, err := rest.RuleMetrics("r0")
-	if err != nil {
-		return res, err
-	}
-	for k, v := range m {
-		switch {
-		case strings.HasPrefix(k, "source_") && strings.HasSuffix(k, "_records_in_total"):
-			res.EngineIn += int64(v)
-		case strings.HasPrefix(k, "sink_") && strings.HasSuffix(k, "_records_out_total"):
-			res.EngineOut += int64(v)
-		}
-	}
-	return res, nil
+	err = addEngineRecords(rest, &res, "r0")
+	return res, err
 }
 
 // setUpKafkaRule creates the named connection "bench", a kafka confKey

@@ -227,10 +227,17 @@ func Run(ctx context.Context, sc Scenario, cfg RunConfig) (Result, error) {
 	res.BenchCores = (cpu1.self - cpu0.self).Seconds() / wall.Seconds()
 	res.LatencyBySecond = bySecond(st.Latencies, st.At, wall0)
 	res.LatencyP50MS, res.LatencyP99MS, res.LatencyMaxMS = percentiles(st.Latencies)
+	err = addEngineRecords(rest, &res, ids...)
+	return res, err
+}
+
+// addEngineRecords adds the rules' source records in and sink records out
+// to res.
+func addEngineRecords(rest *REST, res *Result, ids ...string) error {
 	for _, id := range ids {
 		m, err := rest.RuleMetrics(id)
 		if err != nil {
-			return res, err
+			return err
 		}
 		for k, v := range m {
 			switch {
@@ -241,7 +248,7 @@ func Run(ctx context.Context, sc Scenario, cfg RunConfig) (Result, error) {
 			}
 		}
 	}
-	return res, nil
+	return nil
 }
 
 func outTopic(i int) string { return "bench/out/r" + strconv.Itoa(i) }
