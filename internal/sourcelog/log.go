@@ -54,11 +54,19 @@ type Options struct {
 	Clock clock.Clock
 }
 
-// writeBuffer is the size of the segment writer's buffer. Records without
-// an upstream acknowledgement (QoS 0) wait in it until it fills or the
-// next checkpoint barrier syncs the log; acknowledged ones are written out
-// with their batch, whatever the size.
-const writeBuffer = 64 << 10
+// writeBuffer is how many bytes of records gather before they are written
+// to the segment. Records without an upstream acknowledgement (QoS 0) wait
+// until then or the next checkpoint barrier; acknowledged ones are written
+// out with their batch, whatever the size.
+const writeBuffer = 4 << 10
+
+// maxPending bounds the bytes of records that could not be written (the
+// disk is full or failing): beyond it Read holds the next record, and the
+// source's upstream with it, until a write succeeds.
+const maxPending = 8 << 20
+
+// errLogFull is returned by append when maxPending bytes wait.
+var errLogFull = errors.New("source log: records cannot be written and the write buffer is full")
 
 // maxBatch is the number of records after which a batch is written and
 // acknowledged without waiting for AckDelay.
@@ -76,8 +84,10 @@ type Log struct {
 	first    int64 // first retained record index
 	next     int64 // index the next appended record gets
 	read     int64 // index of the next record Read returns
-	w        *os.File
-	bw       *bufio.Writer
+	w        segFile
+	size     int64  // bytes of the current segment that are written
+	pend     []byte // encoded records not yet written to the segment
+	pendN    int64  // records in pend (the last pendN before next)
 	segStart int64
 	lastSync time.Time
 	reader   *segmentReader
@@ -92,6 +102,30 @@ type Log struct {
 	enc     []byte
 	meta    map[string]any
 	metaEnc []byte
+
+	// maxPend is maxPending; wrap, when set, wraps every segment file the
+	// log writes (tests inject write failures with them).
+	maxPend int
+	wrap    func(segFile) segFile
+}
+
+// segFile is the part of *os.File the log writes segments with.
+type segFile interface {
+	Write(p []byte) (int, error)
+	Truncate(size int64) error
+	Sync() error
+	Close() error
+}
+
+func (l *Log) openSegment(path string, flag int) (segFile, error) {
+	f, err := os.OpenFile(path, flag, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if l.wrap != nil {
+		return l.wrap(f), nil
+	}
+	return f, nil
 }
 
 var (
@@ -120,7 +154,7 @@ func Open(inner api.Source, dir string, opts Options) (*Log, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open source log: %w", err)
 	}
-	l := &Log{inner: inner, dir: dir, opts: opts}
+	l := &Log{inner: inner, dir: dir, opts: opts, maxPend: maxPending}
 	if err := l.recover(); err != nil {
 		return nil, err
 	}
@@ -144,8 +178,11 @@ func (l *Log) Close(ctx context.Context) error {
 		l.reader = nil
 	}
 	if l.w != nil {
-		if ferr := l.flushLocked(); ferr != nil && err == nil {
-			err = ferr
+		if ferr := l.flushLocked(); ferr != nil {
+			if err == nil {
+				err = ferr
+			}
+			l.dropPending()
 		}
 		if cerr := l.w.Close(); cerr != nil && err == nil {
 			err = cerr
@@ -153,6 +190,17 @@ func (l *Log) Close(ctx context.Context) error {
 		l.w = nil
 	}
 	return err
+}
+
+// dropPending forgets records that could not be written: they leave the
+// log, and their upstream acknowledgements are never sent, so the upstream
+// delivers them again (they were handed on already: at least once).
+func (l *Log) dropPending() {
+	l.next -= l.pendN
+	if l.read > l.next {
+		l.read = l.next
+	}
+	l.pend, l.pendN, l.acks = l.pend[:0], 0, nil
 }
 
 // Read returns the next record: first those in the log after the read
@@ -177,6 +225,21 @@ func (l *Log) Read(ctx context.Context) (*api.Message, error) {
 	}
 	l.mu.Lock()
 	err = l.append(msg)
+	for wait := 10 * time.Millisecond; err != nil; wait = min(2*wait, time.Second) {
+		// The log cannot take the record (the disk is full or failing):
+		// hold it, unacknowledged, and with it the source (backpressure),
+		// until a write succeeds.
+		l.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("append to source log: %w", err)
+		case <-time.After(wait):
+		}
+		l.mu.Lock()
+		if ferr := l.flushLocked(); ferr == nil || !errors.Is(err, errLogFull) {
+			err = l.append(msg)
+		}
+	}
 	if err == nil {
 		l.read = l.next
 		if msg.Ack != nil {
@@ -225,7 +288,7 @@ func (l *Log) flushLocked() error {
 		l.ackTimer = nil
 	}
 	if l.w != nil {
-		if err := l.bw.Flush(); err != nil {
+		if err := l.writePending(); err != nil {
 			return err
 		}
 		switch l.opts.Sync {
@@ -374,11 +437,11 @@ func (l *Log) recover() error {
 	}
 	l.next = last + n
 	l.segStart = last
-	f, err := os.OpenFile(l.segPath(last), os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := l.openSegment(l.segPath(last), os.O_WRONLY|os.O_APPEND)
 	if err != nil {
 		return fmt.Errorf("recover source log: %w", err)
 	}
-	l.w, l.bw = f, bufio.NewWriterSize(f, writeBuffer)
+	l.w, l.size = f, size
 	return nil
 }
 
@@ -404,30 +467,59 @@ func scanSegment(path string) (int64, int64, error) {
 	}
 }
 
+// append adds msg to the records waiting to be written, and writes them
+// once writeBuffer bytes wait. A failed write keeps them waiting (the next
+// flush retries); only a full rotation or maxPending refuses the record.
 func (l *Log) append(msg *api.Message) error {
 	if l.w == nil || l.next-l.segStart >= int64(l.opts.SegmentRecords) {
-		if err := l.rotate(); err != nil {
+		// While the current segment cannot be written out, records go on
+		// gathering for it: a segment may hold more than SegmentRecords.
+		if err := l.rotate(); err != nil && l.w == nil {
 			return err
 		}
+	}
+	if len(l.pend) >= l.maxPend {
+		return errLogFull
 	}
 	l.enc = l.encodeMessage(l.enc[:0], msg)
 	body := l.enc
 	var hdr [binary.MaxVarintLen64 + 4]byte
 	k := binary.PutUvarint(hdr[:], uint64(len(body)))
 	binary.LittleEndian.PutUint32(hdr[k:], crc32.ChecksumIEEE(body))
-	if _, err := l.bw.Write(hdr[:k+4]); err != nil {
-		return err
-	}
-	if _, err := l.bw.Write(body); err != nil {
-		return err
-	}
+	l.pend = append(append(l.pend, hdr[:k+4]...), body...)
+	l.pendN++
 	l.next++
+	if len(l.pend) >= writeBuffer {
+		// A failure leaves the records waiting for the next flush.
+		_ = l.writePending()
+	}
+	return nil
+}
+
+// writePending writes the waiting records to the segment. A failed write
+// (a full disk) may leave part of them in the file: the file is cut back to
+// its last whole record and they stay waiting.
+func (l *Log) writePending() error {
+	if len(l.pend) == 0 {
+		return nil
+	}
+	n, err := l.w.Write(l.pend)
+	if err != nil {
+		if n > 0 {
+			if terr := l.w.Truncate(l.size); terr != nil {
+				return fmt.Errorf("write source log: %w (and cutting the torn record: %w)", err, terr)
+			}
+		}
+		return fmt.Errorf("write source log: %w", err)
+	}
+	l.size += int64(n)
+	l.pend, l.pendN = l.pend[:0], 0
 	return nil
 }
 
 func (l *Log) rotate() error {
 	if l.w != nil {
-		if err := l.bw.Flush(); err != nil {
+		if err := l.writePending(); err != nil {
 			return err
 		}
 		if l.opts.Sync != SyncNone {
@@ -435,15 +527,19 @@ func (l *Log) rotate() error {
 				return err
 			}
 		}
-		if err := l.w.Close(); err != nil {
+		err := l.w.Close()
+		l.w = nil
+		if err != nil {
 			return err
 		}
 	}
-	f, err := os.OpenFile(l.segPath(l.next), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	// A segment file left by a rotation that failed after creating it holds
+	// no record: start it afresh.
+	f, err := l.openSegment(l.segPath(l.next), os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND)
 	if err != nil {
 		return fmt.Errorf("create source log segment: %w", err)
 	}
-	l.w, l.bw, l.segStart = f, bufio.NewWriterSize(f, writeBuffer), l.next
+	l.w, l.size, l.segStart = f, 0, l.next
 	return nil
 }
 
@@ -497,7 +593,7 @@ func (s *segmentReader) close() { s.f.Close() }
 // openReader opens the segment holding record index and skips to it.
 func (l *Log) openReader(index int64) (*segmentReader, error) {
 	if l.w != nil {
-		if err := l.bw.Flush(); err != nil {
+		if err := l.writePending(); err != nil {
 			return nil, err
 		}
 	}
