@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,16 +83,11 @@ func RunKafka(ctx context.Context, sc KafkaScenario, cfg RunConfig) (Result, err
 	defer cluster.Close()
 	brokers := strings.Join(cluster.ListenAddrs(), ",")
 
-	d, err := NewDaemon(cfg.Kuiperd, filepath.Join(dir, "kuiperd"), nil)
+	d, rest, err := startDaemon(ctx, cfg, dir, nil)
 	if err != nil {
 		return Result{}, err
 	}
-	d.Env = cfg.Env
-	if _, err := d.Start(ctx); err != nil {
-		return Result{}, err
-	}
 	defer d.Stop(15 * time.Second)
-	rest := NewREST(d.URL())
 	cons, err := NewKafkaConsumer(brokers, kafkaOut)
 	if err != nil {
 		return Result{}, err

@@ -175,6 +175,20 @@ type Daemon struct {
 	mu sync.Mutex
 }
 
+// startDaemon starts kuiperd for a scenario run in dir/kuiperd with the
+// run's binary and environment; the caller stops it.
+func startDaemon(ctx context.Context, cfg RunConfig, dir string, etc map[string]string) (*Daemon, *REST, error) {
+	d, err := NewDaemon(cfg.Kuiperd, filepath.Join(dir, "kuiperd"), etc)
+	if err != nil {
+		return nil, nil, err
+	}
+	d.Env = cfg.Env
+	if _, err := d.Start(ctx); err != nil {
+		return nil, nil, err
+	}
+	return d, NewREST(d.URL()), nil
+}
+
 // NewDaemon prepares the folders of a daemon in dir; etcFiles are written
 // into dir/etc (name → content).
 func NewDaemon(bin, dir string, etcFiles map[string]string) (*Daemon, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -123,16 +122,11 @@ func Run(ctx context.Context, sc Scenario, cfg RunConfig) (Result, error) {
 	}
 	defer broker.Stop(5 * time.Second)
 	etc := map[string]string{"mqtt_source.yaml": fmt.Sprintf("default:\n  qos: 0\n  server: %s\n", broker.URL())}
-	d, err := NewDaemon(cfg.Kuiperd, filepath.Join(dir, "kuiperd"), etc)
+	d, rest, err := startDaemon(ctx, cfg, dir, etc)
 	if err != nil {
 		return Result{}, err
 	}
-	d.Env = cfg.Env
-	if _, err := d.Start(ctx); err != nil {
-		return Result{}, err
-	}
 	defer d.Stop(15 * time.Second)
-	rest := NewREST(d.URL())
 
 	filter := "bench/out/#"
 	if sc.Direct {

@@ -111,19 +111,29 @@ func TestFullDiskHoldsRecordsUntilWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	l2, err := Open(&ackedSource{acked: map[string]bool{}}, dir, Options{SegmentRecords: 64})
+	replayed(t, dir, Options{SegmentRecords: 64}, start, want)
+}
+
+// replayed reopens the log in dir, rewinds it to start and requires it to
+// hold exactly want from there.
+func replayed(t *testing.T, dir string, opts Options, start []byte, want []string) {
+	t.Helper()
+	l, err := Open(&ackedSource{acked: map[string]bool{}}, dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l2.Close(context.Background())
-	if err := l2.Rewind(start); err != nil {
+	defer l.Close(context.Background())
+	if err := l.Rewind(start); err != nil {
 		t.Fatal(err)
 	}
-	got := readAll(t, l2, 200)
+	got := readAll(t, l, len(want))
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("record %d replays as %s, want %s", i, got[i], want[i])
 		}
+	}
+	if n := l.Len(); n != int64(len(want)) {
+		t.Fatalf("reopened log holds %d records, want %d", n, len(want))
 	}
 }
 
@@ -184,21 +194,5 @@ func TestCloseDropsUnwrittenRecords(t *testing.T) {
 	if n := src.ackCount(); n != 10 {
 		t.Fatalf("%d acked, want the 10 written", n)
 	}
-	l2, err := Open(&ackedSource{acked: map[string]bool{}}, dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l2.Close(context.Background())
-	if err := l2.Rewind(start); err != nil {
-		t.Fatal(err)
-	}
-	got := readAll(t, l2, 10)
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("record %d replays as %s, want %s", i, got[i], want[i])
-		}
-	}
-	if n := l2.Len(); n != 10 {
-		t.Fatalf("reopened log holds %d records, want 10", n)
-	}
+	replayed(t, dir, Options{}, start, want)
 }
