@@ -49,6 +49,7 @@ type RunConfig struct {
 	Publishers int           // MQTT publisher connections; 0 chooses by rate
 	RuleQoS    int           // rule option qos (0, 1, 2); checkpointInterval 1s when > 0
 	Env        []string      // added to kuiperd's environment (GODEBUG=..., GOGC=...)
+	ReadPace   string        // MQTT source property readPace ("" leaves the default)
 	Logf       func(format string, args ...any)
 }
 
@@ -121,7 +122,11 @@ func Run(ctx context.Context, sc Scenario, cfg RunConfig) (Result, error) {
 		return Result{}, err
 	}
 	defer broker.Stop(5 * time.Second)
-	etc := map[string]string{"mqtt_source.yaml": fmt.Sprintf("default:\n  qos: 0\n  server: %s\n", broker.URL())}
+	srcConf := fmt.Sprintf("default:\n  qos: 0\n  server: %s\n", broker.URL())
+	if cfg.ReadPace != "" {
+		srcConf += fmt.Sprintf("  readPace: %q\n", cfg.ReadPace)
+	}
+	etc := map[string]string{"mqtt_source.yaml": srcConf}
 	d, rest, err := startDaemon(ctx, cfg, dir, etc)
 	if err != nil {
 		return Result{}, err

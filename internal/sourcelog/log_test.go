@@ -2,6 +2,7 @@ package sourcelog
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -294,6 +295,22 @@ func TestSharedMetadataReplays(t *testing.T) {
 		}
 		if string(m.Payload) != string(w.Payload) || !reflect.DeepEqual(m.Meta, w.Meta) {
 			t.Fatalf("record %d: %q %v, want %q %v", i, m.Payload, m.Meta, w.Payload, w.Meta)
+		}
+	}
+}
+
+func TestOffsetEncodingMatchesJSON(t *testing.T) {
+	for _, i := range []int64{0, 1, 4095, 1 << 40} {
+		want, err := json.Marshal(offset{V: 1, I: i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := appendOffset(nil, i)
+		if string(got) != string(want) {
+			t.Fatalf("offset %d encoded %s, want %s", i, got, want)
+		}
+		if back, err := ParseOffset(got); err != nil || back != i {
+			t.Fatalf("ParseOffset(%s) = %d, %v", got, back, err)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rekuiper/rekuiper/api"
@@ -52,6 +53,22 @@ type Status struct {
 	DecodeErrors     int64
 }
 
+// Pusher is implemented by push sources that can hand messages to the
+// subscription from their own receive goroutine instead of through Read,
+// which saves two goroutine hand-offs per batch (MQTT at rule qos 0; at
+// qos >= 1 the source log wraps the source and is read).
+type Pusher interface {
+	// PushTo makes the source hand every message it receives to fn, in
+	// order, instead of queueing it for Read. It is called once, before
+	// Connect. Messages that arrived together come in one call. fn
+	// blocks while the rules are full (backpressure) and acknowledges
+	// the messages it took; it returns false when it took none (the
+	// subscription is stopping), and the source then treats them as it
+	// treats messages buffered and not read at Close. fn does not keep
+	// msgs or the messages.
+	PushTo(fn func(msgs []*api.Message) bool)
+}
+
 type readResult struct {
 	msg    *api.Message
 	offset []byte
@@ -63,6 +80,7 @@ type Subscription struct {
 	name    string
 	src     api.Source
 	rewind  api.Rewindable
+	pusher  Pusher
 	decoder format.Decoder
 	clock   clock.Clock
 	logger  *slog.Logger
@@ -75,6 +93,12 @@ type Subscription struct {
 	cancel    context.CancelFunc
 	done      chan struct{}
 	started   bool
+
+	// deliverMu orders pushed deliveries and barriers: a barrier goes
+	// between two pushed batches.
+	deliverMu sync.Mutex
+	pushBuf   []readResult // reused under deliverMu
+	stopping  atomic.Bool  // pushed messages are refused
 }
 
 type barrierReq struct {
@@ -95,6 +119,9 @@ func NewSubscription(name string, src api.Source, decoder format.Decoder, clk cl
 		done:      make(chan struct{}),
 	}
 	s.rewind, _ = src.(api.Rewindable)
+	if p, ok := src.(Pusher); ok && s.rewind == nil {
+		s.pusher = p
+	}
 	s.status.State = "connecting"
 	return s
 }
@@ -193,6 +220,7 @@ func (s *Subscription) Stop(ctx context.Context) error {
 	if !started {
 		return s.src.Close(ctx)
 	}
+	s.stopping.Store(true)
 	cancel()
 	select {
 	case <-s.done:
@@ -222,6 +250,9 @@ func (s *Subscription) loop(ctx context.Context) {
 	defer close(s.done)
 	defer s.src.Close(context.Background())
 	backoff := newBackoff()
+	if s.pusher != nil {
+		s.pusher.PushTo(s.pushed)
+	}
 	var lastOffset []byte
 	if s.rewind != nil {
 		lastOffset, _ = s.rewind.Offset()
@@ -277,6 +308,9 @@ func (s *Subscription) connect(ctx context.Context) error {
 // captures the offset right after each one, so that barriers can be served
 // while no record arrives.
 func (s *Subscription) run(ctx context.Context, lastOffset *[]byte) error {
+	if s.pusher != nil {
+		return s.runPushed(ctx)
+	}
 	rctx, cancel := context.WithCancel(ctx)
 	// Buffered, so that records arriving together are delivered to the
 	// rules as one batch.
@@ -314,6 +348,48 @@ func (s *Subscription) run(ctx context.Context, lastOffset *[]byte) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// runPushed serves barriers while the source pushes records (a push source
+// reconnects by itself, so only Stop ends it).
+func (s *Subscription) runPushed(ctx context.Context) error {
+	for {
+		select {
+		case req := <-s.barriers:
+			s.deliverMu.Lock()
+			s.barrier(req, nil)
+			s.deliverMu.Unlock()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// pushed delivers messages a Pusher source received, on its goroutine.
+func (s *Subscription) pushed(msgs []*api.Message) bool {
+	s.deliverMu.Lock()
+	defer s.deliverMu.Unlock()
+	if s.stopping.Load() {
+		return false
+	}
+	s.mu.Lock()
+	none := len(s.consumers) == 0
+	s.mu.Unlock()
+	if none {
+		return false
+	}
+	for len(msgs) > 0 {
+		n := min(len(msgs), maxBatch)
+		batch := s.pushBuf[:0]
+		for _, m := range msgs[:n] {
+			batch = append(batch, readResult{msg: m})
+		}
+		_ = s.deliverBatch(batch, nil)
+		clear(batch)
+		s.pushBuf = batch[:0]
+		msgs = msgs[n:]
+	}
+	return true
 }
 
 func (s *Subscription) reader(ctx context.Context, out chan<- readResult) {
@@ -417,7 +493,7 @@ func (s *Subscription) deliverBatch(batch []readResult, lastOffset *[]byte) erro
 		if res.msg.Ack != nil {
 			res.msg.Ack()
 		}
-		if res.offset != nil {
+		if res.offset != nil && lastOffset != nil {
 			*lastOffset = res.offset
 		}
 	}

@@ -236,3 +236,122 @@ func TestManagerSharesSubscriptions(t *testing.T) {
 		t.Fatal("last release must stop the subscription")
 	}
 }
+
+// pushFake is a Pusher: the test pushes batches as its receive goroutine.
+type pushFake struct {
+	mu       sync.Mutex
+	fn       func([]*api.Message) bool
+	connects int
+}
+
+func (p *pushFake) PushTo(fn func([]*api.Message) bool) { p.mu.Lock(); p.fn = fn; p.mu.Unlock() }
+func (p *pushFake) Connect(context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fn == nil {
+		return errors.New("Connect before PushTo")
+	}
+	p.connects++
+	return nil
+}
+func (p *pushFake) Close(context.Context) error { return nil }
+func (p *pushFake) push(msgs []*api.Message) bool {
+	p.mu.Lock()
+	fn := p.fn
+	p.mu.Unlock()
+	return fn(msgs)
+}
+func (p *pushFake) Read(context.Context) (*api.Message, error) {
+	return nil, errors.New("push source read")
+}
+
+func TestPushedDeliveryBarriersAndStop(t *testing.T) {
+	src := &pushFake{}
+	sub := NewSubscription("s", src, jsonDecoder(t), clock.Wall{}, nil)
+	// events records deliveries and barriers in the order the rule sees
+	// them.
+	var (
+		mu     sync.Mutex
+		events []string
+	)
+	cons := &Consumer{
+		Deliver: func(ts []*row.Tuple) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, tu := range ts {
+				seq, _ := tu.Value("", "seq")
+				events = append(events, fmt.Sprint(seq))
+			}
+			return true
+		},
+		Barrier: func(id uint64, off []byte) {
+			mu.Lock()
+			defer mu.Unlock()
+			events = append(events, fmt.Sprintf("b%d:%s", id, off))
+		},
+	}
+	id := sub.Attach(cons)
+	sub.Start()
+	waitFor(t, func() bool { return sub.Status().State == "connected" })
+	acked := 0
+	batch := func(from, n int) []*api.Message {
+		var out []*api.Message
+		for i := from; i < from+n; i++ {
+			out = append(out, &api.Message{Payload: fmt.Appendf(nil, `{"seq":%d}`, i), Ack: func() { acked++ }})
+		}
+		return out
+	}
+	// More than maxBatch in one push is split, in order.
+	if !src.push(batch(0, maxBatch+3)) {
+		t.Fatal("push refused while running")
+	}
+	sub.InjectBarrier(id, 1)
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(events) == maxBatch+4 })
+	if !src.push(batch(maxBatch+3, 2)) {
+		t.Fatal("push refused while running")
+	}
+	mu.Lock()
+	want := []string{}
+	for i := 0; i < maxBatch+3; i++ {
+		want = append(want, fmt.Sprint(i))
+	}
+	want = append(want, "b1:", fmt.Sprint(maxBatch+3), fmt.Sprint(maxBatch+4))
+	if fmt.Sprint(events) != fmt.Sprint(want) {
+		t.Fatalf("events\n%v\nwant\n%v", events, want)
+	}
+	mu.Unlock()
+	if acked != maxBatch+5 {
+		t.Fatalf("acked %d messages, want %d", acked, maxBatch+5)
+	}
+	if st := sub.Status(); st.RecordsIn != int64(maxBatch+5) {
+		t.Fatalf("records in %d", st.RecordsIn)
+	}
+	if err := sub.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// After Stop a push is refused and nothing is acknowledged: the source
+	// keeps those messages for redelivery.
+	if src.push(batch(1000, 3)) {
+		t.Fatal("push accepted after Stop")
+	}
+	if acked != maxBatch+5 {
+		t.Fatalf("acked %d after Stop", acked)
+	}
+	if src.connects != 1 { // no reconnects: a push source reconnects by itself
+		t.Fatalf("%d connects", src.connects)
+	}
+}
+
+func TestPushRefusedWithoutConsumers(t *testing.T) {
+	src := &pushFake{}
+	sub := NewSubscription("s", src, jsonDecoder(t), clock.Wall{}, nil)
+	id := sub.Attach(newRecorder().consumer())
+	sub.Start()
+	defer sub.Stop(context.Background())
+	waitFor(t, func() bool { return sub.Status().State == "connected" })
+	sub.Detach(id)
+	acked := false
+	if src.push([]*api.Message{{Payload: []byte(`{"seq":1}`), Ack: func() { acked = true }}}) || acked {
+		t.Fatal("a push without consumers was taken")
+	}
+}

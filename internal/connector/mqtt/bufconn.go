@@ -3,6 +3,7 @@ package mqtt
 import (
 	"bufio"
 	"errors"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -17,6 +18,10 @@ import (
 //     packets leave in one write, and an idle connection adds only the
 //     handoff to the flusher. Write blocks once maxPending bytes wait
 //     (backpressure), and reports the first error of an earlier flush.
+//
+// With a read pace, a read is not issued sooner than the pace after the
+// previous one returned: packets arriving in between are read together, at
+// the cost of at most the pace in latency.
 //
 // Close flushes what is pending, within the write timeout, before closing:
 // a DISCONNECT written just before must reach the broker.
@@ -43,12 +48,34 @@ const (
 
 var errConnClosed = errors.New("connection closed")
 
-func newBufConn(c net.Conn, writeTimeout time.Duration) *bufConn {
-	b := &bufConn{Conn: c, r: bufio.NewReaderSize(c, bufConnReadSize), timeout: writeTimeout, limit: maxPending,
+func newBufConn(c net.Conn, writeTimeout, readPace time.Duration) *bufConn {
+	var r io.Reader = c
+	if readPace > 0 {
+		r = &pacedReader{r: c, pace: readPace}
+	}
+	b := &bufConn{Conn: c, r: bufio.NewReaderSize(r, bufConnReadSize), timeout: writeTimeout, limit: maxPending,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	b.cond = sync.NewCond(&b.mu)
 	go b.flusher()
 	return b
+}
+
+// pacedReader spaces reads at least pace apart.
+type pacedReader struct {
+	r    io.Reader
+	pace time.Duration
+	last time.Time // when the previous read returned
+}
+
+func (p *pacedReader) Read(b []byte) (int, error) {
+	if !p.last.IsZero() {
+		if wait := p.pace - time.Since(p.last); wait > 0 {
+			time.Sleep(wait)
+		}
+	}
+	n, err := p.r.Read(b)
+	p.last = time.Now()
+	return n, err
 }
 
 func (b *bufConn) Read(p []byte) (int, error) { return b.r.Read(p) }

@@ -1,6 +1,7 @@
 package mqtt
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -34,7 +35,7 @@ func tcpPair(t *testing.T) (client, server net.Conn) {
 // those still pending when Close is called.
 func TestBufConnOrderAndFlushOnClose(t *testing.T) {
 	c, s := tcpPair(t)
-	b := newBufConn(c, 5*time.Second)
+	b := newBufConn(c, 5*time.Second, 0)
 	var want bytes.Buffer
 	got := make(chan []byte, 1)
 	go func() {
@@ -64,7 +65,7 @@ func TestBufConnOrderAndFlushOnClose(t *testing.T) {
 // gone, writes fail.
 func TestBufConnBackpressureAndError(t *testing.T) {
 	c, s := tcpPair(t)
-	b := newBufConn(c, 200*time.Millisecond)
+	b := newBufConn(c, 200*time.Millisecond, 0)
 	b.limit = 64 << 10
 	chunk := make([]byte, 16<<10)
 	blocked := make(chan error, 1)
@@ -99,7 +100,7 @@ func TestBufConnBackpressureAndError(t *testing.T) {
 // back intact through the buffer.
 func TestBufConnReadsThroughBuffer(t *testing.T) {
 	c, s := tcpPair(t)
-	b := newBufConn(c, time.Second)
+	b := newBufConn(c, time.Second, 0)
 	defer b.Close()
 	var want bytes.Buffer
 	for i := range 5000 {
@@ -114,5 +115,63 @@ func TestBufConnReadsThroughBuffer(t *testing.T) {
 	}
 	if !bytes.Equal(buf, want.Bytes()) {
 		t.Fatal("bytes differ")
+	}
+}
+
+func TestPacketBuffered(t *testing.T) {
+	long := append([]byte{pktPublish << 4, 0x80, 0x01}, make([]byte, 128)...) // remaining length 128
+	cases := []struct {
+		name string
+		data []byte
+		want bool
+	}{
+		{"empty", nil, false},
+		{"header byte only", []byte{pktPingresp << 4}, false},
+		{"pingresp", []byte{pktPingresp << 4, 0}, true},
+		{"puback missing id", []byte{pktPuback << 4, 2, 0}, false},
+		{"puback", []byte{pktPuback << 4, 2, 0, 1}, true},
+		{"two-byte length, body short", long[:100], false},
+		{"two-byte length, complete", long, true},
+		{"length continues past buffer", []byte{pktPublish << 4, 0x80}, false},
+	}
+	for _, c := range cases {
+		r := bufio.NewReader(bytes.NewReader(c.data))
+		if len(c.data) > 0 {
+			_, _ = r.Peek(len(c.data)) // fill the buffer
+		}
+		if got := packetBuffered(r); got != c.want {
+			t.Errorf("%s: packetBuffered = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestPacedReaderSpacesReads(t *testing.T) {
+	client, server := tcpPair(t)
+	b := newBufConn(client, time.Second, 30*time.Millisecond)
+	defer b.Close()
+	if _, err := server.Write([]byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 16)
+	if n, err := b.Read(buf); err != nil || n != 1 {
+		t.Fatalf("first read: %d %v", n, err)
+	}
+	start := time.Now()
+	if _, err := server.Write([]byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.Write([]byte("c")); err != nil {
+		t.Fatal(err)
+	}
+	n, err := b.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The second read waits out the pace, so both writes arrive in it.
+	if string(buf[:n]) != "bc" {
+		t.Fatalf("second read %q, want both bytes written during the pace", buf[:n])
+	}
+	if waited := time.Since(start); waited < 20*time.Millisecond {
+		t.Fatalf("second read after %s, before the pace", waited)
 	}
 }

@@ -291,7 +291,15 @@ type conn struct {
 	lastDisc  time.Time
 	lastErr   string
 	subs      map[*subscription]struct{}
+	subList   []*subscription // subs as a slice, rebuilt on every change
 	attempted bool
+
+	// recvMu serializes dispatch and flush: they run on the reader of the
+	// current transport, but an old transport's reader may still be in
+	// its handler after a reconnect.
+	recvMu  sync.Mutex
+	dirty   []*subscription // subscriptions holding an unflushed batch
+	targets []*subscription // dispatch's scratch
 }
 
 func newConn(p *Pool, cfg connConfig, role, key string) *conn {
@@ -331,9 +339,13 @@ func (c *conn) shutdown() {
 
 func (c *conn) newTransport() transport {
 	if c.cfg.version == 5 {
-		return newV5(c.cfg, c.clientID, c.sess, c.dispatch, c.pool.connectTimeout)
+		t := newV5(c.cfg, c.clientID, c.sess, c.dispatch, c.pool.connectTimeout)
+		t.flush = c.flush
+		return t
 	}
-	return newV3(c.cfg, c.clientID, c.dispatch, c.pool.connectTimeout)
+	t := newV3(c.cfg, c.clientID, c.dispatch, c.pool.connectTimeout)
+	t.flush = c.flush
+	return t
 }
 
 func (c *conn) run() {
@@ -496,12 +508,22 @@ func (c *conn) filtersLocked(except *subscription) map[string]byte {
 	return out
 }
 
+// subsChangedLocked rebuilds subList; dispatch reads it without copying.
+func (c *conn) subsChangedLocked() {
+	list := make([]*subscription, 0, len(c.subs))
+	for s := range c.subs {
+		list = append(list, s)
+	}
+	c.subList = list
+}
+
 // addSub registers s and subscribes its filters if connected; otherwise the
 // next connection subscribes them.
 func (c *conn) addSub(ctx context.Context, s *subscription) error {
 	c.mu.Lock()
 	before := c.filtersLocked(s)
 	c.subs[s] = struct{}{}
+	c.subsChangedLocked()
 	tr := c.tr
 	c.mu.Unlock()
 	need := map[string]byte{}
@@ -516,6 +538,7 @@ func (c *conn) addSub(ctx context.Context, s *subscription) error {
 	if err := tr.subscribe(ctx, need); err != nil && errors.Is(err, errPermanent) {
 		c.mu.Lock()
 		delete(c.subs, s)
+		c.subsChangedLocked()
 		c.mu.Unlock()
 		return err
 	}
@@ -527,6 +550,7 @@ func (c *conn) addSub(ctx context.Context, s *subscription) error {
 func (c *conn) removeSub(s *subscription) {
 	c.mu.Lock()
 	delete(c.subs, s)
+	c.subsChangedLocked()
 	left := c.filtersLocked(nil)
 	tr := c.tr
 	c.mu.Unlock()
@@ -548,19 +572,29 @@ func (c *conn) removeSub(s *subscription) {
 }
 
 // dispatch hands one received message to every subscription whose filter
-// matches. It blocks while a subscription's buffer is full (backpressure
-// reaches the broker through TCP and, for QoS >= 1, the unacknowledged
-// window). The broker's acknowledgement is sent once every receiving
-// subscription has acknowledged.
+// matches. Subscriptions read through Read get it queued, blocking while
+// their buffer is full; push subscriptions batch it until flush, which
+// the transport calls once it has no complete packet left to read (or
+// after every message, for paho). Either way backpressure reaches the
+// broker through TCP and, for QoS >= 1, the unacknowledged window. The
+// broker's acknowledgement is sent once every receiving subscription has
+// acknowledged.
 func (c *conn) dispatch(m inbound) {
+	c.recvMu.Lock()
+	defer c.recvMu.Unlock()
 	c.mu.Lock()
-	var targets []*subscription
-	for s := range c.subs {
+	subs := c.subList
+	c.mu.Unlock()
+	targets := c.targets[:0]
+	for _, s := range subs {
 		if s.matches(m.topic) {
 			targets = append(targets, s)
 		}
 	}
-	c.mu.Unlock()
+	defer func() {
+		clear(targets)
+		c.targets = targets[:0]
+	}()
 	if len(targets) == 0 {
 		// Not acknowledging would stall the connection's in-order acks.
 		c.pool.logger.Warn("mqtt message matches no subscription; dropped", slog.String("topic", m.topic))
@@ -585,6 +619,26 @@ func (c *conn) dispatch(m inbound) {
 		}
 	}
 	for _, s := range targets {
-		s.deliver(m, ack)
+		if !s.deliver(m, ack) {
+			continue
+		}
+		if len(s.batch) >= maxPushBatch {
+			s.flush()
+		} else if !s.dirty {
+			s.dirty = true
+			c.dirty = append(c.dirty, s)
+		}
 	}
+}
+
+// flush hands the batches gathered by dispatch to their push subscriptions.
+func (c *conn) flush() {
+	c.recvMu.Lock()
+	defer c.recvMu.Unlock()
+	for _, s := range c.dirty {
+		s.dirty = false
+		s.flush()
+	}
+	clear(c.dirty)
+	c.dirty = c.dirty[:0]
 }

@@ -52,11 +52,18 @@ type Source struct {
 	logger  *slog.Logger
 	clock   clock.Clock
 
+	push func([]*api.Message) bool
+
 	conn *conn
 	sub  *subscription
 }
 
 var _ api.Source = (*Source)(nil)
+
+// PushTo makes the source hand received messages to fn on the
+// connection's reader instead of queueing them for Read (stream.Pusher).
+// It must be called before Connect.
+func (s *Source) PushTo(fn func([]*api.Message) bool) { s.push = fn }
 
 // NewSource builds a source from validated props. It loads TLS material but
 // does no network I/O.
@@ -109,6 +116,7 @@ func (s *Source) Connect(ctx context.Context) error {
 	}
 	c := s.pool.acquire(s.cfg, "source")
 	sub := newSubscription(s.filters, s.decomp, s.pool.bufferLength, s.clock, s.logger)
+	sub.push = s.push
 	if err := c.addSub(ctx, sub); err != nil {
 		c.removeSub(sub)
 		s.pool.release(c)
@@ -129,6 +137,9 @@ func (s *Source) Connect(ctx context.Context) error {
 func (s *Source) Read(ctx context.Context) (*api.Message, error) {
 	if s.sub == nil {
 		return nil, errors.New("mqtt source not connected")
+	}
+	if s.push != nil {
+		return nil, errors.New("mqtt source pushes its messages; Read is not used")
 	}
 	select {
 	case m := <-s.sub.ch:
@@ -170,7 +181,17 @@ type subscription struct {
 	decomp  string
 	clock   clock.Clock
 	logger  *slog.Logger
-	ch      chan *api.Message
+	ch      chan *api.Message // Read's queue, without push
+
+	// push, when set, takes batches of messages instead of ch. batch and
+	// dirty belong to the connection's dispatch and flush (conn.recvMu).
+	push  func([]*api.Message) bool
+	batch []*api.Message
+	dirty bool
+	// held are the acknowledgements of batches push refused; close
+	// sends them when the connection stays in use.
+	heldMu sync.Mutex
+	held   []func()
 
 	closeOnce  sync.Once
 	closed     chan struct{}
@@ -206,8 +227,12 @@ func (s *subscription) matches(topic string) bool {
 	return false
 }
 
-// deliver converts m and queues it, blocking while the buffer is full.
-func (s *subscription) deliver(m inbound, ack func()) {
+// maxPushBatch bounds a batch handed to push.
+const maxPushBatch = 128
+
+// deliver converts m and queues it, blocking while the buffer is full, or,
+// for a push subscription, adds it to the batch and returns true.
+func (s *subscription) deliver(m inbound, ack func()) bool {
 	payload := m.payload
 	if s.decomp != "" {
 		p, err := decompress(s.decomp, payload)
@@ -216,7 +241,7 @@ func (s *subscription) deliver(m inbound, ack func()) {
 			if ack != nil {
 				ack()
 			}
-			return
+			return false
 		}
 		payload = p
 	}
@@ -225,11 +250,56 @@ func (s *subscription) deliver(m inbound, ack func()) {
 		var once sync.Once
 		msg.Ack = func() { once.Do(ack) }
 	}
+	if s.push != nil {
+		s.batch = append(s.batch, msg)
+		return true
+	}
 	select {
 	case s.ch <- msg:
 	case <-s.closed:
 		if s.releaseAck.Load() && msg.Ack != nil {
 			msg.Ack()
+		}
+	}
+	return false
+}
+
+// flush hands the batch to push. A batch push refuses, or one gathered
+// after close, is treated like messages buffered and not read at close.
+func (s *subscription) flush() {
+	if len(s.batch) == 0 {
+		return
+	}
+	batch := s.batch
+	if s.isClosed() || !s.push(batch) {
+		s.hold(batch)
+	}
+	clear(batch)
+	s.batch = batch[:0]
+}
+
+func (s *subscription) isClosed() bool {
+	select {
+	case <-s.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// hold keeps the acknowledgements of msgs for close, or, once closed,
+// sends them if close released acknowledgements.
+func (s *subscription) hold(msgs []*api.Message) {
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	closed := s.isClosed()
+	for _, m := range msgs {
+		switch {
+		case m.Ack == nil:
+		case !closed:
+			s.held = append(s.held, m.Ack)
+		case s.releaseAck.Load():
+			m.Ack()
 		}
 	}
 }
@@ -260,7 +330,16 @@ func (s *subscription) metadata(m inbound) map[string]any {
 // acknowledged so a shared connection is not stalled.
 func (s *subscription) close(releaseAcks bool) {
 	s.releaseAck.Store(releaseAcks)
+	s.heldMu.Lock()
 	s.closeOnce.Do(func() { close(s.closed) })
+	held := s.held
+	s.held = nil
+	s.heldMu.Unlock()
+	if releaseAcks {
+		for _, ack := range held {
+			ack()
+		}
+	}
 	for {
 		select {
 		case m := <-s.ch:

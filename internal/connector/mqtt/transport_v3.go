@@ -1,6 +1,7 @@
 package mqtt
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,7 @@ type v3 struct {
 	cfg         connConfig
 	clientID    string
 	handler     func(inbound)
+	flush       func() // optional: called when no complete packet is buffered
 	timeout     time.Duration
 	keepAlive   time.Duration
 	pingTimeout time.Duration
@@ -87,7 +89,7 @@ func (t *v3) connect(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	bc := newBufConn(nc, t.timeout)
+	bc := newBufConn(nc, t.timeout, t.cfg.readPace)
 	if err := t.handshake(ctx, bc); err != nil {
 		_ = bc.Close()
 		return fmt.Errorf("connect: %w", err)
@@ -190,7 +192,32 @@ func (t *v3) reader() {
 			t.fail(err)
 			return
 		}
+		if t.flush != nil && !packetBuffered(r) {
+			// The next read may block: hand over what was gathered.
+			t.busy.Store(true)
+			t.flush()
+			t.busy.Store(false)
+		}
 	}
+}
+
+// packetBuffered reports whether r holds a complete packet, which can be
+// read without blocking.
+func packetBuffered(r *bufio.Reader) bool {
+	n := r.Buffered()
+	if n < 2 {
+		return false
+	}
+	b, _ := r.Peek(min(n, 5))
+	length, shift := 0, 0
+	for i := 1; i < len(b); i++ {
+		length |= int(b[i]&0x7f) << shift
+		if b[i]&0x80 == 0 {
+			return n >= i+1+length
+		}
+		shift += 7
+	}
+	return false
 }
 
 // handle processes one packet read by the reader.

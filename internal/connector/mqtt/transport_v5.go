@@ -22,6 +22,7 @@ type v5 struct {
 	clientID string
 	sess     session.SessionManager
 	handler  func(inbound)
+	flush    func() // optional: called after every message
 	timeout  time.Duration
 	lostCh   chan error
 	cli      *paho.Client
@@ -58,7 +59,7 @@ func (t *v5) connect(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	nc = newBufConn(nc, t.timeout)
+	nc = newBufConn(nc, t.timeout, t.cfg.readPace)
 	t.conn = nc
 	t.cli = paho.NewClient(paho.ClientConfig{
 		ClientID:                   t.clientID,
@@ -126,6 +127,9 @@ func (t *v5) onPublish(pr paho.PublishReceived) (bool, error) {
 		in.ack = func() { _ = cli.Ack(p) }
 	}
 	t.handler(in)
+	if t.flush != nil {
+		t.flush()
+	}
 	return true, nil
 }
 
