@@ -7,7 +7,7 @@
 // with 10,000 rules: creation rate over REST, restart time and idle
 // memory.
 //
-//	go run ./cmd/kuiperbench [-scenarios filter10k,filter40k,window100keys,rules100] [-duration 20s] [-qos 1,2] [-json out.json]
+//	go run ./cmd/kuiperbench [-scenarios filter10k,filter40k,window100keys,rules100] [-duration 20s] [-qos 1,2] [-repeat 3] [-read-pace 250us] [-json out.json]
 //	go run ./cmd/kuiperbench -scenario rules10k [-rules 10000] [-clients 4] [-idle-source memory,mqtt]
 //	go run ./cmd/kuiperbench -scenarios kafka10k,kafkamax [-kafka-sink-batch 100] [-qos 2]
 //
@@ -59,10 +59,14 @@ type report struct {
 	QoSRatio []qosRatio           `json:"qosCpuRatio,omitempty"`
 }
 
+// qosRatio compares the median engine CPU per message at a rule qos with
+// the median at qos 0, over the runs of one scenario.
 type qosRatio struct {
-	Scenario string  `json:"scenario"`
-	RuleQoS  int     `json:"ruleQos"`
-	Ratio    float64 `json:"engineCpuRatioToQos0"`
+	Scenario string    `json:"scenario"`
+	RuleQoS  int       `json:"ruleQos"`
+	Ratio    float64   `json:"engineCpuRatioToQos0"`
+	CPU      []float64 `json:"engineCpuUsPerMsg"`     // per run at RuleQoS
+	BaseCPU  []float64 `json:"qos0EngineCpuUsPerMsg"` // per run at qos 0
 }
 
 func run(args []string, out io.Writer) error {
@@ -72,6 +76,7 @@ func run(args []string, out io.Writer) error {
 	dur := fs.Duration("duration", 20*time.Second, "publishing time per MQTT scenario")
 	readPace := fs.String("read-pace", "", "MQTT scenarios: the source connection's readPace property (e.g. 250us; empty: the default)")
 	qos := fs.String("qos", "0", "comma-separated rule qos levels for the MQTT scenarios, checkpointInterval 1s above 0; a qos 0 run is always included and the others are reported relative to it (-qos 1,2)")
+	repeat := fs.Int("repeat", 1, "MQTT and Kafka scenarios: run each qos level this many times, interleaved (0,1,2,0,1,2,…); qos ratios compare medians")
 	pubs := fs.Int("publishers", 0, "MQTT publisher connections (0: one per 20k msg/s)")
 	kafkaBatch := fs.Int("kafka-sink-batch", 0, "Kafka scenarios: the kafka sink's batchSize (0: the scenario's)")
 	jsonOut := fs.String("json", "", "also write the results as JSON to this file")
@@ -156,27 +161,31 @@ func run(args []string, out io.Writer) error {
 		} else {
 			return fmt.Errorf("unknown scenario %q", name)
 		}
-		var base float64
-		for _, q := range levels {
-			r, err := runOne(q)
-			if err != nil {
-				return fmt.Errorf("%s qos %d: %w", name, q, err)
+		cpu := map[int][]float64{}
+		rounds := max(*repeat, 1)
+		for round := range rounds {
+			for _, q := range levels {
+				r, err := runOne(q)
+				if err != nil {
+					return fmt.Errorf("%s qos %d: %w", name, q, err)
+				}
+				rep.Results = append(rep.Results, r)
+				printResult(out, r)
+				if *verbose {
+					fmt.Fprintf(out, "  p50/p99 ms by second: %v\n", r.LatencyBySecond)
+				}
+				cpu[q] = append(cpu[q], r.EngineCPUUS)
+				if q > 0 && round == rounds-1 {
+					rt := qosRatio{Scenario: name, RuleQoS: q, Ratio: median(cpu[q]) / median(cpu[0]),
+						CPU: cpu[q], BaseCPU: cpu[0]}
+					rep.QoSRatio = append(rep.QoSRatio, rt)
+					fmt.Fprintf(out, "  engine CPU per message at rule qos %d: %.2f× qos 0 (median of %v µs over median of %v µs)\n",
+						q, rt.Ratio, rt.CPU, rt.BaseCPU)
+				}
 			}
-			rep.Results = append(rep.Results, r)
-			printResult(out, r)
-			if *verbose {
-				fmt.Fprintf(out, "  p50/p99 ms by second: %v\n", r.LatencyBySecond)
+			if ctx.Err() != nil {
+				return ctx.Err()
 			}
-			if q == 0 {
-				base = r.EngineCPUUS
-			} else if base > 0 {
-				rt := qosRatio{Scenario: name, RuleQoS: q, Ratio: r.EngineCPUUS / base}
-				rep.QoSRatio = append(rep.QoSRatio, rt)
-				fmt.Fprintf(out, "  engine CPU per message at rule qos %d: %.2f× qos 0\n", q, rt.Ratio)
-			}
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
 		}
 	}
 	if *jsonOut != "" {
@@ -189,6 +198,20 @@ func run(args []string, out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// median of xs (the mean of the middle two for an even count).
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }
 
 func printResult(w io.Writer, r bench.Result) {
