@@ -26,3 +26,14 @@ func Register(r *connector.Registry, pool *Pool) error {
 		return NewSink(pool, props, deps)
 	})
 }
+
+// isClosed reports whether ch is closed (ch is only ever closed, never
+// sent on).
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

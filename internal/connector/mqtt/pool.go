@@ -321,14 +321,7 @@ func newConn(p *Pool, cfg connConfig, role, key string) *conn {
 // start runs the connection loop once; later calls do nothing.
 func (c *conn) start() { c.startOnce.Do(func() { go c.run() }) }
 
-func (c *conn) finished() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
-}
+func (c *conn) finished() bool { return isClosed(c.done) }
 
 func (c *conn) shutdown() {
 	c.stop()

@@ -271,20 +271,11 @@ func (s *subscription) flush() {
 		return
 	}
 	batch := s.batch
-	if s.isClosed() || !s.push(batch) {
+	if isClosed(s.closed) || !s.push(batch) {
 		s.hold(batch)
 	}
 	clear(batch)
 	s.batch = batch[:0]
-}
-
-func (s *subscription) isClosed() bool {
-	select {
-	case <-s.closed:
-		return true
-	default:
-		return false
-	}
 }
 
 // hold keeps the acknowledgements of msgs for close, or, once closed,
@@ -292,7 +283,7 @@ func (s *subscription) isClosed() bool {
 func (s *subscription) hold(msgs []*api.Message) {
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
-	closed := s.isClosed()
+	closed := isClosed(s.closed)
 	for _, m := range msgs {
 		switch {
 		case m.Ack == nil:
