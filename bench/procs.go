@@ -3,10 +3,8 @@ package bench
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/rekuiper/rekuiper/internal/procs"
 )
 
 // Process is a child process started by the benchmark. Its output goes to
@@ -81,16 +81,6 @@ func startProcess(name, dir string, env []string, bin string, args ...string) (*
 	return p, nil
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // Broker is a mosquitto process with one plain loopback listener.
 type Broker struct {
 	*Process
@@ -104,19 +94,11 @@ func (b *Broker) URL() string { return "tcp://127.0.0.1:" + strconv.Itoa(b.Port)
 // messages to a slow client are never dropped for a full queue) and $SYS
 // statistics every second. It returns when the listener accepts.
 func StartMosquitto(dir string) (*Broker, error) {
-	bin, err := exec.LookPath("mosquitto")
+	bin, err := procs.FindBinary("mosquitto", "/usr/sbin", "/usr/local/sbin")
 	if err != nil {
-		for _, p := range []string{"/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto"} {
-			if _, e := os.Stat(p); e == nil {
-				bin, err = p, nil
-				break
-			}
-		}
+		return nil, fmt.Errorf("%w (apt-get install mosquitto)", err)
 	}
-	if err != nil {
-		return nil, errors.New("mosquitto not found (apt-get install mosquitto)")
-	}
-	port, err := FreePort()
+	port, err := procs.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -135,31 +117,11 @@ func StartMosquitto(dir string) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := waitListening("127.0.0.1:"+strconv.Itoa(port), 10*time.Second, p.done); err != nil {
+	if err := procs.WaitListening("127.0.0.1:"+strconv.Itoa(port), 10*time.Second, p.done); err != nil {
 		p.Stop(time.Second)
 		return nil, fmt.Errorf("mosquitto: %w\n%s", err, p.Log())
 	}
 	return &Broker{Process: p, Port: port}, nil
-}
-
-func waitListening(addr string, timeout time.Duration, exited <-chan struct{}) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("exited before %s accepted connections", addr)
-		default:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not listening after %s: %w", addr, timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // Daemon is a kuiperd child process with its own etc/, data/ and log/
@@ -202,7 +164,7 @@ func NewDaemon(bin, dir string, etcFiles map[string]string) (*Daemon, error) {
 			return nil, fmt.Errorf("write etc/%s: %w", name, err)
 		}
 	}
-	port, err := FreePort()
+	port, err := procs.FreePort()
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,8 @@
 package qualify
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/rekuiper/rekuiper/internal/procs"
 )
 
 // ErrNoMosquitto is returned by StartBroker when no mosquitto binary is
@@ -31,29 +31,21 @@ type Broker struct {
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
-	log *syncBuffer
+	log *procs.SyncBuffer
 	ex  chan struct{}
 }
 
 // StartBroker writes a configuration into dir and starts mosquitto.
 // Stop it with Stop.
 func StartBroker(dir string) (*Broker, error) {
-	bin, err := exec.LookPath("mosquitto")
-	if err != nil {
-		for _, p := range []string{"/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto"} {
-			if _, e := os.Stat(p); e == nil {
-				bin, err = p, nil
-				break
-			}
-		}
-	}
+	bin, err := procs.FindBinary("mosquitto", "/usr/sbin", "/usr/local/sbin")
 	if err != nil {
 		return nil, ErrNoMosquitto
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create broker folder: %w", err)
 	}
-	port, err := FreePort()
+	port, err := procs.FreePort()
 	if err != nil {
 		return nil, fmt.Errorf("pick broker port: %w", err)
 	}
@@ -88,7 +80,7 @@ func (b *Broker) Start() error {
 	if b.ex != nil {
 		return nil
 	}
-	b.log = &syncBuffer{}
+	b.log = &procs.SyncBuffer{}
 	cmd := exec.Command(b.bin, "-c", b.conf)
 	cmd.Stdout, cmd.Stderr = b.log, b.log
 	if err := cmd.Start(); err != nil {
@@ -96,25 +88,10 @@ func (b *Broker) Start() error {
 	}
 	ex := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(ex) }()
-	addr := fmt.Sprintf("127.0.0.1:%d", b.Port)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			_ = c.Close()
-			break
-		}
-		select {
-		case <-ex:
-			return fmt.Errorf("mosquitto exited at start:\n%s", b.log.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			<-ex
-			return fmt.Errorf("mosquitto not listening on %s: %w", addr, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := procs.WaitListening(fmt.Sprintf("127.0.0.1:%d", b.Port), 10*time.Second, ex); err != nil {
+		_ = cmd.Process.Kill() // fails harmlessly when it has exited
+		<-ex
+		return fmt.Errorf("start mosquitto: %w\n%s", err, b.log.String())
 	}
 	b.cmd, b.ex = cmd, ex
 	return nil
@@ -146,22 +123,4 @@ func (b *Broker) Log() string {
 		return ""
 	}
 	return b.log.String()
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +20,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/rekuiper/rekuiper/internal/procs"
 )
 
 // Build compiles ./cmd/kuiperd of the module at root into dir and returns
@@ -39,16 +40,6 @@ func Build(ctx context.Context, root, dir string) (string, error) {
 	return bin, nil
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // Daemon is one kuiperd child process and its folders.
 type Daemon struct {
 	Bin  string
@@ -59,13 +50,13 @@ type Daemon struct {
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
-	out  bytes.Buffer
+	out  *procs.SyncBuffer
 	done chan struct{}
 }
 
 // NewDaemon prepares a daemon in dir with a copy of etcSrc (may be empty).
 func NewDaemon(bin, dir, etcSrc string) (*Daemon, error) {
-	port, err := FreePort()
+	port, err := procs.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -96,9 +87,8 @@ func (d *Daemon) Start(ctx context.Context) error {
 		"KUIPER__BASIC__CONSOLELOG=true",
 	)
 	cmd.Env = append(cmd.Env, d.Env...)
-	d.out.Reset()
-	cmd.Stdout = &d.out
-	cmd.Stderr = &d.out
+	d.out = &procs.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = d.out, d.out
 	if err := cmd.Start(); err != nil {
 		d.mu.Unlock()
 		return fmt.Errorf("start kuiperd: %w", err)
@@ -158,6 +148,9 @@ func (d *Daemon) signal(sig os.Signal) {
 func (d *Daemon) Output() string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.out == nil {
+		return ""
+	}
 	return d.out.String()
 }
 

@@ -1,9 +1,7 @@
 package mqtttest
 
 import (
-	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rekuiper/rekuiper/internal/procs"
 )
 
 // Mosquitto is a mosquitto process with four loopback listeners: Plain,
@@ -30,7 +30,7 @@ type Mosquitto struct {
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
-	log *bytes.Buffer
+	log *procs.SyncBuffer
 	ex  chan struct{}
 }
 
@@ -38,15 +38,7 @@ type Mosquitto struct {
 // not installed.
 func StartMosquitto(t testing.TB) *Mosquitto {
 	t.Helper()
-	bin, err := exec.LookPath("mosquitto")
-	if err != nil {
-		for _, p := range []string{"/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto"} {
-			if _, e := os.Stat(p); e == nil {
-				bin, err = p, nil
-				break
-			}
-		}
-	}
+	bin, err := procs.FindBinary("mosquitto", "/usr/sbin", "/usr/local/sbin")
 	if err != nil {
 		t.Skip("mosquitto binary not found (apt-get install mosquitto): skipping broker integration test")
 	}
@@ -100,7 +92,7 @@ func (m *Mosquitto) Start() {
 	if m.ex != nil {
 		return
 	}
-	m.log = &bytes.Buffer{}
+	m.log = &procs.SyncBuffer{}
 	m.cmd = exec.Command(m.bin, "-c", m.conf)
 	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
 	if err := m.cmd.Start(); err != nil {
@@ -109,11 +101,11 @@ func (m *Mosquitto) Start() {
 	ex := make(chan struct{})
 	m.ex = ex
 	go func(c *exec.Cmd) { _ = c.Wait(); close(ex) }(m.cmd)
-	if err := WaitListening(fmt.Sprintf("127.0.0.1:%d", m.Plain), 10*time.Second, ex); err != nil {
+	if err := procs.WaitListening(fmt.Sprintf("127.0.0.1:%d", m.Plain), 10*time.Second, ex); err != nil {
 		m.t.Fatalf("mosquitto did not start: %v\n%s", err, m.log.String())
 	}
 	for _, p := range []int{m.TLS, m.MTLS, m.WrongName} {
-		if err := WaitListening(fmt.Sprintf("127.0.0.1:%d", p), 5*time.Second, ex); err != nil {
+		if err := procs.WaitListening(fmt.Sprintf("127.0.0.1:%d", p), 5*time.Second, ex); err != nil {
 			m.t.Fatalf("mosquitto TLS listener: %v\n%s", err, m.log.String())
 		}
 	}
@@ -153,35 +145,13 @@ func (m *Mosquitto) Log() string {
 	return m.log.String()
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago.
+// FreePort returns a loopback TCP port that was free a moment ago; it
+// fails the test when there is none.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := procs.FreePort()
 	if err != nil {
-		t.Fatalf("free port: %v", err)
+		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// WaitListening polls addr until it accepts a TCP connection, the process
-// exits (exited is closed) or timeout passes.
-func WaitListening(addr string, timeout time.Duration, exited <-chan struct{}) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			_ = c.Close()
-			return nil
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("process exited before %s accepted connections", addr)
-		default:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not listening after %s: %w", addr, timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return port
 }

@@ -1,7 +1,6 @@
 package mqtttest
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rekuiper/rekuiper/internal/procs"
 )
 
 // NATS is a nats-server process with JetStream and its MQTT listener
@@ -18,7 +19,7 @@ type NATS struct {
 	t              testing.TB
 	bin, conf      string
 	cmd            *exec.Cmd
-	log            *bytes.Buffer
+	log            *procs.SyncBuffer
 	ex             chan struct{}
 }
 
@@ -47,7 +48,7 @@ func StartNATS(t testing.TB) *NATS {
 // Start starts the process (again) and waits for the MQTT listener.
 func (n *NATS) Start() {
 	n.t.Helper()
-	n.log, n.ex = &bytes.Buffer{}, make(chan struct{})
+	n.log, n.ex = &procs.SyncBuffer{}, make(chan struct{})
 	n.cmd = exec.Command(n.bin, "-c", n.conf)
 	n.cmd.Stdout, n.cmd.Stderr = n.log, n.log
 	if err := n.cmd.Start(); err != nil {
@@ -55,7 +56,7 @@ func (n *NATS) Start() {
 	}
 	ex := n.ex
 	go func(c *exec.Cmd) { _ = c.Wait(); close(ex) }(n.cmd)
-	if err := WaitListening(fmt.Sprintf("127.0.0.1:%d", n.MQTTPort), 15*time.Second, n.ex); err != nil {
+	if err := procs.WaitListening(fmt.Sprintf("127.0.0.1:%d", n.MQTTPort), 15*time.Second, n.ex); err != nil {
 		n.t.Fatalf("nats-server MQTT listener: %v\n%s", err, n.log.String())
 	}
 }

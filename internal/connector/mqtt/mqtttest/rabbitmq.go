@@ -1,7 +1,6 @@
 package mqtttest
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rekuiper/rekuiper/internal/procs"
 )
 
 // RabbitMQ is a private, throwaway RabbitMQ node with the rabbitmq_mqtt
@@ -38,7 +39,7 @@ type RabbitMQ struct {
 	mu      sync.Mutex
 	node    *exec.Cmd
 	nodeEx  chan struct{}
-	log     *lockedBuffer
+	log     *procs.SyncBuffer
 	epmd    *exec.Cmd
 	epmdEx  chan struct{}
 	version string
@@ -159,7 +160,7 @@ func (r *RabbitMQ) startEPMD() {
 	r.t.Helper()
 	cmd := exec.Command(r.epmdBin, "-port", fmt.Sprint(r.EPMDPort), "-address", "127.0.0.1")
 	cmd.Env, cmd.Dir = r.env, r.dir
-	var out lockedBuffer
+	var out procs.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -170,7 +171,7 @@ func (r *RabbitMQ) startEPMD() {
 	r.mu.Lock()
 	r.epmd, r.epmdEx = cmd, ex
 	r.mu.Unlock()
-	if err := WaitListening(fmt.Sprintf("127.0.0.1:%d", r.EPMDPort), 10*time.Second, ex); err != nil {
+	if err := procs.WaitListening(fmt.Sprintf("127.0.0.1:%d", r.EPMDPort), 10*time.Second, ex); err != nil {
 		r.t.Fatalf("private epmd: %v\n%s", err, out.String())
 	}
 }
@@ -184,7 +185,7 @@ func (r *RabbitMQ) Start() {
 	if r.nodeEx != nil {
 		return
 	}
-	r.log = &lockedBuffer{}
+	r.log = &procs.SyncBuffer{}
 	// With RABBITMQ_ALLOW_INPUT set the script execs the VM instead of
 	// running it under a signal-forwarding shell, so the VM is this
 	// process's child and Pdeathsig stops it if the test binary dies
@@ -349,24 +350,3 @@ func logExcerpt(s string) string {
 	}
 	return strings.Join(lines[max(0, len(lines)-40):], "\n")
 }
-
-// lockedBuffer is an io.Writer that the exec package's copying goroutines
-// and the test may use at the same time.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-var _ io.Writer = (*lockedBuffer)(nil)

@@ -4,13 +4,14 @@ package redistest
 
 import (
 	"context"
-	"net"
 	"os/exec"
 	"strconv"
 	"testing"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/rekuiper/rekuiper/internal/procs"
 )
 
 // Server is a redis-server process owned by one test.
@@ -20,15 +21,15 @@ type Server struct {
 	cmd      *exec.Cmd
 }
 
-// FreePort returns a loopback port that was free a moment ago.
+// FreePort returns a loopback port that was free a moment ago; it fails
+// the test when there is none.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := procs.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // Start starts redis-server and stops it at the end of the test; it skips

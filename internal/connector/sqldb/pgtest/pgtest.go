@@ -13,10 +13,13 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rekuiper/rekuiper/internal/procs"
 )
 
 // Server is a PostgreSQL database for one test: a throwaway cluster
@@ -27,26 +30,25 @@ type Server struct {
 	Restart func(t *testing.T) // nil when the server is not ours
 }
 
-// FreePort returns a loopback port that was free a moment ago.
+// FreePort returns a loopback port that was free a moment ago; it fails
+// the test when there is none.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := procs.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
+// pgBin finds a PostgreSQL server program, or returns "". Debian keeps
+// them off PATH in one folder per major version; the last in sort order
+// is tried first.
 func pgBin(name string) string {
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + name)
-	if len(matches) > 0 {
-		return matches[len(matches)-1]
-	}
-	return ""
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	slices.Reverse(dirs)
+	p, _ := procs.FindBinary(name, dirs...)
+	return p
 }
 
 // Options change the throwaway cluster.
