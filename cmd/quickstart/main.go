@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -26,6 +25,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/app"
 	"github.com/rekuiper/rekuiper/internal/broker"
 	"github.com/rekuiper/rekuiper/internal/daemon"
+	"github.com/rekuiper/rekuiper/internal/procs"
 )
 
 func main() {
@@ -53,7 +53,7 @@ func run(ctx context.Context, duration time.Duration, out io.Writer) error {
 	defer b.Close()
 	fmt.Fprintf(out, "embedded MQTT broker on %s\n", b.URL())
 
-	port, err := freePort()
+	port, err := procs.FreePort()
 	if err != nil {
 		return err
 	}
@@ -161,13 +161,4 @@ func post(url, body string) (string, error) {
 		return "", fmt.Errorf("POST %s: %d %s", url, resp.StatusCode, data)
 	}
 	return string(data), nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
