@@ -62,7 +62,7 @@ func RunDaemon(ctx context.Context, cfg DaemonConfig) (DaemonResult, error) {
 	etc := map[string]string{}
 	stream := `CREATE STREAM idle () WITH (DATASOURCE="bench/idle", FORMAT="json", TYPE="memory")`
 	if cfg.Source == "mqtt" {
-		broker, err := StartMosquitto(dir)
+		broker, err := StartMosquitto(dir, 0)
 		if err != nil {
 			return res, err
 		}

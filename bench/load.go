@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -54,6 +55,7 @@ type PublisherConfig struct {
 	Rate     int           // messages per second, all clients together
 	Duration time.Duration // the load sends Rate*Duration messages
 	Clients  int           // MQTT connections; client i sends seq i, i+Clients, ...
+	QoS      byte          // publish QoS (0 or 1); QoS 1 publishes are pipelined
 }
 
 // PublishStats is what a paced load did.
@@ -64,7 +66,7 @@ type PublishStats struct {
 	MaxLag  int64         // most messages any client was behind its schedule
 }
 
-// Publish sends Rate*Duration messages at QoS 0 on Topic, paced: every
+// Publish sends Rate*Duration messages at cfg.QoS on Topic, paced: every
 // millisecond each client sends what its schedule (Rate/Clients per
 // second since the start) says is due, so ticker jitter does not change
 // the rate. It returns when every message is sent or ctx ends.
@@ -101,6 +103,16 @@ func Publish(ctx context.Context, cfg PublisherConfig) (PublishStats, error) {
 			defer wg.Done()
 			tick := time.NewTicker(time.Millisecond)
 			defer tick.Stop()
+			// QoS 1 publishes still awaiting PUBACK: waited for before
+			// the client disconnects, which would drop them.
+			var pending []mqtt.Token
+			defer func() {
+				for _, tok := range pending {
+					if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+						errs.Add(1)
+					}
+				}
+			}()
 			var k int64
 			for k < n {
 				select {
@@ -113,7 +125,7 @@ func Publish(ctx context.Context, cfg PublisherConfig) (PublishStats, error) {
 					}
 					for ; k < due; k++ {
 						seq := int64(i) + k*int64(cfg.Clients)
-						tok := c.Publish(cfg.Topic, 0, false, Payload(seq, time.Now().UnixNano()))
+						tok := c.Publish(cfg.Topic, cfg.QoS, false, Payload(seq, time.Now().UnixNano()))
 						select {
 						case <-tok.Done():
 							if tok.Error() != nil {
@@ -121,6 +133,22 @@ func Publish(ctx context.Context, cfg PublisherConfig) (PublishStats, error) {
 								continue
 							}
 						default:
+							if cfg.QoS > 0 {
+								pending = append(pending, tok)
+							}
+							if len(pending) >= 4096 {
+								pending = slices.DeleteFunc(pending, func(t mqtt.Token) bool {
+									select {
+									case <-t.Done():
+										if t.Error() != nil {
+											errs.Add(1)
+										}
+										return true
+									default:
+										return false
+									}
+								})
+							}
 						}
 						sent.Add(1)
 					}
@@ -260,6 +288,20 @@ func (s *tally) Stats() SubscriberStats {
 	st.Latencies = append([]int64(nil), s.lat...)
 	st.At = append([]int64(nil), s.at...)
 	return st
+}
+
+// Missing returns up to limit seqs below n that want(seq) says should have
+// arrived and did not, in order (for the single-output scenarios).
+func (s *tally) Missing(n int64, want func(seq int64) bool, limit int) []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []int64
+	for seq := int64(0); seq < n && len(out) < limit; seq++ {
+		if want(seq) && (seq >= int64(len(s.seen)) || !s.seen[seq]) {
+			out = append(out, seq)
+		}
+	}
+	return out
 }
 
 // Received is the number of distinct messages (or, in window mode, the

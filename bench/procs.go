@@ -92,8 +92,9 @@ func (b *Broker) URL() string { return "tcp://127.0.0.1:" + strconv.Itoa(b.Port)
 
 // StartMosquitto starts mosquitto in dir with no queue limits (QoS 0
 // messages to a slow client are never dropped for a full queue) and $SYS
-// statistics every second. It returns when the listener accepts.
-func StartMosquitto(dir string) (*Broker, error) {
+// statistics every second; inflight is max_inflight_messages (0: no
+// limit). It returns when the listener accepts.
+func StartMosquitto(dir string, inflight int) (*Broker, error) {
 	bin, err := procs.FindBinary("mosquitto", "/usr/sbin", "/usr/local/sbin")
 	if err != nil {
 		return nil, fmt.Errorf("%w (apt-get install mosquitto)", err)
@@ -107,7 +108,7 @@ func StartMosquitto(dir string) (*Broker, error) {
 		conf.WriteString("user root\n")
 	}
 	fmt.Fprintf(&conf, "listener %d 127.0.0.1\nallow_anonymous true\npersistence false\nset_tcp_nodelay true\n", port)
-	conf.WriteString("max_queued_messages 0\nmax_queued_bytes 0\nmax_inflight_messages 0\nsys_interval 1\n")
+	fmt.Fprintf(&conf, "max_queued_messages 0\nmax_queued_bytes 0\nmax_inflight_messages %d\nsys_interval 1\n", inflight)
 	conf.WriteString("log_dest stdout\nlog_type error\nlog_type warning\n")
 	confPath := filepath.Join(dir, "mosquitto.conf")
 	if err := os.WriteFile(confPath, conf.Bytes(), 0o600); err != nil {

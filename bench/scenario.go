@@ -19,6 +19,13 @@ type Scenario struct {
 	// Direct runs no rule: the subscriber reads the input topic, which
 	// measures the publisher, broker and subscriber alone.
 	Direct bool
+	// InputQoS is the QoS of the input: the publisher's and the stream's
+	// subscription's (0 by default).
+	InputQoS byte
+	// BrokerInflight is mosquitto's max_inflight_messages: how many QoS 1
+	// messages it sends a client before waiting for acknowledgements (0:
+	// unlimited; mosquitto's own default is 20).
+	BrokerInflight int
 }
 
 // Scenarios are issue 4's cases, by name.
@@ -29,6 +36,11 @@ var Scenarios = []Scenario{
 	{Name: "rules100", Rate: 5_000, Rules: 100},
 	{Name: "direct10k", Rate: 10_000, Direct: true},
 	{Name: "direct40k", Rate: 40_000, Direct: true},
+	// QoS 1 input through a broker with mosquitto's default window of 20
+	// unacknowledged messages per client: the rate is bounded by how soon
+	// the engine acknowledges (at rule qos >= 1, once the record is in the
+	// source log).
+	{Name: "qos1in20k", Rate: 20_000, Rules: 1, InputQoS: 1, BrokerInflight: 20},
 }
 
 // FindScenario returns the scenario called name.
@@ -66,12 +78,13 @@ type Result struct {
 	Published      int64   `json:"published"`
 	PublishRate    float64 `json:"achievedPublishRate"`
 	PublishErrors  int64   `json:"publishErrors"`
-	Expected       int64   `json:"expected"`       // messages (window: rows counted) that should come out
-	Received       int64   `json:"received"`       // distinct messages (window: sum of counts) that came out
-	OutMessages    int64   `json:"outMessages"`    // MQTT messages received on the output topics
-	Lost           int64   `json:"lost"`           // Expected - Received
-	RulesWithLoss  int     `json:"rulesWithLoss"`  // rules100: rules that lost at least one message
-	MaxLostPerRule int64   `json:"maxLostPerRule"` // rules100
+	Expected       int64   `json:"expected"`              // messages (window: rows counted) that should come out
+	Received       int64   `json:"received"`              // distinct messages (window: sum of counts) that came out
+	OutMessages    int64   `json:"outMessages"`           // MQTT messages received on the output topics
+	Lost           int64   `json:"lost"`                  // Expected - Received
+	MissingSeqs    []int64 `json:"missingSeqs,omitempty"` // the first lost seqs (filter scenarios)
+	RulesWithLoss  int     `json:"rulesWithLoss"`         // rules100: rules that lost at least one message
+	MaxLostPerRule int64   `json:"maxLostPerRule"`        // rules100
 	LostPerRule    []int64 `json:"lostPerRule,omitempty"`
 	Duplicates     int64   `json:"duplicates"`
 	BrokerDropped  int64   `json:"brokerDropped"` // mosquitto's $SYS dropped counter
@@ -117,12 +130,12 @@ func Run(ctx context.Context, sc Scenario, cfg RunConfig) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("run folder: %w", err)
 	}
-	broker, err := StartMosquitto(dir)
+	broker, err := StartMosquitto(dir, sc.BrokerInflight)
 	if err != nil {
 		return Result{}, err
 	}
 	defer broker.Stop(5 * time.Second)
-	srcConf := fmt.Sprintf("default:\n  qos: 0\n  server: %s\n", broker.URL())
+	srcConf := fmt.Sprintf("default:\n  qos: %d\n  server: %s\n", sc.InputQoS, broker.URL())
 	if cfg.ReadPace != "" {
 		srcConf += fmt.Sprintf("  readPace: %q\n", cfg.ReadPace)
 	}
@@ -173,7 +186,7 @@ func Run(ctx context.Context, sc Scenario, cfg RunConfig) (Result, error) {
 	}
 	wall0 := time.Now()
 	logf("%s qos %d: publishing %d msg/s for %s with %d client(s)", sc.Name, cfg.RuleQoS, sc.Rate, cfg.Duration, pubs)
-	ps, err := Publish(ctx, PublisherConfig{URL: broker.URL(), Topic: "bench/in", Rate: sc.Rate, Duration: cfg.Duration, Clients: pubs})
+	ps, err := Publish(ctx, PublisherConfig{URL: broker.URL(), Topic: "bench/in", Rate: sc.Rate, Duration: cfg.Duration, Clients: pubs, QoS: sc.InputQoS})
 	if err != nil {
 		return Result{}, err
 	}
@@ -203,6 +216,9 @@ func Run(ctx context.Context, sc Scenario, cfg RunConfig) (Result, error) {
 		res.Received, res.OutMessages, res.LatencyKind = st.Unique, st.Unique+st.Duplicates, "receive time - send timestamp"
 	}
 	res.Lost = res.Expected - res.Received
+	if res.Lost > 0 && !sc.Window && !sc.Direct && sc.Rules == 1 {
+		res.MissingSeqs = sub.Missing(ps.Sent, func(seq int64) bool { return seq%Keys >= 50 }, 20)
+	}
 	if st.Last.After(pubEnd) {
 		res.TailMS = float64(st.Last.Sub(pubEnd)) / 1e6
 	}
