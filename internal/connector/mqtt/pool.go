@@ -303,6 +303,11 @@ type conn struct {
 }
 
 func newConn(p *Pool, cfg connConfig, role, key string) *conn {
+	if role != "source" {
+		// A sink reads only acknowledgements: pacing would only slow
+		// its round trips.
+		cfg.readPace = 0
+	}
 	c := &conn{pool: p, cfg: cfg, role: role, key: key, clientID: cfg.clientID,
 		done: make(chan struct{}), first: make(chan struct{}), up: make(chan struct{}),
 		state: StateDisconnected, subs: map[*subscription]struct{}{}}

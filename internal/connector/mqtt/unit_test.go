@@ -267,3 +267,42 @@ func TestMetadataShared(t *testing.T) {
 		t.Errorf("retained: %v", m6)
 	}
 }
+
+func TestReadPaceDefaultsAndSinks(t *testing.T) {
+	p := NewPool(nil, clock.Wall{})
+	defer p.Close()
+	parse := func(props map[string]any) connConfig {
+		t.Helper()
+		v, err := SourceSpec().Validate(props)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := p.resolve(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	if got := parse(map[string]any{"datasource": "a"}).readPace; got != defaultReadPace {
+		t.Fatalf("default readPace %s, want %s", got, defaultReadPace)
+	}
+	cfg := parse(map[string]any{"datasource": "a", "readPace": "1ms"})
+	if cfg.readPace != time.Millisecond {
+		t.Fatalf("readPace %s, want 1ms", cfg.readPace)
+	}
+	if got := parse(map[string]any{"datasource": "a", "readPace": 0}).readPace; got != 0 {
+		t.Fatalf("readPace 0 gave %s", got)
+	}
+	if v, err := SourceSpec().Validate(map[string]any{"datasource": "a", "readPace": "2s"}); err == nil {
+		if _, err := p.resolve(v); err == nil || !strings.Contains(err.Error(), "readPace") {
+			t.Fatalf("readPace 2s: error %v, want one naming readPace", err)
+		}
+	}
+	// Connections are built, not started: sinks never pace their reads.
+	if c := newConn(p, cfg, "sink", "k1"); c.cfg.readPace != 0 {
+		t.Fatalf("sink connection paces reads by %s", c.cfg.readPace)
+	}
+	if c := newConn(p, cfg, "source", "k2"); c.cfg.readPace != time.Millisecond {
+		t.Fatalf("source connection readPace %s", c.cfg.readPace)
+	}
+}
