@@ -65,6 +65,29 @@ func mustSource(t *testing.T, p *Pool, props map[string]any) *Source {
 	return s
 }
 
+// mustPushSource connects a source that pushes its messages to fn and
+// waits until it is connected.
+func mustPushSource(t *testing.T, p *Pool, props map[string]any, fn func([]*api.Message) bool) *Source {
+	t.Helper()
+	v, err := SourceSpec().Validate(props)
+	if err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+	s, err := NewSource(p, v, connector.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.PushTo(fn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Connect(ctx); err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	waitConnected(t, s.Status)
+	return s
+}
+
 func newSink(t *testing.T, p *Pool, props map[string]any) (*Sink, error) {
 	t.Helper()
 	v, err := SinkSpec().Validate(props)

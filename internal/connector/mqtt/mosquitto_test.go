@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/rekuiper/rekuiper/api"
-	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/mqtt/mqtttest"
 )
 
@@ -265,7 +264,10 @@ func TestMosquitto(t *testing.T) {
 			testPersistentSession(t, m, v)
 		})
 		t.Run("restart mid-stream v"+v, func(t *testing.T) {
-			testRestartMidStream(t, m, v)
+			testRestartMidStream(t, m, v, false)
+		})
+		t.Run("restart mid-stream push v"+v, func(t *testing.T) {
+			testRestartMidStream(t, m, v, true)
 		})
 	}
 }
@@ -338,12 +340,22 @@ func testPersistentSession(t *testing.T, m *mqtttest.Mosquitto, v string) {
 
 // testRestartMidStream publishes continuously while the broker restarts;
 // with a persistent session no acknowledged QoS 1 message is lost.
-func testRestartMidStream(t *testing.T, m *mqtttest.Mosquitto, v string) {
+func testRestartMidStream(t *testing.T, m *mqtttest.Mosquitto, v string, push bool) {
 	plain := m.URL("plain")
 	topic := uniqueTopic(t)
 	p := newTestPool(t)
-	src := mustSource(t, p, map[string]any{"server": plain, "datasource": topic, "qos": 1, "protocolVersion": v,
-		"clientid": "midstream-" + strings.ReplaceAll(v, ".", ""), "enableClientSession": true})
+	props := map[string]any{"server": plain, "datasource": topic, "qos": 1, "protocolVersion": v,
+		"clientid": fmt.Sprintf("midstream-%s-%v", strings.ReplaceAll(v, ".", ""), push), "enableClientSession": true}
+	var (
+		src *Source
+		rec *pushRecorder
+	)
+	if push {
+		rec = &pushRecorder{}
+		src = mustPushSource(t, p, props, rec.push)
+	} else {
+		src = mustSource(t, p, props)
+	}
 	snk := mustSink(t, p, map[string]any{"server": plain, "topic": topic, "qos": 1, "protocolVersion": v,
 		"clientid": "midstream-pub-" + strings.ReplaceAll(v, ".", ""), "enableClientSession": true})
 	waitConnected(t, src.Status)
@@ -363,7 +375,12 @@ func testRestartMidStream(t *testing.T, m *mqtttest.Mosquitto, v string) {
 	}
 	flush(t, snk)
 	<-done
-	seen := collect(src, n, 20*time.Second)
+	var seen map[string]int
+	if push {
+		seen = rec.distinct(n, 20*time.Second)
+	} else {
+		seen = collect(src, n, 20*time.Second)
+	}
 	if len(seen) != n {
 		var missing []int
 		for i := range n {
@@ -399,6 +416,24 @@ func (r *pushRecorder) push(msgs []*api.Message) bool {
 	return !r.refuse
 }
 
+// distinct waits until n distinct payloads were pushed or timeout, and
+// returns how often each arrived.
+func (r *pushRecorder) distinct(n int, timeout time.Duration) map[string]int {
+	deadline := time.Now().Add(timeout)
+	for {
+		r.mu.Lock()
+		seen := map[string]int{}
+		for _, p := range r.payloads {
+			seen[p]++
+		}
+		r.mu.Unlock()
+		if len(seen) >= n || time.Now().After(deadline) {
+			return seen
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func (r *pushRecorder) count() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -413,24 +448,11 @@ func testPush(t *testing.T, m *mqtttest.Mosquitto, v string) {
 	topic := uniqueTopic(t)
 	props := map[string]any{"server": plain, "datasource": topic, "qos": 1, "protocolVersion": v,
 		"clientid": "push-" + strings.ReplaceAll(v, ".", ""), "enableClientSession": true, "readPace": "20ms"}
-	valid, err := SourceSpec().Validate(props)
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := newTestPool(t)
-	src, err := NewSource(p, valid, connector.Deps{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	rec := &pushRecorder{}
-	src.PushTo(rec.push)
+	src := mustPushSource(t, p, props, rec.push)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := src.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close(context.Background())
-	waitConnected(t, src.Status)
 	if _, err := src.Read(ctx); err == nil {
 		t.Fatal("Read on a push source succeeded")
 	}
