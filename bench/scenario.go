@@ -62,6 +62,7 @@ type RunConfig struct {
 	RuleQoS    int           // rule option qos (0, 1, 2); checkpointInterval 1s when > 0
 	Env        []string      // added to kuiperd's environment (GODEBUG=..., GOGC=...)
 	ReadPace   string        // MQTT source property readPace ("" leaves the default)
+	Protocol   string        // MQTT protocolVersion of the engine's source and sinks ("" leaves the default, 3.1.1)
 	Logf       func(format string, args ...any)
 }
 
@@ -139,6 +140,9 @@ func Run(ctx context.Context, sc Scenario, cfg RunConfig) (Result, error) {
 	if cfg.ReadPace != "" {
 		srcConf += fmt.Sprintf("  readPace: %q\n", cfg.ReadPace)
 	}
+	if cfg.Protocol != "" {
+		srcConf += fmt.Sprintf("  protocolVersion: %q\n", cfg.Protocol)
+	}
 	etc := map[string]string{"mqtt_source.yaml": srcConf}
 	d, rest, err := startDaemon(ctx, cfg, dir, etc)
 	if err != nil {
@@ -162,7 +166,7 @@ func Run(ctx context.Context, sc Scenario, cfg RunConfig) (Result, error) {
 	ids := make([]string, sc.Rules)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("r%d", i)
-		if err := rest.CreateRule(ruleDef(sc, i, broker.URL(), cfg.RuleQoS)); err != nil {
+		if err := rest.CreateRule(ruleDef(sc, i, broker.URL(), cfg.RuleQoS, cfg.Protocol)); err != nil {
 			return Result{}, err
 		}
 	}
@@ -272,7 +276,7 @@ func outTopic(i int) string { return "bench/out/r" + strconv.Itoa(i) }
 // (temperature > 50). Window: count per deviceId per second. rules100:
 // rule i keeps deviceId "d<i>", 1 % of the stream each, so every message
 // leaves through exactly one rule.
-func ruleDef(sc Scenario, i int, broker string, qos int) map[string]any {
+func ruleDef(sc Scenario, i int, broker string, qos int, protocol string) map[string]any {
 	var sql string
 	switch {
 	case sc.Window:
@@ -286,10 +290,14 @@ func ruleDef(sc Scenario, i int, broker string, qos int) map[string]any {
 	if qos > 0 {
 		opts["checkpointInterval"] = 1000
 	}
+	sink := map[string]any{"server": broker, "topic": outTopic(i), "qos": 0, "sendSingle": true}
+	if protocol != "" {
+		sink["protocolVersion"] = protocol
+	}
 	return map[string]any{
 		"id":      "r" + strconv.Itoa(i),
 		"sql":     sql,
-		"actions": []any{map[string]any{"mqtt": map[string]any{"server": broker, "topic": outTopic(i), "qos": 0, "sendSingle": true}}},
+		"actions": []any{map[string]any{"mqtt": sink}},
 		"options": opts,
 	}
 }

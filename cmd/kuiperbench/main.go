@@ -78,6 +78,7 @@ func run(args []string, out io.Writer) error {
 	scen := fs.String("scenarios", "filter10k,filter40k,window100keys,rules100", "comma-separated scenarios: filter10k, filter40k, window100keys, rules100, direct10k, direct40k, qos1in20k, rules10k, kafka10k, kafka10k-batch100, kafkamax")
 	fs.StringVar(scen, "scenario", *scen, "alias of -scenarios")
 	dur := fs.Duration("duration", 20*time.Second, "publishing time per MQTT scenario")
+	protocol := fs.String("protocol", "", "MQTT scenarios: protocolVersion of kuiperd's source and sinks, 3.1.1 or 5 (empty: the default, 3.1.1)")
 	readPace := fs.String("read-pace", "", "MQTT scenarios: the source connection's readPace property (e.g. 250us; empty: the default)")
 	qos := fs.String("qos", "0", "comma-separated rule qos levels for the MQTT scenarios, checkpointInterval 1s above 0; a qos 0 run is always included and the others are reported relative to it (-qos 1,2)")
 	repeat := fs.Int("repeat", 1, "MQTT and Kafka scenarios: run each qos level this many times, interleaved (0,1,2,0,1,2,…); qos ratios compare medians")
@@ -153,7 +154,7 @@ func run(args []string, out io.Writer) error {
 		var runOne func(q int) (bench.Result, error)
 		if sc, ok := bench.FindScenario(name); ok {
 			runOne = func(q int) (bench.Result, error) {
-				return bench.Run(ctx, sc, bench.RunConfig{Kuiperd: bin, Dir: dir, Duration: *dur, Publishers: *pubs, RuleQoS: q, Env: env, ReadPace: *readPace, Logf: logf})
+				return bench.Run(ctx, sc, bench.RunConfig{Kuiperd: bin, Dir: dir, Duration: *dur, Publishers: *pubs, RuleQoS: q, Env: env, ReadPace: *readPace, Protocol: *protocol, Logf: logf})
 			}
 		} else if ks, ok := bench.FindKafkaScenario(name); ok {
 			if *kafkaBatch > 0 {
