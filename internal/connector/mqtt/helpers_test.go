@@ -38,6 +38,13 @@ func uniqueTopic(t *testing.T) string {
 
 func newSource(t *testing.T, p *Pool, props map[string]any) (*Source, error) {
 	t.Helper()
+	return openSource(t, p, props, nil)
+}
+
+// openSource builds and connects a source; with push set it pushes its
+// messages there instead of queueing them for Read.
+func openSource(t *testing.T, p *Pool, props map[string]any, push func([]*api.Message) bool) (*Source, error) {
+	t.Helper()
 	v, err := SourceSpec().Validate(props)
 	if err != nil {
 		t.Fatalf("validate: %v", err)
@@ -45,6 +52,9 @@ func newSource(t *testing.T, p *Pool, props map[string]any) (*Source, error) {
 	s, err := NewSource(p, v, connector.Deps{})
 	if err != nil {
 		return nil, err
+	}
+	if push != nil {
+		s.PushTo(push)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -69,21 +79,10 @@ func mustSource(t *testing.T, p *Pool, props map[string]any) *Source {
 // waits until it is connected.
 func mustPushSource(t *testing.T, p *Pool, props map[string]any, fn func([]*api.Message) bool) *Source {
 	t.Helper()
-	v, err := SourceSpec().Validate(props)
+	s, err := openSource(t, p, props, fn)
 	if err != nil {
-		t.Fatalf("validate: %v", err)
+		t.Fatalf("push source: %v", err)
 	}
-	s, err := NewSource(p, v, connector.Deps{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.PushTo(fn)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.Connect(ctx); err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	waitConnected(t, s.Status)
 	return s
 }
