@@ -341,7 +341,7 @@ func (s *Subscription) run(ctx context.Context, lastOffset *[]byte) error {
 				}
 				break
 			}
-			if err := s.deliverBatch(batch, lastOffset); err != nil {
+			if err := s.deliverBatch(s.consumersSnapshot(), batch, lastOffset); err != nil {
 				return err
 			}
 		case <-ctx.Done():
@@ -372,10 +372,8 @@ func (s *Subscription) pushed(msgs []*api.Message) bool {
 	if s.stopping.Load() {
 		return false
 	}
-	s.mu.Lock()
-	none := len(s.consumers) == 0
-	s.mu.Unlock()
-	if none {
+	consumers := s.consumersSnapshot()
+	if len(consumers) == 0 {
 		return false
 	}
 	for len(msgs) > 0 {
@@ -384,7 +382,7 @@ func (s *Subscription) pushed(msgs []*api.Message) bool {
 		for _, m := range msgs[:n] {
 			batch = append(batch, readResult{msg: m})
 		}
-		_ = s.deliverBatch(batch, nil)
+		_ = s.deliverBatch(consumers, batch, nil)
 		clear(batch)
 		s.pushBuf = batch[:0]
 		msgs = msgs[n:]
@@ -450,8 +448,7 @@ const maxBatch = 128
 // deliverBatch decodes the records read so far, hands their tuples to every
 // consumer in one delivery, then acknowledges them and advances the offset.
 // A read error ends the batch: what came before it is delivered first.
-func (s *Subscription) deliverBatch(batch []readResult, lastOffset *[]byte) error {
-	consumers := s.consumersSnapshot()
+func (s *Subscription) deliverBatch(consumers []*Consumer, batch []readResult, lastOffset *[]byte) error {
 	// Every delivery gets a fresh slice: consumers keep theirs.
 	tuples := make([]*row.Tuple, 0, len(batch))
 	flush := func() {
