@@ -13,7 +13,6 @@ import (
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/hooks/auth"
-	"github.com/mochi-mqtt/server/v2/listeners"
 )
 
 // DefaultAddr is the listen address used when Start gets an empty one:
@@ -44,8 +43,7 @@ func Start(ctx context.Context, addr string) (*Broker, error) {
 		_ = ln.Close()
 		return nil, fmt.Errorf("add auth hook: %w", err)
 	}
-	tcp := listeners.NewNet("tcp", ln)
-	if err := srv.AddListener(tcp); err != nil {
+	if err := srv.AddListener(newGuardedListener("tcp", ln, srv)); err != nil {
 		_ = ln.Close()
 		return nil, fmt.Errorf("add listener: %w", err)
 	}
