@@ -13,6 +13,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -74,6 +75,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	for _, w := range cfg.Warnings {
 		logger.Warn("config", "warning", w)
 	}
+	applyMemoryLimit(cfg.Basic.MemoryLimitBytes, opts.Environ, logger)
 
 	store, err := catalog.Open(ctx, cfg.SqlitePath(), catalog.Options{})
 	if err != nil {
@@ -84,6 +86,10 @@ func Run(ctx context.Context, opts Options) (err error) {
 			err = fmt.Errorf("close catalog: %w", cerr)
 		}
 	}()
+	defaults := rule.OptionsFromConfig(cfg.Rule)
+	if err := defaults.Validate(); err != nil {
+		return fmt.Errorf("config rule section: %w", err)
+	}
 	cat, err := catalog.New(ctx, store)
 	if err != nil {
 		return err
@@ -99,7 +105,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		Catalog:  cat,
 		Runner:   runner,
 		Logger:   logger,
-		Defaults: rule.OptionsFromConfig(cfg.Rule),
+		Defaults: defaults,
 		Cleanup: func(ctx context.Context, id string) error {
 			return removeRuleData(cfg.Paths.Data, id)
 		},
@@ -296,4 +302,21 @@ func servePrometheus(cfg *config.Config, mgr *rulemgr.Manager, logger *slog.Logg
 	}()
 	logger.Info("prometheus metrics listening", "addr", ln.Addr().String())
 	return func() { srv.Close() }, nil, nil
+}
+
+// applyMemoryLimit sets the Go runtime's soft memory limit from
+// basic.memoryLimit, unless GOMEMLIMIT is set in environ (the runtime has
+// read it already, and the environment wins).
+func applyMemoryLimit(limit int64, environ []string, logger *slog.Logger) {
+	if limit <= 0 {
+		return
+	}
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "GOMEMLIMIT="); ok && v != "" {
+			logger.Info("basic.memoryLimit not applied: GOMEMLIMIT is set", "GOMEMLIMIT", v)
+			return
+		}
+	}
+	debug.SetMemoryLimit(limit)
+	logger.Info("soft memory limit set", "bytes", limit)
 }

@@ -71,6 +71,12 @@ type Basic struct {
 	EnablePrivateNet        bool           `yaml:"enablePrivateNet" json:"enablePrivateNet"`
 	AllowExternalFileAccess bool           `yaml:"allowExternalFileAccess" json:"allowExternalFileAccess"`
 	Connection              map[string]any `yaml:"connection" json:"connection,omitempty"`
+	// MemoryLimit is a soft memory limit for the Go runtime (bytes, or an
+	// integer with a unit: "512MiB"); empty for none. The GOMEMLIMIT
+	// environment variable, when set, wins. A rekuiper extension.
+	MemoryLimit string `yaml:"memoryLimit" json:"memoryLimit,omitempty"`
+	// MemoryLimitBytes is MemoryLimit parsed by Validate.
+	MemoryLimitBytes int64 `yaml:"-" json:"-"`
 }
 
 // Syslog is `basic.syslog`.

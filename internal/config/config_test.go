@@ -182,6 +182,8 @@ func TestLoadFile(t *testing.T) {
 		{"port", "basic:\n  restPort: 70000\n", []string{"basic.restPort"}},
 		{"timezone", "basic:\n  timezone: Mars/Olympus\n", []string{"basic.timezone"}},
 		{"cron without duration", "rule:\n  cron: '* * * * *'\n", []string{"needs a duration"}},
+		{"memory limit unit", "basic:\n  memoryLimit: 512 parsecs\n", []string{"basic.memoryLimit", "512 parsecs"}},
+		{"memory limit tiny", "basic:\n  memoryLimit: 1MiB\n", []string{"basic.memoryLimit", "1MiB", "16MiB"}},
 	}
 	for _, tc := range errCases {
 		t.Run("error "+tc.name, func(t *testing.T) {
@@ -213,6 +215,8 @@ func TestEnvOverrides(t *testing.T) {
 		check func(c *Config) bool
 	}{
 		{"KUIPER__BASIC__RESTPORT=9082", func(c *Config) bool { return c.Basic.RestPort == 9082 }},
+		{"KUIPER__BASIC__MEMORYLIMIT=512MiB", func(c *Config) bool { return c.Basic.MemoryLimitBytes == 512<<20 }},
+		{"KUIPER__BASIC__MEMORYLIMIT=100000000", func(c *Config) bool { return c.Basic.MemoryLimitBytes == 100000000 }},
 		{"KUIPER__basic__RestIp=127.0.0.1", func(c *Config) bool { return c.Basic.RestIP == "127.0.0.1" }},
 		{"KUIPER__BASIC__PROMETHEUS=true", func(c *Config) bool { return c.Basic.Prometheus }},
 		{"KUIPER__BASIC__ROTATESIZE=2048", func(c *Config) bool { return c.Basic.RotateSize == 2048 }},
@@ -333,4 +337,17 @@ func TestDuration(t *testing.T) {
 			t.Error("bool accepted")
 		}
 	})
+}
+
+func TestParseByteSize(t *testing.T) {
+	for in, want := range map[string]int64{"": 0, "123": 123, "512MiB": 512 << 20, "2GB": 2e9, "64 KiB": 64 << 10, "7B": 7, "1TiB": 1 << 40} {
+		if got, err := ParseByteSize(in); err != nil || got != want {
+			t.Errorf("ParseByteSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"-1", "1.5GiB", "12 mib", "MiB", "9223372036854775807KiB"} {
+		if got, err := ParseByteSize(in); err == nil {
+			t.Errorf("ParseByteSize(%q) = %d; want an error", in, got)
+		}
+	}
 }

@@ -188,6 +188,13 @@ func (c *Config) Validate() ([]string, error) {
 		warns = append(warns, fmt.Sprintf("basic.rulePatrolInterval %s is below the minimum, using 1s", c.Basic.RulePatrolInterval))
 		c.Basic.RulePatrolInterval = Duration(time.Second)
 	}
+	if n, err := ParseByteSize(c.Basic.MemoryLimit); err != nil {
+		bad("basic.memoryLimit: %w", err)
+	} else if n != 0 && n < MinMemoryLimit {
+		bad("basic.memoryLimit %q: must be at least %d bytes (16MiB)", c.Basic.MemoryLimit, MinMemoryLimit)
+	} else {
+		c.Basic.MemoryLimitBytes = n
+	}
 	if c.Basic.GracefulShutdownTimeout < 0 {
 		bad("basic.gracefulShutdownTimeout %s: must not be negative", c.Basic.GracefulShutdownTimeout)
 	}
