@@ -146,6 +146,9 @@ func (rn *Runner) Start(ctx context.Context, def *rule.Def) (rulemgr.Running, er
 	}
 	rr := &running{rn: rn, def: def, sinks: p.sinks, done: make(chan struct{}), logger: rn.Logger.With("rule", def.ID)}
 	for _, s := range p.sinks {
+		s.fail = rr.fail
+	}
+	for _, s := range p.sinks {
 		if err := s.sink.Connect(ctx); err != nil {
 			rr.closeSinks()
 			return nil, fmt.Errorf("connect sink %s of rule %s: %w", s.name, def.ID, err)
@@ -166,7 +169,9 @@ func (rn *Runner) Start(ctx context.Context, def *rule.Def) (rulemgr.Running, er
 		})
 		rr.coord = coord
 	}
-	built, err := BuildStmt(rn.spec(def, p, coord), p.stmt)
+	spec := rn.spec(def, p, coord)
+	spec.OnPanic, spec.Logger = rr.fail, rn.Logger
+	built, err := BuildStmt(spec, p.stmt)
 	if err != nil {
 		rr.closeSinks()
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)

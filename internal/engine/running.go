@@ -12,6 +12,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/checkpoint"
 	"github.com/rekuiper/rekuiper/internal/format"
 	"github.com/rekuiper/rekuiper/internal/operator"
+	"github.com/rekuiper/rekuiper/internal/panics"
 	"github.com/rekuiper/rekuiper/internal/row"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
@@ -229,6 +230,11 @@ func (rr *running) consumer(in *input, source, port int) *stream.Consumer {
 		},
 		End: func(err error) {
 			if in.table {
+				// A table's source ending is not the rule's end; its
+				// source panicking is.
+				if pe := (*panics.Error)(nil); errors.As(err, &pe) {
+					rr.fail(pe)
+				}
 				return
 			}
 			rr.mu.Lock()
@@ -243,6 +249,17 @@ func (rr *running) consumer(in *input, source, port int) *stream.Consumer {
 			}
 		},
 	}
+}
+
+// fail stops the rule by error: a goroutine of it panicked (the panic is
+// already logged with its stack). The first error wins.
+func (rr *running) fail(err *panics.Error) {
+	rr.mu.Lock()
+	if rr.err == nil {
+		rr.err = err
+	}
+	rr.mu.Unlock()
+	go rr.Stop(context.Background())
 }
 
 // sourceLogDir is where a rule's durable source log for a stream lives.

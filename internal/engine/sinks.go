@@ -12,6 +12,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/format"
 	"github.com/rekuiper/rekuiper/internal/output"
+	"github.com/rekuiper/rekuiper/internal/panics"
 	"github.com/rekuiper/rekuiper/internal/runtime"
 	"github.com/rekuiper/rekuiper/internal/sinkcache"
 )
@@ -26,6 +27,15 @@ type sinkNode struct {
 	shaper *output.Shaper
 	cache  *sinkcache.Cache // set when enableCache is on
 	logger *slog.Logger
+	// fail stops the rule after a panic in the sink cache's goroutine; set
+	// by Start before the sink is connected.
+	fail func(*panics.Error)
+}
+
+func (s *sinkNode) panicked(e *panics.Error) {
+	if s.fail != nil {
+		s.fail(e)
+	}
 }
 
 var (
@@ -134,7 +144,7 @@ func (rn *Runner) buildSink(ruleID string, qos int, index int, typ string, actio
 	if !cacheCfg.EnableCache {
 		return node, nil
 	}
-	cdeps := sinkcache.Deps{Clock: rn.Clock, Logger: rn.Logger, Reshape: reshape}
+	cdeps := sinkcache.Deps{Clock: rn.Clock, Logger: rn.Logger, Reshape: reshape, OnPanic: node.panicked}
 	if cacheCfg.ResendAlterQueue && cacheCfg.ResendDestination != "" {
 		alt, err := newSink(withDestination(props, cacheCfg.ResendDestination))
 		if err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/panics"
 )
 
 // ErrClosed is returned by Write after Close.
@@ -41,6 +42,10 @@ type Deps struct {
 	// ResendAlterQueue is on; the engine builds it with ResendDestination
 	// applied. The Cache connects and closes it with the inner sink.
 	Alternate api.Sink
+	// OnPanic is told when the replay goroutine panicked (in the sink's
+	// Write, say). The panic is logged with its stack and replays stop; the
+	// owner is expected to stop the rule.
+	OnPanic func(*panics.Error)
 }
 
 // Stats is a snapshot of a cache's counters and gauges.

@@ -23,6 +23,7 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/format"
+	"github.com/rekuiper/rekuiper/internal/panics"
 	"github.com/rekuiper/rekuiper/internal/row"
 	"github.com/rekuiper/rekuiper/internal/value"
 )
@@ -249,6 +250,7 @@ func (s *Subscription) setState(state string, err error) {
 func (s *Subscription) loop(ctx context.Context) {
 	defer close(s.done)
 	defer s.src.Close(context.Background())
+	defer panics.Catch("source "+s.name, s.panicked)
 	backoff := newBackoff()
 	if s.pusher != nil {
 		s.pusher.PushTo(s.pushed)
@@ -269,6 +271,11 @@ func (s *Subscription) loop(ctx context.Context) {
 		backoff.reset()
 		s.setState("connected", nil)
 		err := s.run(ctx, &lastOffset)
+		if pe := (*panics.Error)(nil); errors.As(err, &pe) {
+			s.panicked(pe)
+			s.waitStop(ctx, &lastOffset)
+			return
+		}
 		if errors.Is(err, io.EOF) {
 			s.end(nil)
 			s.waitStop(ctx, &lastOffset)
@@ -318,6 +325,13 @@ func (s *Subscription) run(ctx context.Context, lastOffset *[]byte) error {
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
+		// A panic in the source's Read ends the subscription's rules.
+		defer panics.Catch("source "+s.name+" read", func(e *panics.Error) {
+			select {
+			case results <- readResult{err: e}:
+			case <-rctx.Done():
+			}
+		})
 		s.reader(rctx, results)
 	}()
 	// The reader must be out of Read before the source is closed or
@@ -356,19 +370,39 @@ func (s *Subscription) runPushed(ctx context.Context) error {
 	for {
 		select {
 		case req := <-s.barriers:
-			s.deliverMu.Lock()
-			s.barrier(req, nil)
-			s.deliverMu.Unlock()
+			s.pushedBarrier(req)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
 }
 
-// pushed delivers messages a Pusher source received, on its goroutine.
-func (s *Subscription) pushed(msgs []*api.Message) bool {
+func (s *Subscription) pushedBarrier(req barrierReq) {
 	s.deliverMu.Lock()
 	defer s.deliverMu.Unlock()
+	s.barrier(req, nil)
+}
+
+// panicked ends every rule of the subscription with a panic recovered in
+// its read loop, its reader or a push callback (decoding included); the
+// stack goes to the log. The rules stop; the process does not.
+func (s *Subscription) panicked(e *panics.Error) {
+	s.stopping.Store(true)
+	s.setState("disconnected", e)
+	s.logger.Error("source goroutine panicked", "stream", s.name, "err", e.Error(), "stack", string(e.Stack))
+	s.end(e)
+}
+
+// pushed delivers messages a Pusher source received, on its goroutine. A
+// panic while decoding or delivering them is contained here, so that the
+// source's goroutine survives; the subscription's rules stop.
+func (s *Subscription) pushed(msgs []*api.Message) (took bool) {
+	s.deliverMu.Lock()
+	defer s.deliverMu.Unlock()
+	defer panics.Catch("source "+s.name, func(e *panics.Error) {
+		took = false
+		s.panicked(e)
+	})
 	if s.stopping.Load() {
 		return false
 	}
