@@ -49,7 +49,20 @@ type Prop struct {
 	Secret bool
 	// Doc is a one-line description for generated docs and the UI.
 	Doc string
+	// Max, when set, is the largest value accepted for an int, float or
+	// duration property (in any form the type accepts). Properties that
+	// size memory or time declare one, so that a typo cannot allocate
+	// gigabytes; docs/limits.md lists them.
+	Max any
 }
+
+// Bounds shared by the connectors' properties that size memory.
+const (
+	// MaxBufferLength bounds a connector's bufferLength (messages queued).
+	MaxBufferLength = 1 << 20
+	// MaxBatchSize bounds a sink's batchSize (records held per batch).
+	MaxBatchSize = 100_000
+)
 
 // Spec is the property specification of one connector. It drives
 // validation before any constructor runs, and masking of secrets.
@@ -139,6 +152,16 @@ func (s *Spec) check() error {
 				return fmt.Errorf("property %q enum value %d: %w", p.Name, j, err)
 			}
 			p.Enum[j] = v
+		}
+		if p.Max != nil {
+			if p.Type != TypeInt && p.Type != TypeFloat && p.Type != TypeDuration {
+				return fmt.Errorf("property %q: Max on a %s property", p.Name, p.Type)
+			}
+			m, err := convert(p.Type, p.Max)
+			if err != nil {
+				return fmt.Errorf("property %q max: %w", p.Name, err)
+			}
+			p.Max = m
 		}
 		if p.Default != nil {
 			v, err := p.normalize(p.Default)
@@ -232,10 +255,14 @@ func (s Spec) Mask(props map[string]any) map[string]any {
 	return out
 }
 
-// normalize converts v to the property's type and checks the enum.
+// normalize converts v to the property's type and checks the bound and the
+// enum.
 func (p *Prop) normalize(v any) (any, error) {
 	c, err := convert(p.Type, v)
 	if err != nil {
+		return nil, err
+	}
+	if err := p.checkMax(c); err != nil {
 		return nil, err
 	}
 	if len(p.Enum) == 0 {
@@ -257,6 +284,29 @@ func (p *Prop) normalize(v any) (any, error) {
 		allowed[i] = fmt.Sprint(e)
 	}
 	return nil, fmt.Errorf("%v is not one of %s", c, strings.Join(allowed, ", "))
+}
+
+// checkMax refuses a converted value above p.Max.
+func (p *Prop) checkMax(c any) error {
+	if p.Max == nil {
+		return nil
+	}
+	over := false
+	switch x := c.(type) {
+	case int64:
+		m, _ := p.Max.(int64)
+		over = x > m
+	case float64:
+		m, _ := p.Max.(float64)
+		over = x > m
+	case time.Duration:
+		m, _ := p.Max.(time.Duration)
+		over = x > m
+	}
+	if over {
+		return fmt.Errorf("%v exceeds the maximum %v", c, p.Max)
+	}
+	return nil
 }
 
 // convert turns a configuration value (from JSON, YAML, SQL WITH options or

@@ -317,3 +317,35 @@ func TestMux(t *testing.T) {
 		}
 	})
 }
+
+func TestPropMax(t *testing.T) {
+	s := Spec{Kind: KindSource, Props: []Prop{
+		{Name: "bufferLength", Type: TypeInt, Default: 1024, Max: MaxBufferLength},
+		{Name: "ratio", Type: TypeFloat, Max: 1},
+		{Name: "timeout", Type: TypeDuration, Default: "5s", Max: "1h"},
+	}}
+	if err := s.check(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Validate(map[string]any{"bufferLength": MaxBufferLength, "ratio": 1, "timeout": "1h"}); err != nil {
+		t.Fatalf("values at their bounds: %v", err)
+	}
+	for _, c := range []struct {
+		props map[string]any
+		want  string
+	}{
+		{map[string]any{"bufferLength": 1000000000000}, `property "bufferLength": 1000000000000 exceeds the maximum 1048576`},
+		{map[string]any{"BUFFERLENGTH": "2000000"}, `property "bufferLength": 2000000 exceeds the maximum 1048576`},
+		{map[string]any{"ratio": 1.5}, `property "ratio": 1.5 exceeds the maximum 1`},
+		{map[string]any{"timeout": 7200000}, `property "timeout": 2h0m0s exceeds the maximum 1h0m0s`},
+	} {
+		_, err := s.Validate(c.props)
+		if !errors.Is(err, ErrInvalidProps) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v; want %q", c.props, err, c.want)
+		}
+	}
+	bad := Spec{Props: []Prop{{Name: "name", Type: TypeString, Max: 3}}}
+	if err := bad.check(); err == nil {
+		t.Error("Max on a string property accepted")
+	}
+}

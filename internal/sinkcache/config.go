@@ -233,6 +233,21 @@ func propDuration(v any) (time.Duration, error) {
 	return time.Duration(ms) * time.Millisecond, nil
 }
 
+// Upper bounds of the options that size memory, disk or time
+// (docs/limits.md lists them).
+const (
+	// MaxMemoryCacheThreshold bounds memoryCacheThreshold (records held
+	// decoded in memory).
+	MaxMemoryCacheThreshold = 1 << 20
+	// MaxBufferPageSize bounds bufferPageSize (records per segment file,
+	// read into memory at once).
+	MaxBufferPageSize = 1 << 16
+	// MaxMaxDiskCache bounds maxDiskCache and maxCacheSize (records).
+	MaxMaxDiskCache = 1 << 31
+	// MaxResendInterval bounds resendInterval.
+	MaxResendInterval = time.Hour
+)
+
 // Validate reports every invalid option, each error naming it.
 func (c Config) Validate() error {
 	var errs []error
@@ -245,6 +260,21 @@ func (c Config) Validate() error {
 	}
 	if c.MaxCacheSize < 0 {
 		bad("maxCacheSize %d: must not be negative", c.MaxCacheSize)
+	}
+	if c.MemoryCacheThreshold > MaxMemoryCacheThreshold {
+		bad("memoryCacheThreshold %d: must be at most %d", c.MemoryCacheThreshold, MaxMemoryCacheThreshold)
+	}
+	if c.MaxDiskCache > MaxMaxDiskCache {
+		bad("maxDiskCache %d: must be at most %d", c.MaxDiskCache, MaxMaxDiskCache)
+	}
+	if c.MaxCacheSize > MaxMaxDiskCache {
+		bad("maxCacheSize %d: must be at most %d", c.MaxCacheSize, MaxMaxDiskCache)
+	}
+	if c.BufferPageSize > MaxBufferPageSize {
+		bad("bufferPageSize %d: must be at most %d", c.BufferPageSize, MaxBufferPageSize)
+	}
+	if c.ResendInterval > MaxResendInterval {
+		bad("resendInterval %s: must be at most %s", c.ResendInterval, MaxResendInterval)
 	}
 	if c.MaxDiskCache > 0 && c.MaxCacheSize > 0 && c.MaxDiskCache != c.MaxCacheSize {
 		bad("maxCacheSize %d: conflicts with maxDiskCache %d (they are aliases)", c.MaxCacheSize, c.MaxDiskCache)

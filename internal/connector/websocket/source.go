@@ -18,7 +18,7 @@ import (
 func SourceSpec() connector.Spec {
 	return connector.Spec{Props: append(commonProps(),
 		connector.Prop{Name: "datasource", Type: connector.TypeString, Required: true, Doc: "path, e.g. /api/ws"},
-		connector.Prop{Name: "bufferLength", Type: connector.TypeInt, Default: 1024, Doc: "messages queued before the connections wait"},
+		connector.Prop{Name: "bufferLength", Type: connector.TypeInt, Default: 1024, Max: connector.MaxBufferLength, Doc: "messages queued before the connections wait"},
 	)}
 }
 
