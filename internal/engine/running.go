@@ -189,7 +189,14 @@ func (u *upstreamCommit) CheckpointCommitted(cp *checkpoint.Checkpoint) error {
 	u.next = off
 	if !u.busy {
 		u.busy = true
-		go u.drain()
+		// A panic in the source's commit is logged; the next checkpoint
+		// tries again.
+		panics.Go("commit offset upstream", func(e *panics.Error) {
+			u.logger.Error("commit offset upstream panicked", "source", u.key, "err", e.Error(), "stack", string(e.Stack))
+			u.mu.Lock()
+			u.busy = false
+			u.mu.Unlock()
+		}, u.drain)
 	}
 	return nil
 }
@@ -317,7 +324,12 @@ func newDecoder(def *ast.CreateStreamStmt) (format.Decoder, error) {
 func (rr *running) Stop(ctx context.Context) error {
 	var err error
 	rr.stopOnce.Do(func() {
-		err = rr.shutdown(ctx)
+		// Stopping runs connector code (Close); a panic there must not
+		// take the process down, nor leave Done open.
+		if perr := panics.Call("stop rule "+rr.def.ID, func() { err = rr.shutdown(ctx) }); perr != nil {
+			rr.logger.Error("rule stop panicked", "err", perr.Error(), "stack", string(perr.Stack))
+			err = perr
+		}
 		close(rr.done)
 	})
 	return err

@@ -334,7 +334,11 @@ func (a *actor) halt(ctx context.Context, final State) {
 			deadline = dl
 		}
 		sctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
-		if err := run.Stop(sctx); err != nil {
+		var err error
+		if perr := panics.Call("stop rule "+a.id, func() { err = run.Stop(sctx) }); perr != nil {
+			a.m.log.Error("rule stop panicked", "rule", a.id, "err", perr.Error(), "stack", string(perr.Stack))
+		}
+		if err != nil {
 			a.m.log.Warn("rule stop", "rule", a.id, "err", err)
 		}
 		cancel()
