@@ -13,6 +13,8 @@ const (
 	MaxBuiltElements = arrayMaxSequence
 	// MaxPadLength bounds the padding lpad and rpad add, in characters.
 	MaxPadLength = 1_000_000
+	// MaxLagOffset bounds lag's offset: the rule keeps that many values.
+	MaxLagOffset = 1_000_000
 )
 
 // boundedArg wraps validate with a check that argument i, when it is an

@@ -68,6 +68,8 @@ func TestValueBuildersAreBounded(t *testing.T) {
 		{"sequence", []ast.Expr{lit(0), lit(math.MaxInt64)}, true},
 		{"sequence", []ast.Expr{lit(0), lit(10), lit(1)}, false},
 		{"sequence", []ast.Expr{lit(0), field}, false},
+		{"lag", []ast.Expr{field, lit(MaxLagOffset + 1)}, true},
+		{"lag", []ast.Expr{field, lit(MaxLagOffset)}, false},
 	}
 	for _, c := range create {
 		d, _ := Builtins().Lookup(c.fn)
@@ -89,4 +91,12 @@ func sizeOf(v any) int {
 		return len(x)
 	}
 	return -1
+}
+
+func TestLagOffsetBounded(t *testing.T) {
+	d, _ := Builtins().Lookup("lag")
+	_, err := d.Analytic(aggTestEnv{}, State{}, true, []any{int64(1), int64(math.MaxInt64)})
+	if err == nil || !strings.Contains(err.Error(), "lag: offset 9223372036854775807 exceeds the limit of 1000000") {
+		t.Fatalf("lag with a huge offset: %v", err)
+	}
 }
