@@ -351,3 +351,12 @@ func TestParseByteSize(t *testing.T) {
 		}
 	}
 }
+
+func TestParseDurationOutOfRange(t *testing.T) {
+	if d, err := ParseDuration("9223372036854775807"); err == nil {
+		t.Fatalf("2^63 ms parsed as %s", d)
+	}
+	if d, err := ParseDuration("9223372036854"); err != nil || d.Std() != 9223372036854*time.Millisecond {
+		t.Fatalf("largest ms: %s, %v", d, err)
+	}
+}

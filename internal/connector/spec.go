@@ -423,8 +423,7 @@ func toDuration(v any) (time.Duration, error) {
 	case string:
 		s := strings.TrimSpace(x)
 		if ms, err := strconv.ParseFloat(s, 64); err == nil {
-			d = time.Duration(ms * float64(time.Millisecond))
-			break
+			return msDuration(ms)
 		}
 		parsed, err := time.ParseDuration(s)
 		if err != nil {
@@ -436,7 +435,7 @@ func toDuration(v any) (time.Duration, error) {
 		if err != nil {
 			return 0, err
 		}
-		d = time.Duration(ms * float64(time.Millisecond))
+		return msDuration(ms)
 	default:
 		return 0, fmt.Errorf("cannot convert %T to duration", v)
 	}
@@ -444,6 +443,19 @@ func toDuration(v any) (time.Duration, error) {
 		return 0, fmt.Errorf("negative duration %s", d)
 	}
 	return d, nil
+}
+
+// msDuration converts milliseconds to a duration, refusing negative, NaN
+// and out-of-range values (about 292 years) instead of wrapping.
+func msDuration(ms float64) (time.Duration, error) {
+	ns := ms * float64(time.Millisecond)
+	if ns != ns || ns < 0 {
+		return 0, fmt.Errorf("negative duration %v ms", ms)
+	}
+	if ns >= 9223372036854775807 {
+		return 0, fmt.Errorf("duration %v ms out of range", ms)
+	}
+	return time.Duration(ns), nil
 }
 
 func toFloatMS(v any) (float64, error) {

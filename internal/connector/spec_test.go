@@ -349,3 +349,16 @@ func TestPropMax(t *testing.T) {
 		t.Error("Max on a string property accepted")
 	}
 }
+
+func TestDurationOutOfRange(t *testing.T) {
+	s := Spec{Kind: KindSource, Props: []Prop{{Name: "interval", Type: TypeDuration}}}
+	for _, v := range []any{int64(9223372036854775807), 1e300, "9223372036854775807", -1} {
+		if got, err := s.Validate(map[string]any{"interval": v}); err == nil {
+			t.Errorf("interval %v accepted as %v", v, got["interval"])
+		}
+	}
+	got, err := s.Validate(map[string]any{"interval": "1500"})
+	if err != nil || got["interval"] != 1500*time.Millisecond {
+		t.Errorf("interval \"1500\" = %v, %v", got["interval"], err)
+	}
+}
