@@ -138,7 +138,7 @@ func (a *actor) loop() {
 		if c.ctx == nil {
 			c.ctx = context.Background()
 		}
-		err, exit := a.handle(c)
+		err, exit := a.safeHandle(c)
 		if c.reply != nil {
 			c.reply <- err
 		}
@@ -146,6 +146,17 @@ func (a *actor) loop() {
 			return
 		}
 	}
+}
+
+// safeHandle is handle with a panic turned into an error of this rule (its
+// status says so); the rule's goroutine and the process go on.
+func (a *actor) safeHandle(c command) (err error, exit bool) {
+	if perr := panics.Call("rule "+a.id, func() { err, exit = a.handle(c) }); perr != nil {
+		a.m.log.Error("rule command panicked", "rule", a.id, "err", perr.Error(), "stack", string(perr.Stack))
+		a.set(func() { a.state, a.message = StateStoppedByError, perr.Error() })
+		return perr, false
+	}
+	return err, exit
 }
 
 func (a *actor) handle(c command) (err error, exit bool) {
