@@ -10,16 +10,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/client"
 )
 
 // hostileSimulator feeds every rule of the hostile tests: a row that asks
-// lpad for 100 GB, then one that makes test_panic panic.
+// lpad for 100 GB, then one that makes test_panic panic (and test_crash
+// crash).
 const hostileSimulator = `hostile:
   interval: 20ms
   data:
@@ -30,9 +29,9 @@ const hostileSimulator = `hostile:
 // TestHostileInputsLeaveTheDaemonUp runs a kuiperd built with the
 // test-only functions and sends it what used to kill it: options and
 // function arguments sized to exhaust memory, and a rule whose operator
-// panics. Each is refused (422) or stops only its own rule; then a start
-// marker left in the catalog (a daemon killed while a rule was starting)
-// leaves that rule stopped at the next boot while the others run.
+// panics. Each is refused (422) or stops only its own rule. Then a rule
+// crashes the process with a fatal error no recover stops: at the next
+// boot that rule is left stopped with the reason, the others run.
 func TestHostileInputsLeaveTheDaemonUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs kuiperd")
@@ -61,6 +60,7 @@ func TestHostileInputsLeaveTheDaemonUp(t *testing.T) {
 		}
 	}
 	create(t, "healthy", "SELECT s FROM sim")
+	created := time.Now()
 
 	t.Run("bufferLength beyond its bound is 422 everywhere", func(t *testing.T) {
 		huge := ruleJSON("huge", "SELECT s FROM sim", `,"options":{"bufferLength":1000000000000}`)
@@ -117,39 +117,39 @@ func TestHostileInputsLeaveTheDaemonUp(t *testing.T) {
 		mustPing(t, d)
 	})
 
-	// A graceful stop clears every start marker; the marker written by
-	// hand is what a kill -9 during healthy's start leaves behind.
+	// The other rules ran longer than the start-marker window (5s) by now,
+	// or are made to: only the crashing rule is starting when the
+	// process dies.
+	if wait := time.Until(created.Add(6 * time.Second)); wait > 0 {
+		time.Sleep(wait)
+	}
 	if _, err := d.c.DeleteRule(ctx, "panics"); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
+	create(t, "crasher", "SELECT test_crash(s) AS a FROM sim")
+	if err := d.cmd.Wait(); err == nil {
+		t.Fatal("kuiperd exited cleanly; test_crash should have crashed it")
 	}
-	if err := d.cmd.Wait(); err != nil {
-		t.Fatalf("graceful stop: %v", err)
-	}
-	st, err := catalog.Open(ctx, filepath.Join(base, "data", catalog.DefaultFileName), catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.MarkRuleStarting(ctx, "healthy", time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
+	report, err := os.ReadFile(filepath.Join(base, "data", "crash.log"))
+	if err != nil || !strings.Contains(string(report), "registerTestOnly") {
+		t.Fatalf("crash report %q, %v", report, err)
 	}
 
-	t.Run("a rule that was starting when the daemon died stays stopped", func(t *testing.T) {
+	t.Run("a rule that crashed the daemon while starting stays stopped", func(t *testing.T) {
 		d := startDaemon(t, bin, base)
-		waitStatus(t, d, "lpad_field", func(st map[string]any) bool { return st["status"] == "running" })
-		st := waitStatus(t, d, "healthy", func(st map[string]any) bool { return st["status"] != "starting" })
-		if msg, _ := st["message"].(string); st["status"] != "stopped by error" || !strings.Contains(msg, "exited while this rule was starting") {
-			t.Fatalf("healthy after boot: %v %q", st["status"], msg)
+		for _, id := range []string{"healthy", "lpad_field"} {
+			waitStatus(t, d, id, func(st map[string]any) bool { return st["status"] == "running" })
 		}
-		if _, err := d.c.RuleAction(ctx, "healthy", "start"); err != nil {
-			t.Fatal(err)
+		st := waitStatus(t, d, "crasher", func(st map[string]any) bool { return st["status"] != "starting" })
+		if msg, _ := st["message"].(string); st["status"] != "stopped by error" ||
+			!strings.Contains(msg, "crashed (fatal error; the report is in ") || !strings.Contains(msg, "crash.prev.log) while this rule was starting") {
+			t.Fatalf("crasher after boot: %v %q", st["status"], msg)
 		}
-		waitStatus(t, d, "healthy", func(st map[string]any) bool { return st["status"] == "running" })
+		raw, err := d.c.GetRule(ctx, "crasher")
+		if err != nil || !strings.Contains(string(raw), `"triggered":false`) {
+			t.Fatalf("crasher's definition %s, %v; want triggered false (wanted stopped)", raw, err)
+		}
+		mustPing(t, d)
 	})
 }
 

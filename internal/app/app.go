@@ -90,6 +90,18 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err := defaults.Validate(); err != nil {
 		return fmt.Errorf("config rule section: %w", err)
 	}
+	crashed, err := previousCrash(cfg.Paths.Data)
+	if err != nil {
+		return err
+	}
+	if crashed != "" {
+		logger.Error("the previous kuiperd crashed; its report is in crash.prev.log", "crash", crashed)
+	}
+	stopRecording, err := recordCrashes(cfg.Paths.Data)
+	if err != nil {
+		return err
+	}
+	defer stopRecording()
 	cat, err := catalog.New(ctx, store)
 	if err != nil {
 		return err
@@ -106,6 +118,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		Runner:   runner,
 		Logger:   logger,
 		Defaults: defaults,
+		Crashed:  crashed,
 		Cleanup: func(ctx context.Context, id string) error {
 			return removeRuleData(cfg.Paths.Data, id)
 		},

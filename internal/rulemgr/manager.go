@@ -37,8 +37,12 @@ type Config struct {
 	// unset. Default 5s.
 	StopTimeout time.Duration
 	// StartSettle is how long a rule must run before its start marker is
-	// cleared (see Load). Default 10s.
+	// cleared (see Load). Default 5s.
 	StartSettle time.Duration
+	// Crashed is the first line of the crash report the previous process
+	// left ("fatal error: runtime: out of memory"), "" when it did not crash
+	// (a clean stop, kill -9, power loss).
+	Crashed string
 }
 
 // Manager runs the rules of a catalog. Each rule has one goroutine owned by
@@ -75,7 +79,7 @@ func New(cfg Config) *Manager {
 		cfg.StopTimeout = 5 * time.Second
 	}
 	if cfg.StartSettle <= 0 {
-		cfg.StartSettle = 10 * time.Second
+		cfg.StartSettle = 5 * time.Second
 	}
 	return &Manager{cfg: cfg, log: cfg.Logger, actors: map[string]*actor{}}
 }
@@ -94,9 +98,11 @@ func (m *Manager) ParseDef(data []byte) (*rule.Def, error) {
 // rule stopped by error with the reason.
 //
 // A rule whose start marker is still in the catalog was starting when the
-// process died (out of memory, killed): it is not started again, which
-// could crash the daemon in a loop. Its wanted state becomes stopped and
-// its status says why; starting it by hand works as usual.
+// process died. When the process crashed (Config.Crashed), that rule is not
+// started again, which could crash the daemon in a loop: its wanted state
+// becomes stopped and its status says why; starting it by hand works as
+// usual. When the process was killed from outside (kill -9, power loss)
+// the markers are cleared and the rules start as usual.
 func (m *Manager) Load(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -117,6 +123,7 @@ func (m *Manager) Load(ctx context.Context) error {
 			err = fmt.Errorf("load rule %s: %w", r.ID, err)
 		}
 		crashed, wasStarting := marks[r.ID]
+		wasStarting = wasStarting && m.cfg.Crashed != ""
 		if wasStarting && r.State == catalog.RuleRunning {
 			if _, perr := m.cfg.Catalog.SetRuleState(ctx, r.ID, catalog.RuleStopped); perr != nil {
 				return fmt.Errorf("load rule %s: %w", r.ID, perr)
@@ -125,9 +132,9 @@ func (m *Manager) Load(ctx context.Context) error {
 		}
 		a := m.spawnLocked(def, r.State, err)
 		if wasStarting {
-			msg := fmt.Sprintf("not started at boot: the daemon exited while this rule was starting (at %s); start it again once the cause is fixed",
-				crashed.UTC().Format(time.RFC3339))
-			m.log.Error("rule left stopped: the daemon exited while it was starting", "rule", r.ID, "since", crashed)
+			msg := fmt.Sprintf("not started at boot: the daemon crashed (%s) while this rule was starting (at %s); start it again once the cause is fixed",
+				m.cfg.Crashed, crashed.UTC().Format(time.RFC3339))
+			m.log.Error("rule left stopped: the daemon crashed while it was starting", "rule", r.ID, "since", crashed, "crash", m.cfg.Crashed)
 			a.set(func() { a.state, a.message = StateStoppedByError, msg })
 		}
 		if r.State == catalog.RuleRunning {
