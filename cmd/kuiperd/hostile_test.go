@@ -88,6 +88,13 @@ func TestHostileInputsLeaveTheDaemonUp(t *testing.T) {
 		if _, err := d.c.GetRule(ctx, "huge"); err == nil {
 			t.Error("a refused rule was stored")
 		}
+		// A sink property that sizes memory is bounded the same way.
+		cached := []byte(`{"id":"cached","sql":"SELECT s FROM sim","actions":[{"log":{"enableCache":true,"memoryCacheThreshold":1000000000000}}]}`)
+		_, err = d.c.CreateRule(ctx, cached)
+		var ae *client.APIError
+		if !errors.As(err, &ae) || ae.Status != http.StatusUnprocessableEntity || !strings.Contains(ae.Message, "memoryCacheThreshold 1000000000000: must be at most 1048576") {
+			t.Errorf("sink cache threshold: %v; want 422 naming memoryCacheThreshold, the value and the bound", err)
+		}
 		mustPing(t, d)
 	})
 

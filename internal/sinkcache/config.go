@@ -195,16 +195,20 @@ func propBool(v any) (bool, error) {
 	return false, fmt.Errorf("want a bool, got %v", v)
 }
 
+// propInt reads an integer; Validate checks its range, so the error for a
+// large value names the bound.
 func propInt(v any) (int, error) {
+	const maxExact = 1 << 53 // floats are exact integers up to here
 	switch x := v.(type) {
 	case int:
 		return x, nil
 	case int64:
-		if x >= math.MinInt32 && x <= math.MaxInt32 {
+		if x >= -maxExact && x <= maxExact {
 			return int(x), nil
 		}
+		return 0, fmt.Errorf("%d out of range", x)
 	case float64:
-		if x == math.Trunc(x) && x >= math.MinInt32 && x <= math.MaxInt32 {
+		if x == math.Trunc(x) && x >= -maxExact && x <= maxExact {
 			return int(x), nil
 		}
 	}
@@ -229,6 +233,9 @@ func propDuration(v any) (time.Duration, error) {
 	ms, err := propInt(v)
 	if err != nil {
 		return 0, fmt.Errorf("want milliseconds or a duration string, got %v", v)
+	}
+	if ms > math.MaxInt64/int(time.Millisecond) || ms < math.MinInt64/int(time.Millisecond) {
+		return 0, fmt.Errorf("%d ms out of range", ms)
 	}
 	return time.Duration(ms) * time.Millisecond, nil
 }

@@ -89,6 +89,9 @@ func TestWithProps(t *testing.T) {
 		{map[string]any{"resendInterval": "soon"}, "resendInterval"},
 		{map[string]any{"resendInterval": "-1s"}, "resendInterval"},
 		{map[string]any{"resendPriority": float64(3)}, "resendPriority"},
+		{map[string]any{"memoryCacheThreshold": float64(1e12)}, "memoryCacheThreshold 1000000000000: must be at most 1048576"},
+		{map[string]any{"maxDiskCache": int64(1e12)}, "maxDiskCache 1000000000000: must be at most"},
+		{map[string]any{"resendInterval": float64(1e15)}, "resendInterval"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			if _, err := base.WithProps(tc.props); err == nil || !strings.Contains(err.Error(), tc.want) {
