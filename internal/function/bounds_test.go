@@ -1,11 +1,13 @@
 package function
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
 
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
+	"github.com/rekuiper/rekuiper/internal/value"
 )
 
 // TestValueBuildersAreBounded: every function that builds a value from an
@@ -98,5 +100,22 @@ func TestLagOffsetBounded(t *testing.T) {
 	_, err := d.Analytic(aggTestEnv{}, State{}, true, []any{int64(1), int64(math.MaxInt64)})
 	if err == nil || !strings.Contains(err.Error(), "lag: offset 9223372036854775807 exceeds the limit of 1000000") {
 		t.Fatalf("lag with a huge offset: %v", err)
+	}
+}
+
+// TestSumOverflowIsAnError: sum over bigints that do not fit is an error,
+// in the batch kernel and in the row-by-row accumulator alike.
+func TestSumOverflowIsAnError(t *testing.T) {
+	d, _ := Builtins().Lookup("sum")
+	col := []any{int64(math.MaxInt64), int64(1)}
+	if got, err := d.Aggregate(aggTestEnv{}, [][]any{col}); !errors.Is(err, value.ErrOverflow) {
+		t.Errorf("sum kernel = %v, %v; want ErrOverflow", got, err)
+	}
+	acc := d.Accumulate()
+	for _, v := range col {
+		acc.Add([]any{v})
+	}
+	if got, err := acc.Result(); !errors.Is(err, value.ErrOverflow) {
+		t.Errorf("sum accumulator = %v, %v; want ErrOverflow", got, err)
 	}
 }
