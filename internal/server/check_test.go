@@ -201,3 +201,26 @@ func TestDeleteInUse(t *testing.T) {
 		{"delete connection no longer used", "DELETE", "/connections/mc", "", 200, "success"},
 	})
 }
+
+func TestRulesCheckFieldNames(t *testing.T) {
+	s := newCheckedServer(t)
+	rule := func(id, sql string) string {
+		return fmt.Sprintf(`{"id":%q,"sql":%q,"actions":[{"nop":{}}]}`, id, sql)
+	}
+	s.run([]step{
+		{"typed stream", "POST", "/streams", ddl(`CREATE STREAM s (temperature FLOAT, id BIGINT, st STRUCT(a BIGINT)) WITH (DATASOURCE="s", TYPE="memory")`), 201, ""},
+		{"second typed stream", "POST", "/streams", ddl(`CREATE STREAM s2 (id BIGINT, hum BIGINT) WITH (DATASOURCE="s2", TYPE="memory")`), 201, ""},
+		{"schemaless stream", "POST", "/streams", ddl(`CREATE STREAM free () WITH (DATASOURCE="free", TYPE="memory")`), 201, ""},
+		{"unknown field", "POST", "/rules", rule("r1", "SELECT temprature FROM s"), 422, "invalid rule: plan rule r1: 1:8: unknown field temprature"},
+		{"not created", "GET", "/rules/r1", "", 404, ""},
+		{"validate", "POST", "/rules/validate", rule("r1", "SELECT temperature FROM s WHERE temprature > 1"), 422, "1:33: unknown field temprature"},
+		{"put", "PUT", "/rules/r1", rule("r1", "SELECT temperature\nFROM s\nORDER BY tmp"), 422, "3:10: unknown field tmp"},
+		{"unknown stream qualifier", "POST", "/rules", rule("r1", "SELECT x.temperature FROM s"), 422, "1:8: unknown field x: x.temperature names neither a stream of the rule (s) nor a field"},
+		{"ambiguous column", "POST", "/rules", rule("r1", "SELECT id FROM s INNER JOIN s2 ON s.id = s2.id GROUP BY TUMBLINGWINDOW(ss, 10)"), 422, "1:8: ambiguous field id: it is a field of s and s2; qualify it as s.id"},
+		{"nothing stored", "GET", "/rules", "", 200, "[]"},
+		{"known fields", "POST", "/rules", rule("r1", "SELECT temperature AS t, st.a, st->a, meta(topic) FROM s WHERE t > 1"), 201, "Rule r1 was created successfully."},
+		{"qualified join", "POST", "/rules", rule("r2", "SELECT s.id, hum FROM s INNER JOIN s2 ON s.id = s2.id GROUP BY TUMBLINGWINDOW(ss, 10)"), 201, ""},
+		{"schemaless accepts any field", "POST", "/rules", rule("r3", "SELECT temprature, x.y FROM free"), 201, ""},
+		{"ruleset import refuses the rule", "POST", "/ruleset/import", fmt.Sprintf(`{"content":%q}`, `{"rules":{"r4":"{\"sql\":\"SELECT nope FROM s\",\"actions\":[{\"nop\":{}}]}"}}`), 422, "rule r4: invalid rule: plan rule r4: 1:8: unknown field nope"},
+	})
+}
