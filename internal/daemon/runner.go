@@ -68,6 +68,10 @@ func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 		}
 		loc = l
 	}
+	nodeID, err := loadNodeID(cfg.Paths.Data)
+	if err != nil {
+		return nil, nil, err
+	}
 	mux := connector.NewMux()
 	stopPush := servePush(cfg, mux, logger)
 	rn := &engine.Runner{
@@ -87,6 +91,7 @@ func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 		Checkpoints:               &checkpoint.Store{Dir: cfg.Paths.Data},
 		DefaultCheckpointInterval: cfg.Rule.CheckpointInterval.Std(),
 		SinkDefaults:              cfg.Sink,
+		NodeID:                    nodeID,
 	}
 	release := func() {
 		stopPush()

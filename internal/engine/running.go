@@ -98,7 +98,11 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 			if perRule {
 				state = p.state
 			}
-			return rr.rn.newSubscription(in.Def, typ, props, wrap, state)
+			sessionID := ""
+			if perRule {
+				sessionID = rr.rn.sessionID(rr.def.ID, in.Name)
+			}
+			return rr.rn.newSubscription(in.Def, typ, props, wrap, state, sessionID)
 		})
 		if err != nil {
 			return fmt.Errorf("stream %s of rule %s: %w", in.Name, rr.def.ID, err)
@@ -245,12 +249,22 @@ func (rr *running) consumer(in *input, source, port int) *stream.Consumer {
 	}
 }
 
+// sessionID names what a rule has read from a stream, for sources that keep
+// a position upstream (connector.Deps.SessionID).
+func (rn *Runner) sessionID(ruleID, streamName string) string {
+	node := rn.NodeID
+	if node == "" {
+		node = rn.Paths.Data
+	}
+	return node + "\x00" + ruleID + "\x00" + streamName
+}
+
 // sourceLogDir is where a rule's durable source log for a stream lives.
 func (rn *Runner) sourceLogDir(ruleID, streamName string) string {
 	return filepath.Join(rn.Paths.Data, "rule_"+ruleID, "sourcelog", streamName)
 }
 
-func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props map[string]any, wrap func(api.Source) (api.Source, error), state api.State) (*stream.Subscription, error) {
+func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props map[string]any, wrap func(api.Source) (api.Source, error), state api.State, sessionID string) (*stream.Subscription, error) {
 	entry, ok := rn.Registry.Source(typ)
 	if !ok {
 		return nil, fmt.Errorf("unknown source type %q (TYPE of stream %s)", typ, def.Name)
@@ -261,6 +275,7 @@ func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props m
 	}
 	deps := rn.Deps
 	deps.State = state
+	deps.SessionID = sessionID
 	src, err := entry.New(valid, deps)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", def.Name, err)

@@ -77,6 +77,9 @@ func NewSource(pool *Pool, props map[string]any, deps connector.Deps) (*Source, 
 	if err != nil {
 		return nil, err
 	}
+	if qos > 0 {
+		cfg = cfg.withDerivedSession(deps.SessionID, filters)
+	}
 	s := &Source{pool: pool, cfg: cfg, filters: filters, decomp: connector.Get[string](props, "decompression"),
 		logger: deps.Logger, clock: deps.Clock}
 	if s.logger == nil {
