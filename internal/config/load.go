@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/rekuiper/rekuiper/internal/payload"
 )
 
 // BaseDirEnv is the environment variable naming the base folder, as in
@@ -187,6 +189,9 @@ func (c *Config) Validate() ([]string, error) {
 	if c.Basic.RulePatrolInterval.Std() < time.Second {
 		warns = append(warns, fmt.Sprintf("basic.rulePatrolInterval %s is below the minimum, using 1s", c.Basic.RulePatrolInterval))
 		c.Basic.RulePatrolInterval = Duration(time.Second)
+	}
+	if _, err := payload.ParseAESKey(c.Basic.AESKey); err != nil {
+		bad("%w", err)
 	}
 	if c.Basic.GracefulShutdownTimeout < 0 {
 		bad("basic.gracefulShutdownTimeout %s: must not be negative", c.Basic.GracefulShutdownTimeout)

@@ -58,6 +58,9 @@ type Deps struct {
 	// position for a named client (an MQTT persistent session) uses it
 	// when the user configured no identity of their own. Empty otherwise.
 	SessionID string
+	// AESKey is basic.aesKey decoded (nil when unset), for sinks that
+	// encrypt their own byte stream (the file sink).
+	AESKey []byte
 }
 
 // HTTPMux lets push sources serve endpoints on the daemon's HTTP server.

@@ -58,6 +58,10 @@ type Spec struct {
 	// Kind selects which engine-level properties Validate ignores; Register
 	// sets it. The zero value ignores none.
 	Kind Kind
+	// WritesRows marks a sink that writes the rows of a message, not its
+	// encoded payload (memory, sql, redis): the payload properties
+	// compression and encryption are refused for it.
+	WritesRows bool
 }
 
 // Kind is what a connector is registered as.
