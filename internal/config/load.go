@@ -200,6 +200,7 @@ func (c *Config) Validate() ([]string, error) {
 		bad("basic log rotation settings must not be negative")
 	}
 	errs = append(errs, c.Rule.validate("rule")...)
+	errs = append(errs, c.unsupported()...)
 	errs = append(errs, c.Sink.validate("sink")...)
 	for _, s := range []struct{ key, typ string }{{"store.type", c.Store.Type}, {"store.extStateType", c.Store.ExtStateType}} {
 		if !strings.EqualFold(s.typ, "sqlite") {
