@@ -375,6 +375,14 @@ func (rr *running) Metrics() map[string]any {
 		out[prefix+"connection_last_connected_time"] = st.LastConnected
 		out[prefix+"connection_last_disconnected_time"] = st.LastDisconnected
 		out[prefix+"connection_last_disconnected_message"] = st.LastError
+		// The last failure of the source: a record that did not decode
+		// or a lost connection, whichever came last.
+		exc, excTime := st.LastDecodeError, st.LastDecodeErrorTime
+		if st.LastError != "" && st.LastDisconnected > excTime {
+			exc, excTime = st.LastError, st.LastDisconnected
+		}
+		out[prefix+"last_exception"] = exc
+		out[prefix+"last_exception_time"] = excTime
 	}
 	r := rr.built.Rule
 	for i, op := range rr.built.Plan.Ops {
