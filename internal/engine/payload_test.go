@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +16,9 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/connector/mqtt"
+	"github.com/rekuiper/rekuiper/internal/procs"
 	"github.com/rekuiper/rekuiper/internal/rule"
 )
 
@@ -120,5 +124,51 @@ func TestSinkPayloadPropertiesRefused(t *testing.T) {
 				t.Fatalf("validate: %v, want an error containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestSinkStatusWhenBrokerDown checks what rule status shows for an MQTT
+// sink whose broker refuses connections, with the sink cache on: the
+// connection state and its real error, and records counted as cached, not
+// as delivered.
+func TestSinkStatusWhenBrokerDown(t *testing.T) {
+	e := newTestEnv(t)
+	pool := mqtt.NewPool(discard(), clock.Wall{})
+	t.Cleanup(func() { _ = pool.Close() })
+	if err := mqtt.Register(e.runner.Registry, pool); err != nil {
+		t.Fatal(err)
+	}
+	port, err := procs.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := rule.ParseDef([]byte(fmt.Sprintf(`{"id":"r","sql":"SELECT v FROM s","actions":[{"mqtt":{
+		"server":"tcp://127.0.0.1:%d","topic":"out","sendSingle":true,"enableCache":true}}]}`, port)), rule.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	run, err := e.runner.Start(ctx, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = run.Stop(ctx) })
+	waitSubscribed(t, e.bus, 1)
+	e.publish(t, 1, 2, 3)
+	const p = "sink_mqtt_0_0_"
+	deadline := time.Now().Add(10 * time.Second)
+	var m map[string]any
+	for time.Now().Before(deadline) {
+		m = run.Metrics()
+		if m[p+"cache_records_cached_total"] == int64(3) && m[p+"connection_last_disconnected_message"] != "" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if m[p+"cache_records_cached_total"] != int64(3) || m[p+"records_out_total"] != int64(0) {
+		t.Fatalf("cached %v, records out %v; want 3 and 0", m[p+"cache_records_cached_total"], m[p+"records_out_total"])
+	}
+	if m[p+"connection_status"] == int64(1) || !strings.Contains(fmt.Sprint(m[p+"connection_last_disconnected_message"]), "refused") {
+		t.Fatalf("connection status %v, message %q", m[p+"connection_status"], m[p+"connection_last_disconnected_message"])
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/checkpoint"
@@ -396,8 +397,19 @@ func (rr *running) Metrics() map[string]any {
 		for k, v := range r.SinkMetrics[i].Snapshot() {
 			out[prefix+k] = v
 		}
+		if s.conn != nil {
+			state, conn, disc, msg := s.conn.Status()
+			out[prefix+"connection_status"] = connStatus(state)
+			out[prefix+"connection_last_connected_time"] = millisOf(conn)
+			out[prefix+"connection_last_disconnected_time"] = millisOf(disc)
+			out[prefix+"connection_last_disconnected_message"] = msg
+		}
 		if s.cache != nil {
 			st := s.cache.Stats()
+			// Delivered records only: taken by the sink at once or
+			// replayed from the cache; cached and dropped ones are
+			// counted apart below.
+			out[prefix+"records_out_total"] = st.Delivered + st.Replayed
 			out[prefix+"cache_records_cached_total"] = st.Cached
 			out[prefix+"cache_records_replayed_total"] = st.Replayed
 			out[prefix+"cache_records_dropped_total"] = st.Dropped
@@ -421,6 +433,13 @@ func (rr *running) Metrics() map[string]any {
 		out["checkpoint_last_error"] = st.LastError
 	}
 	return out
+}
+
+func millisOf(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 func connStatus(state string) int64 {

@@ -16,6 +16,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/payload"
 	"github.com/rekuiper/rekuiper/internal/runtime"
 	"github.com/rekuiper/rekuiper/internal/sinkcache"
+	"github.com/rekuiper/rekuiper/internal/stream"
 )
 
 // sinkNode adapts a connector sink to the runtime: it shapes each emission
@@ -29,7 +30,9 @@ type sinkNode struct {
 	// transform compresses and encrypts each payload (nil: neither).
 	transform *payload.Transformer
 	cache     *sinkcache.Cache // set when enableCache is on
-	logger    *slog.Logger
+	// conn reports the connector's connection, when it tracks one.
+	conn   stream.ConnStatus
+	logger *slog.Logger
 }
 
 var (
@@ -148,6 +151,7 @@ func (rn *Runner) buildSink(ruleID string, qos int, index int, typ string, actio
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
 	}
 	node := &sinkNode{name: name, typ: typ, sink: sink, shaper: shaper, transform: transform, logger: rn.Logger}
+	node.conn, _ = sink.(stream.ConnStatus)
 	if !cacheCfg.EnableCache {
 		return node, nil
 	}
