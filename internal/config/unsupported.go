@@ -33,6 +33,13 @@ func (c *Config) unsupported() []error {
 		p.OptimizeControl.DisableOptimizeRules = nil // [] as absent
 	}
 	check("rule.planOptimizeStrategy", p, dr.PlanOptimizeStrategy, "the planner has no such switches")
+	check("rule.debug", r.Debug, dr.Debug, "set basic.logLevel to debug")
+	check("rule.logFilename", r.LogFilename, dr.LogFilename, "rules log to the daemon's log")
+	if r.Concurrency > 1 {
+		errs = append(errs, fmt.Errorf("rule.concurrency %d: not supported (each operator runs as one instance); remove it or set it to 1", r.Concurrency))
+	}
+	check("rule.enableSaveStateBeforeStop", r.EnableSaveStateBeforeStop, dr.EnableSaveStateBeforeStop, "at qos 1 and 2 checkpoints keep the state across stops")
+	check("rule.notifySub", r.NotifySub, dr.NotifySub, "no subscription notifications")
 	check("rule.experiment.useSliceTuple", r.Experiment.UseSliceTuple, dr.Experiment.UseSliceTuple, "typed streams already decode into slots")
 	check("portable", c.Portable, d.Portable, "no portable plugin runtime")
 	check("openTelemetry.enableRemoteCollector", c.OpenTelemetry.EnableRemoteCollector, d.OpenTelemetry.EnableRemoteCollector, "no rule tracing")

@@ -85,8 +85,12 @@ type DatetimeRange struct {
 	EndTimestamp   int64  `json:"endTimestamp,omitempty"`
 }
 
-// Validate checks option ranges.
+// Validate checks option ranges and refuses options rekuiper does not
+// implement.
 func (o *Options) Validate() error {
+	if err := o.unsupported(); err != nil {
+		return err
+	}
 	switch o.SourceLogSync {
 	case "", "none", "periodic", "always":
 	default:
