@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
 	"github.com/rekuiper/rekuiper/internal/metrics"
@@ -247,8 +248,23 @@ func newLogger(cfg *config.Config, stdout io.Writer) (*slog.Logger, func(), erro
 		if err != nil {
 			return nil, nil, err
 		}
+		rot.rotateEvery(time.Duration(cfg.Basic.RotateTime)*time.Hour, clock.Wall{})
 		writers = append(writers, rot)
 		closeFn = func() { rot.Close() } //nolint:errcheck // at exit
+	}
+	var sys slog.Handler
+	if cfg.Basic.Syslog.Enable {
+		h, closeSys, err := newSyslogHandler(cfg.Basic.Syslog)
+		if err != nil {
+			closeFn()
+			return nil, nil, err
+		}
+		sys = h
+		closeFile := closeFn
+		closeFn = func() { closeFile(); closeSys() }
+		if len(writers) == 0 {
+			return slog.New(sys), closeFn, nil
+		}
 	}
 	if len(writers) == 0 {
 		return slog.New(slog.DiscardHandler), closeFn, nil
@@ -262,7 +278,11 @@ func newLogger(cfg *config.Config, stdout io.Writer) (*slog.Logger, func(), erro
 			return a
 		}
 	}
-	return slog.New(slog.NewTextHandler(io.MultiWriter(writers...), hopts)), closeFn, nil
+	var h slog.Handler = slog.NewTextHandler(io.MultiWriter(writers...), hopts)
+	if sys != nil {
+		h = slog.NewMultiHandler(h, sys)
+	}
+	return slog.New(h), closeFn, nil
 }
 
 var errNoRunner = errors.New("no runner factory")

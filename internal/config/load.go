@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/rekuiper/rekuiper/internal/payload"
 )
 
 // BaseDirEnv is the environment variable naming the base folder, as in
@@ -195,6 +197,9 @@ func (c *Config) Validate() ([]string, error) {
 	} else {
 		c.Basic.MemoryLimitBytes = n
 	}
+	if _, err := payload.ParseAESKey(c.Basic.AESKey); err != nil {
+		bad("%w", err)
+	}
 	if c.Basic.GracefulShutdownTimeout < 0 {
 		bad("basic.gracefulShutdownTimeout %s: must not be negative", c.Basic.GracefulShutdownTimeout)
 	}
@@ -202,6 +207,7 @@ func (c *Config) Validate() ([]string, error) {
 		bad("basic log rotation settings must not be negative")
 	}
 	errs = append(errs, c.Rule.validate("rule")...)
+	errs = append(errs, c.unsupported()...)
 	errs = append(errs, c.Sink.validate("sink")...)
 	for _, s := range []struct{ key, typ string }{{"store.type", c.Store.Type}, {"store.extStateType", c.Store.ExtStateType}} {
 		if !strings.EqualFold(s.typ, "sqlite") {

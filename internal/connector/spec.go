@@ -71,6 +71,10 @@ type Spec struct {
 	// Kind selects which engine-level properties Validate ignores; Register
 	// sets it. The zero value ignores none.
 	Kind Kind
+	// WritesRows marks a sink that writes the rows of a message, not its
+	// encoded payload (memory, sql, redis): the payload properties
+	// compression and encryption are refused for it.
+	WritesRows bool
 }
 
 // Kind is what a connector is registered as.
@@ -125,6 +129,44 @@ func EngineProps(k Kind) []string {
 		}
 	}
 	return nil
+}
+
+// unimplemented lists eKuiper's engine-level properties that rekuiper does
+// not implement for a connector that does not declare them itself, with the
+// values that mean "off" (compared in their printed form) and why: any
+// other value is refused rather than ignored.
+var unimplemented = map[Kind]map[string]struct {
+	off []string
+	why string
+}{
+	KindSource: {
+		"decompression":     {[]string{""}, "this source does not decompress payloads"},
+		"mergeField":        {[]string{""}, "no merging of source records"},
+		"merger":            {[]string{""}, "no merging of source records"},
+		"payloadFormat":     {[]string{""}, "no nested payload decoding"},
+		"payloadSchemaId":   {[]string{""}, "no nested payload decoding"},
+		"payloadDelimiter":  {[]string{""}, "no nested payload decoding"},
+		"payloadBatchField": {[]string{""}, "no nested payload decoding"},
+		"payloadField":      {[]string{""}, "no nested payload decoding"},
+	},
+	KindSink: {
+		"concurrency":    {[]string{"0", "1"}, "a sink writes from one goroutine"},
+		"runAsync":       {[]string{"false"}, "sinks write in order; use the sink cache to decouple"},
+		"batchSize":      {[]string{"0", "1"}, "this sink sends one message per emission (sendSingle: one per row)"},
+		"lingerInterval": {[]string{"0", "0s", ""}, "this sink does not batch"},
+	},
+}
+
+// unimplementedProblem returns why an engine property the connector does
+// not declare cannot be accepted with value v, or "".
+func unimplementedProblem(k Kind, name string, v any) string {
+	for n, u := range unimplemented[k] {
+		if !strings.EqualFold(n, name) || v == nil || slices.Contains(u.off, fmt.Sprint(v)) {
+			continue
+		}
+		return fmt.Sprintf("property %q: %v is not supported (%s)", n, v, u.why)
+	}
+	return ""
 }
 
 // check verifies the spec itself: unique non-empty names, known types,
@@ -198,6 +240,8 @@ func (s Spec) Validate(props map[string]any) (map[string]any, error) {
 		if !ok {
 			if !engine[lk] {
 				unknown = append(unknown, k)
+			} else if why := unimplementedProblem(s.Kind, k, props[k]); why != "" {
+				problems = append(problems, why)
 			}
 			continue
 		}

@@ -3,6 +3,7 @@ package connector
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -111,7 +112,7 @@ func TestEnginePropsByKind(t *testing.T) {
 		prop    string
 		allowed bool
 	}{
-		{KindSource, "decompression", true},
+		{KindSource, "format", true},
 		{KindSource, "sendSingle", false},
 		{KindSink, "sendSingle", true},
 		{KindSink, "resendInterval", true},
@@ -126,6 +127,46 @@ func TestEnginePropsByKind(t *testing.T) {
 				t.Fatalf("err = %v, want allowed=%v", err, tc.allowed)
 			}
 		})
+	}
+}
+
+// TestUnimplementedEnginePropsRefused checks that engine properties
+// rekuiper does not implement for a connector are refused when set to
+// anything but "off", and accepted when the connector declares them.
+func TestUnimplementedEnginePropsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		kind Kind
+		prop string
+		v    any
+		want string // "" accepted
+	}{
+		{KindSource, "decompression", "gzip", `property "decompression": gzip is not supported`},
+		{KindSource, "decompression", "", ""},
+		{KindSource, "payloadFormat", "json", `property "payloadFormat"`},
+		{KindSource, "mergeField", "id", `property "mergeField"`},
+		{KindSink, "concurrency", int64(1), ""},
+		{KindSink, "concurrency", 4, `property "concurrency": 4 is not supported`},
+		{KindSink, "runAsync", false, ""},
+		{KindSink, "runAsync", true, `property "runAsync"`},
+		{KindSink, "batchSize", 10, `property "batchSize"`},
+		{KindSink, "lingerInterval", "1s", `property "lingerInterval"`},
+	} {
+		t.Run(fmt.Sprintf("%s/%s=%v", tc.kind, tc.prop, tc.v), func(t *testing.T) {
+			_, err := Spec{Kind: tc.kind}.Validate(map[string]any{tc.prop: tc.v})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	declared := Spec{Kind: KindSink, Props: []Prop{{Name: "batchSize", Type: TypeInt}}}
+	if _, err := declared.Validate(map[string]any{"batchSize": 10}); err != nil {
+		t.Fatalf("declared batchSize refused: %v", err)
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector/sqldb"
 	"github.com/rekuiper/rekuiper/internal/engine"
 	"github.com/rekuiper/rekuiper/internal/function"
+	"github.com/rekuiper/rekuiper/internal/payload"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/stream"
 )
@@ -68,6 +69,14 @@ func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 		}
 		loc = l
 	}
+	nodeID, err := loadNodeID(cfg.Paths.Data)
+	if err != nil {
+		return nil, nil, err
+	}
+	aesKey, err := payload.ParseAESKey(cfg.Basic.AESKey)
+	if err != nil {
+		return nil, nil, err
+	}
 	mux := connector.NewMux()
 	stopPush := servePush(cfg, mux, logger)
 	rn := &engine.Runner{
@@ -75,7 +84,7 @@ func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 		Registry: reg,
 		Deps: connector.Deps{
 			Logger: logger, Clock: clock.Wall{}, Memory: membus.New(), HTTP: mux, DataDir: cfg.Paths.Data,
-			Connections: conns,
+			Connections: conns, AESKey: aesKey,
 		},
 		Paths:                     cfg.Paths,
 		Environ:                   cfg.Environ,
@@ -87,6 +96,7 @@ func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 		Checkpoints:               &checkpoint.Store{Dir: cfg.Paths.Data},
 		DefaultCheckpointInterval: cfg.Rule.CheckpointInterval.Std(),
 		SinkDefaults:              cfg.Sink,
+		NodeID:                    nodeID,
 	}
 	release := func() {
 		stopPush()

@@ -46,6 +46,10 @@ type Runner struct {
 	DefaultCheckpointInterval time.Duration
 	// SinkDefaults are the sink cache defaults of kuiper.yaml `sink:`.
 	SinkDefaults config.SinkDefaults
+	// NodeID identifies this daemon in names kept by other systems (the
+	// derived MQTT client id of a rule at qos >= 1); it must be the same
+	// after a restart. Empty uses the data folder's path.
+	NodeID string
 }
 
 var _ rulemgr.Runner = (*Runner)(nil)

@@ -115,9 +115,12 @@ const (
 	MaxForceExitTimeout = Duration(time.Hour)
 )
 
-// Validate checks option ranges. Errors name the option, the value and the
-// bound.
+// Validate checks option ranges and refuses options rekuiper does not
+// implement. Errors name the option, the value and the bound.
 func (o *Options) Validate() error {
+	if err := o.unsupported(); err != nil {
+		return err
+	}
 	switch o.SourceLogSync {
 	case "", "none", "periodic", "always":
 	default:

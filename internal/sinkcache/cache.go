@@ -50,6 +50,9 @@ type Deps struct {
 
 // Stats is a snapshot of a cache's counters and gauges.
 type Stats struct {
+	// Delivered counts records the sink took on their first try, without
+	// going through the cache (replays are in Replayed).
+	Delivered int64
 	// Cached counts records accepted into the cache since Wrap.
 	Cached int64
 	// Replayed counts records delivered from the cache.
@@ -124,6 +127,7 @@ type Cache struct {
 	diskErr   string
 	lastTry   time.Time
 	lastErr   string
+	delivered int64
 	cached    int64
 	replayed  int64
 	dropped   int64
@@ -277,6 +281,9 @@ func (c *Cache) Write(ctx context.Context, msg *api.SinkMessage) error {
 	err := c.inner.Write(ctx, msg)
 	switch {
 	case err == nil:
+		c.mu.Lock()
+		c.delivered++
+		c.mu.Unlock()
 		return nil
 	case errors.Is(err, api.ErrRetryable) || ctx.Err() != nil:
 		c.mu.Lock()
@@ -556,7 +563,7 @@ func (c *Cache) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := Stats{
-		Cached: c.cached, Replayed: c.replayed, Dropped: c.dropped, Failed: c.failed,
+		Delivered: c.delivered, Cached: c.cached, Replayed: c.replayed, Dropped: c.dropped, Failed: c.failed,
 		Length:       int(c.tail - c.head),
 		MemoryLength: c.memLen(),
 		DiskLength:   int(c.durable - c.head),

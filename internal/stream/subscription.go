@@ -51,8 +51,25 @@ type Status struct {
 	LastDisconnected int64  // ms
 	LastError        string
 	RecordsIn        int64
-	DecodeErrors     int64
+	// DecodeErrors counts records that could not be decoded, and records
+	// the source dropped because it could not turn them into a payload
+	// (DropReporter). LastDecodeError is the last one, at
+	// LastDecodeErrorTime (ms).
+	DecodeErrors        int64
+	LastDecodeError     string
+	LastDecodeErrorTime int64
 }
+
+// DropReporter is implemented by sources that drop records they cannot
+// hand on, such as an MQTT payload that does not decompress: how many, the
+// last error and when. They count as decode errors.
+type DropReporter interface {
+	Dropped() (n int64, lastErr string, at time.Time)
+}
+
+// decodeLogEvery is the least time between two warnings about records that
+// did not decode; the ones in between are counted in the next warning.
+const decodeLogEvery = 10 * time.Second
 
 // Pusher is implemented by push sources that can hand messages to the
 // subscription from their own receive goroutine instead of through Read,
@@ -90,10 +107,13 @@ type Subscription struct {
 	consumers map[int]*Consumer
 	nextID    int
 	status    Status
-	barriers  chan barrierReq
-	cancel    context.CancelFunc
-	done      chan struct{}
-	started   bool
+	// lastDecodeLog and unloggedDecode rate-limit decode warnings.
+	lastDecodeLog  time.Time
+	unloggedDecode int64
+	barriers       chan barrierReq
+	cancel         context.CancelFunc
+	done           chan struct{}
+	started        bool
 
 	// deliverMu orders pushed deliveries and barriers: a barrier goes
 	// between two pushed batches.
@@ -187,6 +207,13 @@ func (s *Subscription) Status() Status {
 		state, conn, disc, msg := cs.Status()
 		st.State, st.LastError = state, msg
 		st.LastConnected, st.LastDisconnected = millis(conn), millis(disc)
+	}
+	if dr, ok := src.(DropReporter); ok {
+		n, msg, at := dr.Dropped()
+		st.DecodeErrors += n
+		if n > 0 && millis(at) >= st.LastDecodeErrorTime {
+			st.LastDecodeError, st.LastDecodeErrorTime = msg, millis(at)
+		}
 	}
 	return st
 }
@@ -493,7 +520,7 @@ func (s *Subscription) deliverBatch(consumers []*Consumer, batch []readResult, l
 			tuples = nil
 		}
 	}
-	var readErr error
+	var readErr, lastBad error
 	n, bad := 0, 0
 	for _, res := range batch {
 		if res.err != nil {
@@ -506,6 +533,7 @@ func (s *Subscription) deliverBatch(consumers []*Consumer, batch []readResult, l
 		if err != nil {
 			// Keep the order: records before the bad one go first.
 			bad++
+			lastBad = err
 			flush()
 			for _, c := range consumers {
 				if c.Error != nil {
@@ -519,7 +547,23 @@ func (s *Subscription) deliverBatch(consumers []*Consumer, batch []readResult, l
 	s.mu.Lock()
 	s.status.RecordsIn += int64(n)
 	s.status.DecodeErrors += int64(bad)
+	var logBad bool
+	var unlogged int64
+	if bad > 0 {
+		now := s.clock.Now()
+		s.status.LastDecodeError, s.status.LastDecodeErrorTime = lastBad.Error(), now.UnixMilli()
+		if logBad = s.lastDecodeLog.IsZero() || now.Sub(s.lastDecodeLog) >= decodeLogEvery; logBad {
+			s.lastDecodeLog, unlogged, s.unloggedDecode = now, s.unloggedDecode, 0
+		}
+		s.unloggedDecode += int64(bad)
+		if logBad {
+			s.unloggedDecode-- // the one logged now
+		}
+	}
 	s.mu.Unlock()
+	if logBad {
+		s.logger.Warn("record dropped: cannot decode", "stream", s.name, "err", lastBad, "not_logged_since_last_warning", unlogged)
+	}
 	for _, res := range batch[:n] {
 		if res.msg.Ack != nil {
 			res.msg.Ack()

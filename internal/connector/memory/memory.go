@@ -35,7 +35,7 @@ func SinkSpec() connector.Spec {
 		{Name: "topic", Type: connector.TypeString, Required: true, Doc: "topic; may be a template over the row such as devices/{{.id}}"},
 		{Name: "rowkindField", Type: connector.TypeString, Doc: "row field holding insert/update/upsert/delete for lookup tables"},
 		{Name: "keyField", Type: connector.TypeString, Doc: "row field holding the key for updates and deletes"},
-	}}
+	}, WritesRows: true}
 }
 
 // LookupSpec is the memory lookup table's property spec.

@@ -80,6 +80,9 @@ func NewSource(pool *Pool, props map[string]any, deps connector.Deps) (*Source, 
 	if err != nil {
 		return nil, err
 	}
+	if qos > 0 {
+		cfg = cfg.withDerivedSession(deps.SessionID, filters)
+	}
 	s := &Source{pool: pool, cfg: cfg, filters: filters, decomp: connector.Get[string](props, "decompression"),
 		logger: deps.Logger, clock: deps.Clock}
 	if s.logger == nil {
@@ -199,6 +202,15 @@ type subscription struct {
 	heldMu sync.Mutex
 	held   []func()
 
+	// drops counts payloads that did not decompress; dropLog limits
+	// their warnings to one per dropLogEvery.
+	dropMu      sync.Mutex
+	drops       int64
+	lastDrop    string
+	lastDropAt  time.Time
+	lastDropLog time.Time
+	unlogged    int64
+
 	closeOnce  sync.Once
 	closed     chan struct{}
 	releaseAck atomic.Bool
@@ -243,7 +255,7 @@ func (s *subscription) deliver(m inbound, ack func()) bool {
 	if s.decomp != "" {
 		p, err := decompress(s.decomp, payload)
 		if err != nil {
-			s.logger.Warn("mqtt message dropped: cannot decompress", slog.String("topic", m.topic), slog.String("error", err.Error()))
+			s.dropped(m.topic, err)
 			if ack != nil {
 				ack()
 			}
@@ -268,6 +280,42 @@ func (s *subscription) deliver(m inbound, ack func()) bool {
 		}
 	}
 	return false
+}
+
+// dropLogEvery is the least time between two warnings about payloads that
+// did not decompress; the ones in between are counted in the next warning.
+const dropLogEvery = 10 * time.Second
+
+// dropped counts a payload that did not decompress and logs it, at most
+// once per dropLogEvery.
+func (s *subscription) dropped(topic string, err error) {
+	now := s.clock.Now()
+	s.dropMu.Lock()
+	s.drops++
+	s.lastDrop, s.lastDropAt = fmt.Sprintf("topic %s: cannot decompress (%s): %v", topic, s.decomp, err), now
+	logIt := s.lastDropLog.IsZero() || now.Sub(s.lastDropLog) >= dropLogEvery
+	suppressed := s.unlogged
+	if logIt {
+		s.lastDropLog, s.unlogged = now, 0
+	} else {
+		s.unlogged++
+	}
+	s.dropMu.Unlock()
+	if logIt {
+		s.logger.Warn("mqtt message dropped: cannot decompress", slog.String("topic", topic),
+			slog.String("error", err.Error()), slog.Int64("not_logged_since_last_warning", suppressed))
+	}
+}
+
+// Dropped reports the payloads that did not decompress: how many, the last
+// error and when (stream.DropReporter).
+func (s *Source) Dropped() (int64, string, time.Time) {
+	if s.sub == nil {
+		return 0, "", time.Time{}
+	}
+	s.sub.dropMu.Lock()
+	defer s.sub.dropMu.Unlock()
+	return s.sub.drops, s.sub.lastDrop, s.sub.lastDropAt
 }
 
 // flush hands the batch to push. A batch push refuses, or one gathered

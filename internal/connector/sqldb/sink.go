@@ -36,7 +36,7 @@ func SinkSpec() connector.Spec {
 		connector.Prop{Name: "batchSize", Type: connector.TypeInt, Default: 1, Max: connector.MaxBatchSize, Doc: "rows buffered before they are written (qos < 2)"},
 		connector.Prop{Name: "lingerInterval", Type: connector.TypeDuration, Default: "1s", Max: "1h", Doc: "longest time a buffered row waits (batchSize > 1)"},
 		connector.Prop{Name: "transactionalID", Type: connector.TypeString, Doc: "write in transactions committed with checkpoints (qos 2); the engine sets a rule-derived id"},
-	)}
+	), WritesRows: true}
 }
 
 // Sink writes the rows of each message. Without transactionalID each
