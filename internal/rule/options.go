@@ -95,8 +95,6 @@ const (
 	// MaxBufferLength bounds bufferLength: each channel of the rule holds
 	// up to this many batches.
 	MaxBufferLength = 1 << 20
-	// MaxConcurrency bounds concurrency (goroutines per operator).
-	MaxConcurrency = 256
 	// MaxLateTolerance bounds lateTolerance: event-time rules keep rows
 	// that long.
 	MaxLateTolerance = Duration(24 * time.Hour)
@@ -135,8 +133,6 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("invalid rule option bufferLength %d: must be at most %d", o.BufferLength, MaxBufferLength)
 	case o.Concurrency < 0:
 		return fmt.Errorf("invalid rule option concurrency %d: must not be negative", o.Concurrency)
-	case o.Concurrency > MaxConcurrency:
-		return fmt.Errorf("invalid rule option concurrency %d: must be at most %d", o.Concurrency, MaxConcurrency)
 	case o.LateTolerance < 0:
 		return fmt.Errorf("invalid rule option lateTolerance %s: must not be negative", time.Duration(o.LateTolerance))
 	case o.LateTolerance > MaxLateTolerance:

@@ -26,7 +26,7 @@ func TestOptionBounds(t *testing.T) {
 		wantParts []string
 	}{
 		{map[string]any{"bufferLength": MaxBufferLength}, map[string]any{"bufferLength": 1000000000000}, []string{"bufferLength", "1000000000000", "1048576"}},
-		{map[string]any{"concurrency": MaxConcurrency}, map[string]any{"concurrency": MaxConcurrency + 1}, []string{"concurrency", "257", "256"}},
+		{map[string]any{"concurrency": 1}, map[string]any{"concurrency": 2}, []string{"concurrency", "2", "one instance"}},
 		{map[string]any{"lateTolerance": "24h"}, map[string]any{"lateTolerance": "25h"}, []string{"lateTolerance", "25h0m0s", "24h0m0s"}},
 		{map[string]any{"checkpointInterval": "24h"}, map[string]any{"checkpointInterval": "24h1s"}, []string{"checkpointInterval", "24h0m1s", "24h0m0s"}},
 		{map[string]any{"checkpointInterval": "10ms"}, map[string]any{"checkpointInterval": "1ms"}, []string{"checkpointInterval", "1ms", "at least 10ms"}},
