@@ -17,34 +17,45 @@ import (
 	"github.com/rekuiper/rekuiper/internal/server"
 )
 
-// statusServer is the API over a real catalog holding one running rule r1,
-// with authentication on or off; token is valid when it is on.
-func statusServer(b *testing.B, authOn bool) (h http.Handler, token string) {
-	b.Helper()
+// apiHandler is the API over a real catalog in a temporary folder, with
+// etc as its etc folder and opts passed through edit.
+func apiHandler(tb testing.TB, etc string, edit func(*server.Options)) http.Handler {
+	tb.Helper()
 	ctx := context.Background()
-	dir := b.TempDir()
+	dir := tb.TempDir()
 	st, err := catalog.Open(ctx, filepath.Join(dir, "sqliteKV.db"), catalog.Options{})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	cat, err := catalog.New(ctx, st)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	mgr := rulemgr.New(rulemgr.Config{Catalog: cat, Runner: rulemgrtest.New()})
-	b.Cleanup(func() {
-		mgr.Close(ctx) //nolint:errcheck // benchmark end
+	tb.Cleanup(func() {
+		mgr.Close(ctx) //nolint:errcheck // test end
 		st.Close()
 	})
 	cfg := config.Default()
-	cfg.Paths = config.Paths{Etc: dir, Data: dir}
-	cfg.Basic.Authentication = authOn
-	key := keyPair(b, dir, "bench.pub")
-	token, err = auth.SignWithKey(key, auth.SignOptions{Issuer: "bench.pub", Subject: "bench", Expires: time.Now().Add(time.Hour)})
+	cfg.Paths = config.Paths{Etc: etc, Data: dir}
+	opts := server.Options{Catalog: cat, Rules: mgr, Config: cfg}
+	if edit != nil {
+		edit(&opts)
+	}
+	return server.New(opts)
+}
+
+// statusServer is the API holding one running rule r1, with
+// authentication on or off; token is valid when it is on.
+func statusServer(b *testing.B, authOn bool) (h http.Handler, token string) {
+	b.Helper()
+	etc := b.TempDir()
+	key := keyPair(b, etc, "bench.pub")
+	token, err := auth.SignWithKey(key, auth.SignOptions{Issuer: "bench.pub", Subject: "bench", Expires: time.Now().Add(time.Hour)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	h = server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg})
+	h = apiHandler(b, etc, func(o *server.Options) { o.Config.Basic.Authentication = authOn })
 	for _, step := range []struct{ path, body string }{{"/streams", demoDDL}, {"/rules", r1}} {
 		req := httptest.NewRequest("POST", step.path, strings.NewReader(step.body))
 		req.Header.Set("Content-Type", "application/json")
