@@ -101,7 +101,7 @@ func TestTokenAndAuthenticatedCommands(t *testing.T) {
 	if code, _, errOut := runCLI("show", "streams", "-host", host, "-port", port); code != 1 || !strings.Contains(errOut, "missing token") || !strings.Contains(errOut, "401") {
 		t.Errorf("without a token: %d %s", code, errOut)
 	}
-	if code, _, errOut := runCLI("create", "stream", "demo", `() WITH (TYPE="memory")`, "-host", host, "-port", port, "-token", tok); code != 0 {
+	if code, _, errOut := runCLI("create", "stream", "demo", `() WITH (TYPE="memory", DATASOURCE="t")`, "-host", host, "-port", port, "-token", tok); code != 0 {
 		t.Errorf("with -token: %d %s", code, errOut)
 	}
 	t.Setenv(TokenEnv, tok)

@@ -344,11 +344,11 @@ func testAuthentication(t *testing.T, bin string) {
 			t.Errorf("GET %s without a token: %d %s", path, code, body)
 		}
 	}
-	if code, _, body := d.call(t, "POST", "/streams", `{"sql":"CREATE STREAM s () WITH (TYPE=\"memory\")"}`, jsonCT); code != 401 {
+	if code, _, body := d.call(t, "POST", "/streams", `{"sql":"CREATE STREAM s () WITH (TYPE=\"memory\", DATASOURCE=\"t\")"}`, jsonCT); code != 401 {
 		t.Errorf("POST /streams without a token: %d %s", code, body)
 	}
 	h := map[string]string{"Content-Type": "application/json", "Authorization": valid}
-	if code, _, body := d.call(t, "POST", "/streams", `{"sql":"CREATE STREAM s () WITH (TYPE=\"memory\")"}`, h); code != 201 {
+	if code, _, body := d.call(t, "POST", "/streams", `{"sql":"CREATE STREAM s () WITH (TYPE=\"memory\", DATASOURCE=\"t\")"}`, h); code != 201 {
 		t.Errorf("POST /streams with a token: %d %s", code, body)
 	}
 	for _, want := range []string{
@@ -449,7 +449,7 @@ func testTLS(t *testing.T, bin string) {
 func testCrossSite(t *testing.T, bin string) {
 	d := startSec(t, bin, newBase(t), nil, "KUIPER__BASIC__CORS=https://console.example")
 	host := strings.TrimPrefix(d.url, "http://")
-	if code, _, body := d.call(t, "POST", "/streams", `{"sql":"CREATE STREAM keep () WITH (TYPE=\"memory\")"}`, jsonCT); code != 201 {
+	if code, _, body := d.call(t, "POST", "/streams", `{"sql":"CREATE STREAM keep () WITH (TYPE=\"memory\", DATASOURCE=\"t\")"}`, jsonCT); code != 201 {
 		t.Fatalf("create stream: %d %s", code, body)
 	}
 	wipe := `{"content":"{}"}`

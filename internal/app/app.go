@@ -123,9 +123,13 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if r, ok := runner.(interface{ Connections() *connection.Registry }); ok {
 		conns = r.Connections()
 	}
+	var checker server.StreamChecker
+	if c, ok := runner.(server.StreamChecker); ok {
+		checker = c
+	}
 	api := server.New(server.Options{
 		Catalog: cat, Rules: mgr, Config: cfg, Environ: opts.Environ, Logger: logger, Version: opts.Version,
-		Connections: conns, Warnings: exposure,
+		Connections: conns, Streams: checker, Warnings: exposure,
 	})
 
 	// /metrics and pprof on the REST port sit behind the API's checks

@@ -100,6 +100,9 @@ func (rn *Runner) prepare(def *rule.Def) (*prepared, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: stream %s is not a CREATE STREAM statement", ErrInvalid, n)
 		}
+		if err := rn.CheckStream(context.Background(), cs); err != nil {
+			return nil, fmt.Errorf("%w: rule %s reads %w", ErrInvalid, def.ID, err)
+		}
 		p.defs[n] = cs
 		fmt.Fprintf(h, "stream:%s\n", s.SQL)
 	}

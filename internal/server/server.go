@@ -8,6 +8,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +27,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
+	"github.com/rekuiper/rekuiper/internal/sql/ast"
 )
 
 // Options configure a Server. Catalog and Rules are required.
@@ -44,9 +46,19 @@ type Options struct {
 	// Connections reports the live state of named connections in GET
 	// /connections. Nil: every connection reads disconnected, refCount 0.
 	Connections *connection.Registry
+	// Streams checks stream and table definitions when they are created,
+	// replaced or imported (engine.Runner.CheckStream). Nil: definitions
+	// are only parsed.
+	Streams StreamChecker
 	// Warnings are shown in GET / (e.g. a listener exposed without
 	// authentication).
 	Warnings []string
+}
+
+// StreamChecker checks a stream or table definition against the engine:
+// connector type, format, confKey, connection and properties.
+type StreamChecker interface {
+	CheckStream(ctx context.Context, def *ast.CreateStreamStmt) error
 }
 
 // Server is the REST API. It is an http.Handler.

@@ -249,6 +249,11 @@ func (s *Server) importStream(ctx context.Context, k streamKind, name, sql strin
 	if !ok || cs.Kind != k.ast || cs.Name != name {
 		return badRequest("want CREATE %s %s", strings.ToUpper(string(k.kind)), name)
 	}
+	if s.opts.Streams != nil {
+		if err := s.opts.Streams.CheckStream(ctx, cs); err != nil {
+			return badRequest("%v", err)
+		}
+	}
 	if _, err := s.cat.PutStream(ctx, catalog.Stream{Name: name, Kind: k.kind, SQL: sql}, catalog.Upsert); err != nil {
 		return err
 	}

@@ -56,6 +56,9 @@ type Source struct {
 
 	conn *conn
 	sub  *subscription
+	// live is conn for Status, which other goroutines (rule status
+	// requests) call while Connect and Close run on the read loop.
+	live atomic.Pointer[conn]
 }
 
 var _ api.Source = (*Source)(nil)
@@ -130,6 +133,7 @@ func (s *Source) Connect(ctx context.Context) error {
 		return fmt.Errorf("connect to %s: %w", s.cfg.describe(), err)
 	}
 	s.conn, s.sub = c, sub
+	s.live.Store(c)
 	return nil
 }
 
@@ -161,6 +165,7 @@ func (s *Source) Close(context.Context) error {
 	s.conn.removeSub(s.sub)
 	s.pool.release(s.conn)
 	s.conn = nil
+	s.live.Store(nil)
 	return nil
 }
 
@@ -168,10 +173,11 @@ func (s *Source) Close(context.Context) error {
 // "disconnected", when it last connected and disconnected, and the last
 // error text.
 func (s *Source) Status() (state string, lastConnected, lastDisconnected time.Time, lastErr string) {
-	if s.conn == nil {
+	c := s.live.Load()
+	if c == nil {
 		return StateDisconnected, time.Time{}, time.Time{}, ""
 	}
-	return s.conn.status()
+	return c.status()
 }
 
 // subscription is one source's view of a connection.
