@@ -60,13 +60,16 @@ func IsLoopback(host string) bool {
 
 // ExposureWarnings lists the listeners that anyone on the network can use
 // without credentials: the REST API on a non-loopback address without
-// authentication, and the metrics and push endpoint listeners on a
-// non-loopback address (they have no authentication).
+// authentication (or, with it, without TLS), and the metrics and push
+// endpoint listeners on a non-loopback address (they have no
+// authentication).
 func (c *Config) ExposureWarnings() []string {
 	var warns []string
 	rest := net.JoinHostPort(c.Basic.RestIP, strconv.Itoa(c.Basic.RestPort))
 	if !IsLoopback(c.Basic.RestIP) && !c.Basic.Authentication {
 		warns = append(warns, fmt.Sprintf("the REST API listens on %s, not a loopback address, and basic.authentication is off: anyone who can reach it can manage this daemon", rest))
+	} else if !IsLoopback(c.Basic.RestIP) && c.Basic.RestTLS.Certfile == "" {
+		warns = append(warns, fmt.Sprintf("the REST API listens on %s, not a loopback address, without basic.restTls: tokens and data cross the network unencrypted", rest))
 	}
 	if c.Basic.Prometheus && c.Basic.PrometheusPort != c.Basic.RestPort && !IsLoopback(c.Basic.RestIP) {
 		warns = append(warns, fmt.Sprintf("Prometheus metrics are served without authentication on %s", net.JoinHostPort(c.Basic.RestIP, strconv.Itoa(c.Basic.PrometheusPort))))

@@ -57,10 +57,11 @@ func TestExposureWarnings(t *testing.T) {
 		want    []string // one substring per expected warning, in order
 	}{
 		{"rest on every interface", []string{"KUIPER__BASIC__RESTIP=0.0.0.0"}, []string{"0.0.0.0:9081"}},
-		{"rest on every interface with auth", []string{"KUIPER__BASIC__RESTIP=0.0.0.0", "KUIPER__BASIC__AUTHENTICATION=true"}, nil},
+		{"rest on every interface with auth", []string{"KUIPER__BASIC__RESTIP=0.0.0.0", "KUIPER__BASIC__AUTHENTICATION=true"}, []string{"without basic.restTls"}},
+		{"rest on every interface with auth and tls", []string{"KUIPER__BASIC__RESTIP=0.0.0.0", "KUIPER__BASIC__AUTHENTICATION=true", "KUIPER__BASIC__RESTTLS__CERTFILE=/c", "KUIPER__BASIC__RESTTLS__KEYFILE=/k"}, nil},
 		{"localhost", []string{"KUIPER__BASIC__RESTIP=localhost"}, nil},
-		{"metrics port", []string{"KUIPER__BASIC__RESTIP=10.1.2.3", "KUIPER__BASIC__AUTHENTICATION=true", "KUIPER__BASIC__PROMETHEUS=true"}, []string{"10.1.2.3:20499"}},
-		{"metrics on the rest port", []string{"KUIPER__BASIC__RESTIP=10.1.2.3", "KUIPER__BASIC__AUTHENTICATION=true", "KUIPER__BASIC__PROMETHEUS=true", "KUIPER__BASIC__PROMETHEUSPORT=9081"}, nil},
+		{"metrics port", []string{"KUIPER__BASIC__RESTIP=10.1.2.3", "KUIPER__BASIC__AUTHENTICATION=true", "KUIPER__BASIC__RESTTLS__CERTFILE=/c", "KUIPER__BASIC__RESTTLS__KEYFILE=/k", "KUIPER__BASIC__PROMETHEUS=true"}, []string{"10.1.2.3:20499"}},
+		{"metrics on the rest port", []string{"KUIPER__BASIC__RESTIP=10.1.2.3", "KUIPER__BASIC__AUTHENTICATION=true", "KUIPER__BASIC__RESTTLS__CERTFILE=/c", "KUIPER__BASIC__RESTTLS__KEYFILE=/k", "KUIPER__BASIC__PROMETHEUS=true", "KUIPER__BASIC__PROMETHEUSPORT=9081"}, nil},
 		{"push endpoints", []string{"KUIPER__SOURCE__HTTPSERVERIP=::"}, []string{"[::]:10081"}},
 	}
 	for _, tt := range tests {

@@ -47,6 +47,7 @@ func (s *Server) serveGuarded(w http.ResponseWriter, r *http.Request) string {
 	if s.guard.verifier != nil && !auth.IsOpenPath(r.URL.Path) {
 		claims, err := s.guard.verifier.Verify(r.Header.Get("Authorization"))
 		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="kuiper"`)
 			s.renderError(w, r, err)
 			return subject
 		}

@@ -235,6 +235,9 @@ func TestAuthenticationAndAudit(t *testing.T) {
 			if resp.StatusCode != tt.want {
 				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.want, b)
 			}
+			if got := resp.Header.Get("WWW-Authenticate"); (tt.want == 401) != (got != "") {
+				t.Errorf("WWW-Authenticate %q on %d", got, resp.StatusCode)
+			}
 		})
 	}
 
