@@ -4,6 +4,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -22,8 +23,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/rekuiper/rekuiper/internal/auth"
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/certs"
 	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
 	"github.com/rekuiper/rekuiper/internal/metrics"
@@ -77,6 +80,18 @@ func Run(ctx context.Context, opts Options) (err error) {
 		logger.Warn("config", "warning", w)
 	}
 	applyMemoryLimit(cfg.Basic.MemoryLimitBytes, opts.Environ, logger)
+	exposure := securityWarnings(cfg)
+	for _, w := range exposure {
+		logger.Warn("security", "warning", w)
+	}
+	var restTLS *tls.Config
+	if f := cfg.Basic.RestTLS; f.Certfile != "" {
+		r, err := certs.NewReloader(f.Certfile, f.Keyfile, logger)
+		if err != nil {
+			return fmt.Errorf("basic.restTls: %w", err)
+		}
+		restTLS = r.Config()
+	}
 
 	store, err := catalog.Open(ctx, cfg.SqlitePath(), catalog.Options{})
 	if err != nil {
@@ -134,9 +149,11 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	api := server.New(server.Options{
 		Catalog: cat, Rules: mgr, Config: cfg, Environ: opts.Environ, Logger: logger, Version: opts.Version,
-		Connections: conns, Streams: checker,
+		Connections: conns, Streams: checker, Warnings: exposure,
 	})
 
+	// /metrics and pprof on the REST port sit behind the API's checks
+	// (authentication, origin), as in eKuiper.
 	var handler http.Handler = api
 	if cfg.Basic.Prometheus {
 		stopMetrics, h, err := servePrometheus(cfg, mgr, logger)
@@ -145,19 +162,13 @@ func Run(ctx context.Context, opts Options) (err error) {
 		}
 		defer stopMetrics()
 		if h != nil {
-			mux := http.NewServeMux()
-			mux.Handle("/metrics", h)
-			mux.Handle("/", api)
-			handler = mux
+			api.Mount("/metrics", h)
 		}
 	}
 
 	if cfg.Basic.Pprof {
 		if cfg.Basic.PprofIP == cfg.Basic.RestIP && cfg.Basic.PprofPort == cfg.Basic.RestPort {
-			mux := http.NewServeMux()
-			mux.Handle("/debug/pprof/", pprofHandler())
-			mux.Handle("/", handler)
-			handler = mux
+			api.Mount("/debug/pprof/", pprofHandler())
 		} else if stopPprof, err := servePprof(cfg); err != nil {
 			// A debugging aid must not keep the daemon from starting
 			// (another kuiperd may hold the port).
@@ -180,15 +191,22 @@ func Run(ctx context.Context, opts Options) (err error) {
 		WriteTimeout:      5 * time.Minute,
 		IdleTimeout:       60 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		TLSConfig:         restTLS,
 	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	scheme := "http"
+	if restTLS != nil {
+		scheme = "https"
+		go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { serveErr <- srv.Serve(ln) }()
+	}
 
 	if err := mgr.Load(ctx); err != nil {
 		srv.Close()
 		return err
 	}
-	url := "http://" + ln.Addr().String()
+	url := scheme + "://" + ln.Addr().String()
 	fmt.Fprintf(opts.Stdout, "Serving kuiper (version - %s), restful api on %s\n", opts.Version, url)
 	logger.Info("rest api listening", "addr", url, "catalog", cfg.SqlitePath())
 	if opts.Ready != nil {
@@ -211,6 +229,22 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// securityWarnings lists what exposes the daemon: listeners anyone on the
+// network can use without credentials, and authentication that no token
+// can pass because etc/mgmt holds no public key.
+func securityWarnings(cfg *config.Config) []string {
+	warns := cfg.ExposureWarnings()
+	if !cfg.Basic.Authentication {
+		return warns
+	}
+	dir := filepath.Join(cfg.Paths.Etc, auth.KeyDir)
+	keys, _ := filepath.Glob(filepath.Join(dir, "*.pub"))
+	if len(keys) == 0 {
+		warns = append(warns, fmt.Sprintf("basic.authentication is on but %s holds no public key (*.pub): every request but / and /ping is refused", dir))
+	}
+	return warns
 }
 
 // removeRuleData removes data/rule_<id> (the rule's checkpoints and state)

@@ -47,7 +47,9 @@ func TestDefaults(t *testing.T) {
 		got, want any
 	}{
 		{"restPort", d.Basic.RestPort, 9081},
-		{"restIp", d.Basic.RestIP, "0.0.0.0"},
+		{"restIp", d.Basic.RestIP, "127.0.0.1"},
+		{"httpServerIp", d.Source.HTTPServerIP, "127.0.0.1"},
+		{"pprof", d.Basic.Pprof, false},
 		{"logLevel", d.Basic.LogLevel, "info"},
 		{"fileLog", d.Basic.FileLog, true},
 		{"consoleLog", d.Basic.ConsoleLog, false},
@@ -130,7 +132,7 @@ func TestLoadFile(t *testing.T) {
 		if cfg.Basic.RestPort != 9999 || !cfg.Basic.ConsoleLog {
 			t.Errorf("basic %+v", cfg.Basic)
 		}
-		if cfg.Basic.RestIP != "0.0.0.0" || !cfg.Basic.FileLog {
+		if cfg.Basic.RestIP != "127.0.0.1" || !cfg.Basic.FileLog {
 			t.Errorf("defaults of a partial section lost: %+v", cfg.Basic)
 		}
 		if cfg.Rule.LateTolerance.Std() != 2500*time.Millisecond || cfg.Rule.CheckpointInterval.Std() != time.Minute {
@@ -222,7 +224,9 @@ func TestEnvOverrides(t *testing.T) {
 		{"KUIPER__BASIC__ROTATESIZE=2048", func(c *Config) bool { return c.Basic.RotateSize == 2048 }},
 		{"KUIPER__BASIC__RULEPATROLINTERVAL=30s", func(c *Config) bool { return c.Basic.RulePatrolInterval.Std() == 30*time.Second }},
 		{"KUIPER__BASIC__SYSLOG__TAG=x", func(c *Config) bool { return c.Basic.Syslog.Tag == "x" }},
-		{"KUIPER__BASIC__RESTTLS__CERTFILE=/c.pem", func(c *Config) bool { return c.Basic.RestTLS.Certfile == "/c.pem" }},
+		{"KUIPER__BASIC__CORS=https://a.example, http://b.example:8080", func(c *Config) bool {
+			return reflect.DeepEqual(c.Basic.CORS, []string{"https://a.example", "http://b.example:8080"})
+		}},
 		{"KUIPER__RULE__LATETOLERANCE=1500", func(c *Config) bool { return c.Rule.LateTolerance.Std() == 1500*time.Millisecond }},
 		{"KUIPER__RULE__RESTARTSTRATEGY__ATTEMPTS=5", func(c *Config) bool { return c.Rule.RestartStrategy.Attempts == 5 }},
 		{"KUIPER__RULE__RESTARTSTRATEGY__JITTERFACTOR=0.5", func(c *Config) bool { return c.Rule.RestartStrategy.JitterFactor == 0.5 }},

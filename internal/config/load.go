@@ -206,6 +206,7 @@ func (c *Config) Validate() ([]string, error) {
 	if c.Basic.RotateTime < 0 || c.Basic.MaxAge < 0 || c.Basic.RotateSize < 0 || c.Basic.RotateCount < 0 {
 		bad("basic log rotation settings must not be negative")
 	}
+	errs = append(errs, c.validateSecurity()...)
 	errs = append(errs, c.Rule.validate("rule")...)
 	errs = append(errs, c.unsupported()...)
 	errs = append(errs, c.Sink.validate("sink")...)

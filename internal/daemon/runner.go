@@ -4,13 +4,8 @@
 package daemon
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
@@ -77,13 +72,15 @@ func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 	if err != nil {
 		return nil, nil, err
 	}
-	mux := connector.NewMux()
-	stopPush := servePush(cfg, mux, logger)
+	push, err := newPushServer(cfg, logger)
+	if err != nil {
+		return nil, nil, err
+	}
 	rn := &engine.Runner{
 		Catalog:  cat,
 		Registry: reg,
 		Deps: connector.Deps{
-			Logger: logger, Clock: clock.Wall{}, Memory: membus.New(), HTTP: mux, DataDir: cfg.Paths.Data,
+			Logger: logger, Clock: clock.Wall{}, Memory: membus.New(), HTTP: push, DataDir: cfg.Paths.Data,
 			Connections: conns, AESKey: aesKey,
 		},
 		Paths:                     cfg.Paths,
@@ -99,7 +96,7 @@ func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 		NodeID:                    nodeID,
 	}
 	release := func() {
-		stopPush()
+		push.Close()
 		if err := pool.Close(); err != nil {
 			logger.Warn("close mqtt connections", "err", err)
 		}
@@ -129,28 +126,4 @@ func newConnections(pool *mqtt.Pool) (*connection.Registry, error) {
 		}
 	}
 	return conns, nil
-}
-
-// servePush serves push endpoints (httppush, websocket server) on
-// source.httpServerIp:httpServerPort. A port that cannot be bound is logged,
-// not fatal: rules without push sources do not need it.
-func servePush(cfg *config.Config, mux http.Handler, logger *slog.Logger) func() {
-	addr := net.JoinHostPort(cfg.Source.HTTPServerIP, strconv.Itoa(cfg.Source.HTTPServerPort))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		logger.Warn("push endpoint server not started", "addr", addr, "err", err)
-		return func() {}
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("push endpoint server failed", "err", err)
-		}
-	}()
-	logger.Info("push endpoint server listening", "addr", ln.Addr().String())
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx) //nolint:errcheck // best effort at exit
-	}
 }

@@ -15,10 +15,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
+	"github.com/rekuiper/rekuiper/internal/auth"
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/config"
@@ -48,6 +50,9 @@ type Options struct {
 	// replaced or imported (engine.Runner.CheckStream). Nil: definitions
 	// are only parsed.
 	Streams StreamChecker
+	// Warnings are shown in GET / (e.g. a listener exposed without
+	// authentication).
+	Warnings []string
 }
 
 // StreamChecker checks a stream or table definition against the engine:
@@ -64,6 +69,7 @@ type Server struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	started time.Time
+	guard   guard
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -86,12 +92,32 @@ func New(opts Options) *Server {
 		opts: opts, cat: opts.Catalog, rules: opts.Rules, log: opts.Logger,
 		mux: http.NewServeMux(), started: opts.Clock.Now(),
 	}
+	s.guard = guard{audit: opts.Config.Basic.EnableRestAuditLog, cors: map[string]bool{}}
+	for _, o := range opts.Config.Basic.CORS {
+		s.guard.cors[strings.TrimSuffix(o, "/")] = true
+	}
+	if opts.Config.Basic.Authentication {
+		s.guard.verifier = auth.NewVerifier(filepath.Join(opts.Config.Paths.Etc, auth.KeyDir), opts.Clock.Now)
+	}
 	s.routes()
 	return s
 }
 
-// ServeHTTP dispatches to the routes.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP checks the request (origin, token, content type; see
+// serveGuarded), dispatches it to its route and, with
+// basic.enableRestAuditLog, logs mutating requests.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.guard.audit && isMutating(r.Method) {
+		s.serveAudited(w, r)
+		return
+	}
+	s.serveGuarded(w, r)
+}
+
+// Mount serves h at pattern (a ServeMux pattern) behind the same checks as
+// the API's routes; the daemon mounts /metrics and /debug/pprof/ this way
+// when they share the REST port. Call it before serving.
+func (s *Server) Mount(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
@@ -117,12 +143,16 @@ func (s *Server) routes() {
 }
 
 func (s *Server) info(w http.ResponseWriter, r *http.Request) error {
-	return writeJSON(w, http.StatusOK, map[string]any{
+	v := map[string]any{
 		"version":       s.opts.Version,
 		"os":            runtime.GOOS,
 		"arch":          runtime.GOARCH,
 		"upTimeSeconds": int64(s.opts.Clock.Now().Sub(s.started).Seconds()),
-	})
+	}
+	if len(s.opts.Warnings) > 0 {
+		v["warnings"] = s.opts.Warnings
+	}
+	return writeJSON(w, http.StatusOK, v)
 }
 
 // Errors the handlers return besides those of catalog, rule and rulemgr.
@@ -147,6 +177,12 @@ func statusOf(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, rule.ErrInvalid):
 		return http.StatusUnprocessableEntity
+	case errors.Is(err, auth.ErrUnauthorized):
+		return http.StatusUnauthorized
+	case errors.Is(err, errForbiddenOrigin):
+		return http.StatusForbidden
+	case errors.Is(err, errMediaType):
+		return http.StatusUnsupportedMediaType
 	case errors.Is(err, rulemgr.ErrClosed), errors.Is(err, catalog.ErrClosed):
 		return http.StatusServiceUnavailable
 	default:
