@@ -25,8 +25,8 @@ import (
 
 	"github.com/rekuiper/rekuiper/internal/auth"
 	"github.com/rekuiper/rekuiper/internal/catalog"
-	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/certs"
+	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
 	"github.com/rekuiper/rekuiper/internal/metrics"
