@@ -1,6 +1,5 @@
-// Package conformance loads rule test cases (the format of
-// shared/conformance/FORMAT.md) and replays them through the engine on a
-// virtual clock. `go test` runs the corpus with it, and `kuiper test` runs
+// Package conformance loads rule test cases (the format docs/kuiper-test.md
+// describes) and replays them through the engine on a virtual clock. `go test` runs the corpus with it, and `kuiper test` runs
 // users' own rule test files.
 package conformance
 
