@@ -34,6 +34,9 @@ type Case struct {
 	Notes          string             `json:"notes"`
 	Skip           string             `json:"skip"`
 	Quirk          string             `json:"quirk"`
+	// OracleError is set instead of Expected when eKuiper refused or could
+	// not run the rule (written by the differential oracle).
+	OracleError string `json:"oracle_error"`
 
 	// Path is the file the case came from.
 	Path string `json:"-"`
