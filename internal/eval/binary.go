@@ -42,6 +42,11 @@ func (c *Compiler) compileBinary(n *ast.BinaryExpr) (Expr, error) {
 			if err != nil {
 				return nil, err
 			}
+			if _, isObject := v.(map[string]any); v != nil && !isObject {
+				// eKuiper refuses -> on anything but an object too (an array
+				// of objects, as arr[0:2]->a gives, included).
+				return nil, fmt.Errorf("-> %s: %s is not an object", name, value.Describe(v))
+			}
 			return arrow(v, name), nil
 		}, nil
 	case token.BETWEEN, token.NOTBETWEEN:

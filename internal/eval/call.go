@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/rekuiper/rekuiper/internal/function"
@@ -83,7 +84,7 @@ func (c *Compiler) compileCall(n *ast.Call) (Expr, error) {
 	case function.Analytic:
 		return c.compileAnalytic(n, def, args)
 	}
-	scalar := def.Scalar
+	scalar, nilOnEmpty := def.Scalar, def.NilOnEmpty
 	return func(ctx *Ctx) (any, error) {
 		vals := make([]any, len(args))
 		for i, a := range args {
@@ -92,6 +93,9 @@ func (c *Compiler) compileCall(n *ast.Call) (Expr, error) {
 				return nil, err
 			}
 			vals[i] = v
+		}
+		if nilOnEmpty && slices.ContainsFunc(vals, emptyArg) {
+			return nil, nil
 		}
 		return scalar(ctx.Env, vals)
 	}, nil
@@ -366,4 +370,17 @@ func nonBoolDesc(v any) string {
 		return fmt.Sprintf("int(%d)", i)
 	}
 	return value.Describe(v)
+}
+
+// emptyArg reports nil, an empty array and an empty object.
+func emptyArg(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case []any:
+		return len(x) == 0
+	case map[string]any:
+		return len(x) == 0
+	}
+	return false
 }
