@@ -237,7 +237,7 @@ func (g *Generator) operand() string {
 	case 5:
 		return g.pick("o.a", "o->b", "arr[0]", "arr[1:3]", "o->c", "arr[-1]")
 	default:
-		return g.pick("0", "1", "-2", "2.5", "1e10", `"abc"`, `""`, `"ü字"`, "true", `"a,b"`, "3", `"2023-11-14 22:13"`, "-0.5", `","`)
+		return g.pick("0", "1", "(-2)", "2.5", "10000000000.0", `"abc"`, `""`, `"ü字"`, "true", `"a,b"`, "3", `"2023-11-14 22:13"`, "(-0.5)", `","`)
 	}
 }
 
@@ -258,7 +258,7 @@ func (g *Generator) call(d *function.Def) string {
 }
 
 func (g *Generator) cond() string {
-	return g.pick("v > 2", "w < 5", `k = "a"`, "v IS NOT NULL", "b = true", "v % 2 = 0", "w > v", `s != ""`)
+	return g.pick("v > 2", "w < 5", `k = "a"`, "isnull(v) = false", "b = true", "v % 2 = 0", "w > v", `s != ""`)
 }
 
 func (g *Generator) funcCase() *conformance.Case {
@@ -439,7 +439,7 @@ func (g *Generator) joinCase() *conformance.Case {
 		c := g.base("join", false, left, right)
 		c.Rule.SQL = fmt.Sprintf("SELECT fx.k, fx.v, tb.name%s FROM fx %s JOIN tb ON fx.k = tb.k", g.pick("", ", tb.v AS tv"), g.pick("INNER", "LEFT"))
 		if g.rng.IntN(3) == 0 {
-			c.Rule.SQL += " WHERE " + g.pick("fx.v > 1", "tb.v IS NOT NULL", `tb.name != "x"`)
+			c.Rule.SQL += " WHERE " + g.pick("fx.v > 1", "isnull(tb.v) = false", `tb.name != "x"`)
 		}
 		at := int64(genStart)
 		// Table rows first, then stream records interleaved with updates.
