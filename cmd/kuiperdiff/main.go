@@ -7,6 +7,7 @@
 //
 //	kuiperdiff -oracle /tmp/ekuiper-oracle/oracle.test -cases DIR
 //	kuiperdiff -oracle /tmp/ekuiper-oracle/oracle.test -seed 1 -n 5000 -keep diffs/
+//	kuiperdiff -recorded WORK/  # replay an earlier run's eKuiper outputs
 package main
 
 import (
@@ -34,6 +35,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	oracle := fs.String("oracle", "", "eKuiper's compiled rule harness (DEST/oracle.test of scripts/ekuiper-oracle.sh)")
 	cases := fs.String("cases", "", "a folder of case files to compare (their expected outputs are replaced by eKuiper's)")
+	recorded := fs.String("recorded", "", "a folder of oracle outputs from an earlier run: compare rekuiper with them, without running eKuiper")
 	seed := fs.Uint64("seed", 1, "generator seed")
 	n := fs.Int("n", 0, "number of random cases to generate and compare")
 	batch := fs.Int("batch", 250, "cases per oracle run")
@@ -44,8 +46,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if *recorded != "" {
+		d := &differ{funcs: function.Builtins(), keep: *keep, verbose: *verbose, out: stdout}
+		err := d.runRecorded(*recorded)
+		fmt.Fprint(stdout, d.report.String())
+		if err != nil {
+			fmt.Fprintf(stderr, "kuiperdiff: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	if *oracle == "" || (*cases == "") == (*n == 0) {
-		fmt.Fprintln(stderr, "kuiperdiff: -oracle and exactly one of -cases or -n are required")
+		fmt.Fprintln(stderr, "kuiperdiff: -recorded, or -oracle and exactly one of -cases or -n, are required")
 		fs.Usage()
 		return 2
 	}
@@ -117,6 +129,22 @@ func (d *differ) runFolder(ctx context.Context, folder string) error {
 		return err
 	}
 	for _, c := range outs {
+		d.record(differential.Check(c, d.funcs))
+	}
+	return nil
+}
+
+// runRecorded compares rekuiper with the oracle outputs under folder.
+func (d *differ) runRecorded(folder string) error {
+	paths, err := conformance.Discover(folder)
+	if err != nil {
+		return err
+	}
+	for _, p := range paths {
+		c, err := conformance.Load(p)
+		if err != nil {
+			return err
+		}
 		d.record(differential.Check(c, d.funcs))
 	}
 	return nil

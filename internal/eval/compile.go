@@ -330,7 +330,11 @@ func (c *Compiler) compileCase(n *ast.CaseExpr) (Expr, error) {
 			}
 			hit := false
 			if subject != nil {
-				hit = sv != nil && cv != nil && value.Equal(sv, cv)
+				// Compared as =: values of kinds that do not compare (a
+				// number and a string, say) are an error, as in eKuiper.
+				if hit, err = value.Compare(value.Eq, sv, cv); err != nil {
+					return nil, fmt.Errorf("evaluate case expression: %w", err)
+				}
 			} else if b, ok := cv.(bool); ok {
 				hit = b
 			} else if cv != nil {
