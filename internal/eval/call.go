@@ -260,12 +260,12 @@ func (s *AnalyticSite) Eval(ctx *Ctx) (any, error) {
 	vals = append(vals, s.extra...)
 	valid := true
 	if s.when != nil {
-		w, err := s.when(ctx)
-		if err != nil {
-			return nil, err
+		// A WHEN that fails (comparing a string with a number, say) leaves
+		// the row accepted, as eKuiper does; nil or false rejects it.
+		if w, err := s.when(ctx); err == nil {
+			b, _ := w.(bool)
+			valid = b
 		}
-		b, _ := w.(bool)
-		valid = b
 	}
 	pkey := ""
 	if len(s.partition) > 0 {
@@ -290,7 +290,7 @@ func (s *AnalyticSite) Eval(ctx *Ctx) (any, error) {
 }
 
 func (c *Compiler) compileAnalytic(n *ast.Call, def *function.Def, args []Expr) (Expr, error) {
-	site := &AnalyticSite{ID: len(c.sites), fn: def.Analytic, args: args, store: c.Analytic}
+	site := &AnalyticSite{ID: len(c.sites) + c.projected, fn: def.Analytic, args: args, store: c.Analytic}
 	site.key = fmt.Sprintf("$analytic:%d", site.ID)
 	if multiColumn[def.Name] {
 		names := make([]any, 0, len(n.Args))
@@ -314,6 +314,12 @@ func (c *Compiler) compileAnalytic(n *ast.Call, def *function.Def, args []Expr) 
 			}
 			site.when = x
 		}
+	}
+	if multiColumn[def.Name] {
+		// changed_cols compares the rows the SELECT outputs, so it is not
+		// evaluated before WHERE with the other analytic functions.
+		c.projected++
+		return site.Eval, nil
 	}
 	c.sites = append(c.sites, site)
 	return site.Eval, nil

@@ -41,9 +41,12 @@ type Compiler struct {
 	aliasExprs map[string]Expr
 	compiling  map[string]bool
 	sites      []*AnalyticSite
-	hasAgg     bool
-	aggSites   []*AggSite
-	aggIndex   map[string]*AggSite
+	// projected counts the analytic sites evaluated only where the row is
+	// projected (changed_cols), after WHERE, as eKuiper evaluates them.
+	projected int
+	hasAgg    bool
+	aggSites  []*AggSite
+	aggIndex  map[string]*AggSite
 }
 
 // NewCompiler returns a compiler over funcs for the given streams.
