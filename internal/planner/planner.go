@@ -226,11 +226,15 @@ func intArg(w *ast.Window, i int) (int64, error) {
 	return lit.Val, nil
 }
 
-func fieldName(f ast.Field, i int) string {
+// fieldName is f's output name; unnamed fields are numbered in order among
+// the unnamed ones (kuiper_field_0, kuiper_field_1, ...), as eKuiper does,
+// with *unnamed counting them.
+func fieldName(f ast.Field, unnamed *int) string {
 	if n := f.Name(); n != "" {
 		return n
 	}
-	return "kuiper_field_" + strconv.Itoa(i)
+	*unnamed++
+	return "kuiper_field_" + strconv.Itoa(*unnamed-1)
 }
 
 func lower(s string) string { return strings.ToLower(s) }
