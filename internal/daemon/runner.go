@@ -88,7 +88,11 @@ func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 		DefaultCheckpointInterval: cfg.Rule.CheckpointInterval.Std(),
 		SinkDefaults:              cfg.Sink,
 	}
+	if err := rn.StartLookupTables(context.Background()); err != nil {
+		logger.Warn("memory lookup tables not started", "err", err)
+	}
 	release := func() {
+		rn.CloseLookupTables(context.Background())
 		stopPush()
 		if err := pool.Close(); err != nil {
 			logger.Warn("close mqtt connections", "err", err)

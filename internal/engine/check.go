@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/planner"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 )
 
@@ -24,16 +25,13 @@ func (rn *Runner) CheckStream(_ context.Context, def *ast.CreateStreamStmt) erro
 	if rn.Registry == nil {
 		return fmt.Errorf("stream %s: no connector registry", def.Name)
 	}
+	if planner.IsLookup(def) {
+		return rn.checkLookupTable(def)
+	}
 	entry, ok := rn.Registry.Source(typ)
 	if !ok {
 		return fmt.Errorf("stream %s: unknown TYPE %q; source types are %s",
 			def.Name, typ, strings.Join(rn.Registry.Names(connector.KindSource), ", "))
-	}
-	if kind, _ := def.Option("KIND"); def.Kind == ast.KindTable && strings.EqualFold(kind, "lookup") {
-		if _, ok := rn.Registry.Lookup(typ); !ok {
-			return fmt.Errorf("table %s: TYPE %q cannot serve a lookup table; lookup types are %s",
-				def.Name, typ, strings.Join(rn.Registry.Names(connector.KindLookup), ", "))
-		}
 	}
 	if _, err := newDecoder(def); err != nil {
 		f, _ := def.Option("FORMAT")

@@ -46,6 +46,8 @@ type Runner struct {
 	DefaultCheckpointInterval time.Duration
 	// SinkDefaults are the sink cache defaults of kuiper.yaml `sink:`.
 	SinkDefaults config.SinkDefaults
+
+	memTables memoryTables
 }
 
 var _ rulemgr.Runner = (*Runner)(nil)
@@ -182,6 +184,11 @@ func (rn *Runner) Start(ctx context.Context, def *rule.Def) (rulemgr.Running, er
 		} else {
 			rr.logger.Info("restored checkpoint", "id", restored.ID)
 		}
+	}
+	if err := rr.connectLookups(ctx); err != nil {
+		_ = rr.closeLookups(context.Background())
+		rr.closeSinks()
+		return nil, err
 	}
 	built.Rule.Start()
 	if err := rr.attach(p, restored); err != nil {
