@@ -24,7 +24,7 @@ import (
 )
 
 // createDef checks and stores a stream or table as the REST API does.
-func (e *testEnv) createDef(t *testing.T, sql string) {
+func (e *testEnv) createDef(t testing.TB, sql string) {
 	t.Helper()
 	st, err := parser.ParseStatement(sql)
 	if err != nil {
@@ -43,7 +43,7 @@ func (e *testEnv) createDef(t *testing.T, sql string) {
 	}
 }
 
-func (e *testEnv) confKey(t *testing.T, typ, key string, props map[string]any) {
+func (e *testEnv) confKey(t testing.TB, typ, key string, props map[string]any) {
 	t.Helper()
 	if _, err := e.runner.Catalog.PutConfKey(context.Background(), catalog.ConfKey{Category: catalog.ConfSource, Type: typ, Key: key, Props: props}, catalog.Create); err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func TestMemoryLookupSeesRowsBeforeRuleStart(t *testing.T) {
 	}
 }
 
-func mustDef(t *testing.T, sql string) *ast.CreateStreamStmt {
+func mustDef(t testing.TB, sql string) *ast.CreateStreamStmt {
 	t.Helper()
 	st, err := parser.ParseStatement(sql)
 	if err != nil {
