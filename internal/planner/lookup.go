@@ -38,8 +38,12 @@ func (b *builder) checkLookups() error {
 		if j.On == nil {
 			return errAt(s, "join with lookup table %s needs an ON condition", j.Name)
 		}
-		if cols, _, _ := b.splitLookupOn(j); len(cols) == 0 {
+		cols, _, _ := b.splitLookupOn(j)
+		if len(cols) == 0 {
 			return errAt(j.On, "ON of lookup table %s needs an equality between a column of %s and an expression of the stream, such as s.id = %s.id", j.Name, j.Name, j.Name)
+		}
+		if typ, _ := b.inputs[i+1].Def.Option("TYPE"); strings.EqualFold(typ, "redis") && len(cols) > 1 {
+			return errAt(j.On, "redis lookup table %s is looked up by one key, but ON has %d equalities with its columns (%s); keep one and move the others out of ON", j.Name, len(cols), strings.Join(cols, ", "))
 		}
 	}
 	return nil

@@ -56,7 +56,7 @@ func TestLookupJoinPlan(t *testing.T) {
 		{`SELECT * FROM free LEFT JOIN lk ON lk.id = free.a + 1`, "id", false, 0, ast.LeftJoin},
 		{`SELECT * FROM free AS f INNER JOIN lk AS l ON (f.k = l.id AND f.v > l.limit)`, "id", true, 0, ast.InnerJoin},
 		{`SELECT * FROM free INNER JOIN lk2 ON free.a = lk2.a AND lk2.b = free.b AND lk2.c > 0`, "a,b", true, 0, ast.InnerJoin},
-		{`SELECT * FROM free INNER JOIN lk ON free.k = lk.id AND free.k = lk.id2 GROUP BY TUMBLINGWINDOW(ss, 1)`, "id,id2", false, 0, ast.InnerJoin},
+		{`SELECT * FROM free INNER JOIN lk2 ON free.k = lk2.id AND free.k = lk2.id2 GROUP BY TUMBLINGWINDOW(ss, 1)`, "id,id2", false, 0, ast.InnerJoin},
 		{`SELECT * FROM free INNER JOIN tbl ON free.id = tbl.id INNER JOIN lk ON tbl.name = lk.id`, "id", false, 1, ast.InnerJoin},
 	}
 	for _, tc := range tests {
@@ -93,6 +93,7 @@ func TestLookupJoinRefused(t *testing.T) {
 		{`SELECT * FROM free INNER JOIN lk ON free.k > lk.id`, "needs an equality between a column of lk"},
 		{`SELECT * FROM free INNER JOIN lk ON free.k = lk.id OR free.j = lk.id`, "needs an equality between a column of lk"},
 		{`SELECT * FROM free INNER JOIN lk ON lk.a = lk.b`, "needs an equality between a column of lk"},
+		{`SELECT * FROM free INNER JOIN lk ON free.a = lk.a AND free.b = lk.b`, "redis lookup table lk is looked up by one key, but ON has 2 equalities"},
 	}
 	for _, tc := range tests {
 		_, err := lookupPlan(t, tc.sql)
