@@ -81,11 +81,7 @@ func parseCacheOpts(m map[string]any) (lookupCacheOpts, error) {
 		case "cacheMissingKey":
 			c.missing, err = value.ToBool(v)
 		case "cacheTtl":
-			var n int64
-			if n, err = value.ToInt(v); err == nil && n <= 0 {
-				err = fmt.Errorf("must be a positive number of seconds, found %d", n)
-			}
-			c.ttl = time.Duration(n) * time.Second
+			c.ttl, err = parseTTL(v)
 		case "cacheSize":
 			var n int64
 			if n, err = value.ToInt(v); err == nil && (n <= 0 || n > maxCacheSize) {
@@ -100,6 +96,31 @@ func parseCacheOpts(m map[string]any) (lookupCacheOpts, error) {
 		}
 	}
 	return c, nil
+}
+
+// parseTTL reads cacheTtl: a number of seconds (eKuiper's form) or a
+// duration string such as "5m".
+func parseTTL(v any) (time.Duration, error) {
+	var d time.Duration
+	if str, ok := v.(string); ok {
+		if pd, err := time.ParseDuration(str); err == nil {
+			d = pd
+		} else if n, err := value.ToInt(str); err == nil {
+			d = time.Duration(n) * time.Second
+		} else {
+			return 0, fmt.Errorf("must be a number of seconds or a duration such as \"5m\", found %q", str)
+		}
+	} else {
+		n, err := value.ToInt(v)
+		if err != nil {
+			return 0, err
+		}
+		d = time.Duration(n) * time.Second
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("must be a positive number of seconds, found %v", v)
+	}
+	return d, nil
 }
 
 // checkLookupTable is CheckStream for KIND="lookup" tables: the type is a
