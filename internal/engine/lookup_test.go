@@ -83,7 +83,24 @@ func TestMemoryLookupSeesRowsBeforeRuleStart(t *testing.T) {
 		}
 	}
 	// The table applies rows on its own goroutine: wait until it has.
-	typ, props, _, err := e.runner.lookupProps(mustDef(t, `CREATE TABLE dim () WITH (DATASOURCE="dim", TYPE="memory", KIND="lookup", KEY="id")`))
+	e.waitTable(t, `CREATE TABLE dim () WITH (DATASOURCE="dim", TYPE="memory", KIND="lookup", KEY="id")`, func(l func(any) int) bool {
+		return l(int64(3)) == 0 && l(int64(2)) == 1
+	})
+
+	e.startRule(t, `SELECT s.v, dim.name FROM s INNER JOIN dim ON s.v = dim.id`, 2)
+	e.publish(t, 1, 3, 2, 4)
+	msgs, _ := e.out.wait(t, 2)
+	if got := strings.Join(msgs, " "); got != `[{"name":"one","v":1}] [{"name":"two","v":2}]` {
+		t.Fatalf("inner lookup join: %s", got)
+	}
+}
+
+// waitTable waits until done, given the number of rows of the memory
+// lookup table sql has for an id, is true.
+func (e *testEnv) waitTable(t testing.TB, sql string, done func(rows func(id any) int) bool) {
+	t.Helper()
+	ctx := context.Background()
+	typ, props, _, err := e.runner.lookupProps(mustDef(t, sql))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,24 +108,19 @@ func TestMemoryLookupSeesRowsBeforeRuleStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		rows, _ := tbl.Lookup(ctx, map[string]any{"id": int64(3)})
-		rows2, _ := tbl.Lookup(ctx, map[string]any{"id": int64(2)})
-		if len(rows) == 0 && len(rows2) == 1 {
-			break
+	rows := func(id any) int {
+		r, err := tbl.Lookup(ctx, map[string]any{"id": id})
+		if err != nil {
+			t.Fatal(err)
 		}
+		return len(r)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !done(rows) {
 		if time.Now().After(deadline) {
 			t.Fatal("memory table never applied the published rows")
 		}
 		time.Sleep(2 * time.Millisecond)
-	}
-
-	e.startRule(t, `SELECT s.v, dim.name FROM s INNER JOIN dim ON s.v = dim.id`, 2)
-	e.publish(t, 1, 3, 2, 4)
-	msgs, _ := e.out.wait(t, 2)
-	if got := strings.Join(msgs, " "); got != `[{"name":"one","v":1}] [{"name":"two","v":2}]` {
-		t.Fatalf("inner lookup join: %s", got)
 	}
 }
 
@@ -264,5 +276,57 @@ func TestLookupTableChecks(t *testing.T) {
 		}
 		_ = e.runner.Catalog.DeleteConfKey(context.Background(), catalog.ConfSource, "memory", "badcache")
 		_ = e.runner.Catalog.DeleteConfKey(context.Background(), catalog.ConfSource, "memory", "unknown")
+	}
+}
+
+// TestMemoryLookupTablesStartWithDaemon: a memory lookup table stored
+// before the daemon started follows its topic from StartLookupTables, and
+// a dropped one is stopped when the next lookup table is created.
+func TestMemoryLookupTablesStartWithDaemon(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := context.Background()
+	for _, sql := range []string{
+		`CREATE TABLE dim () WITH (DATASOURCE="dim", TYPE="memory", KIND="lookup", KEY="id")`,
+		`CREATE TABLE old () WITH (DATASOURCE="old", TYPE="memory", KIND="lookup", KEY="id")`,
+	} {
+		// Stored without CheckStream: as found in the catalog at start.
+		if _, err := e.runner.Catalog.PutStream(ctx, catalog.Stream{Name: mustDef(t, sql).Name, Kind: catalog.KindTable, SQL: sql}, catalog.Create); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e.bus.Subscribers() != 0 {
+		t.Fatalf("%d subscribers before start", e.bus.Subscribers())
+	}
+	if err := e.runner.StartLookupTables(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.runner.CloseLookupTables(ctx) })
+	if n := e.bus.Subscribers(); n != 2 {
+		t.Fatalf("%d subscribers after StartLookupTables, want 2 (one per memory lookup table)", n)
+	}
+	if err := e.bus.Publish(ctx, membus.Message{Topic: "dim", Data: map[string]any{"id": "a", "name": "alpha"}}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitTable(t, `CREATE TABLE dim () WITH (DATASOURCE="dim", TYPE="memory", KIND="lookup", KEY="id")`, func(l func(any) int) bool { return l("a") == 1 })
+	if err := e.runner.Catalog.DeleteStream(ctx, "old"); err != nil {
+		t.Fatal(err)
+	}
+	e.createDef(t, `CREATE TABLE other () WITH (DATASOURCE="other", TYPE="memory", KIND="lookup", KEY="id")`)
+	if n := e.bus.Subscribers(); n != 2 {
+		t.Fatalf("%d subscribers after dropping old and creating other, want 2", n)
+	}
+	if _, err := e.runner.Catalog.PutStream(ctx, catalog.Stream{Name: "s2", Kind: catalog.KindStream,
+		SQL: `CREATE STREAM s2 (k STRING) WITH (DATASOURCE="in2", TYPE="memory")`}, catalog.Create); err != nil {
+		t.Fatal(err)
+	}
+	e.startRule(t, `SELECT s2.k, dim.name FROM s2 LEFT JOIN dim ON s2.k = dim.id`, 3)
+	for _, k := range []string{"a", "b"} {
+		if err := e.bus.Publish(ctx, membus.Message{Topic: "in2", Data: map[string]any{"k": k}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs, _ := e.out.wait(t, 2)
+	if got := strings.Join(msgs, " "); got != `[{"k":"a","name":"alpha"}] [{"k":"b"}]` {
+		t.Fatalf("left lookup join: %s", got)
 	}
 }
