@@ -189,8 +189,9 @@ func TestRedisLookupWithoutCacheSeesUpdates(t *testing.T) {
 }
 
 // testSQLLookup joins with a devices table of a real database; the ON
-// clause has a second condition applied after the lookup.
-func testSQLLookup(t *testing.T, url string, db *sql.DB) {
+// clause has a second condition applied after the lookup. cols is the
+// lookup table's declared columns ("" for a schemaless table).
+func testSQLLookup(t *testing.T, url string, db *sql.DB, cols string) {
 	ctx := context.Background()
 	for _, q := range []string{
 		`CREATE TABLE devices (id BIGINT, name TEXT, kind BIGINT)`,
@@ -202,7 +203,7 @@ func testSQLLookup(t *testing.T, url string, db *sql.DB) {
 	}
 	e := newTestEnv(t)
 	e.confKey(t, "sql", "db", map[string]any{"url": url, "lookup": map[string]any{"cache": true, "cacheTtl": 60, "cacheMissingKey": false}})
-	e.createDef(t, `CREATE TABLE devices () WITH (DATASOURCE="devices", TYPE="sql", KIND="lookup", CONF_KEY="db")`)
+	e.createDef(t, `CREATE TABLE devices (`+cols+`) WITH (DATASOURCE="devices", TYPE="sql", KIND="lookup", CONF_KEY="db")`)
 	e.startRule(t, `SELECT s.v, devices.name FROM s INNER JOIN devices ON devices.id = s.v AND devices.kind = 7`, 1)
 	e.publish(t, 1, 2, 3, 4, 1)
 	msgs, _ := e.out.wait(t, 3)
@@ -218,7 +219,7 @@ func TestSQLiteLookupJoin(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	testSQLLookup(t, "sqlite://"+path, db)
+	testSQLLookup(t, "sqlite://"+path, db, "id BIGINT, name STRING, kind BIGINT")
 }
 
 func TestPostgresLookupJoin(t *testing.T) {
@@ -228,7 +229,7 @@ func TestPostgresLookupJoin(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	testSQLLookup(t, pg.URL, db)
+	testSQLLookup(t, pg.URL, db, "")
 }
 
 // TestHTTPPullLookupJoin joins with the rows an HTTP endpoint returns; with
