@@ -61,16 +61,22 @@ func (j *LookupJoin) Process(ctx *Context, it Item, emit Emit) error {
 		emit(it)
 		return nil
 	}
+	// A failed lookup loses its row only: the rest of the batch is joined
+	// and the first error is reported once.
+	var first error
 	for _, t := range it.Tuples {
 		rows, err := j.joinRows(ctx, []row.Row{t})
 		if err != nil {
-			return err
+			if first == nil {
+				first = err
+			}
+			continue
 		}
 		if len(rows) > 0 {
 			emit(Item{Kind: Data, Set: &row.Set{Rows: rows}})
 		}
 	}
-	return nil
+	return first
 }
 
 func (j *LookupJoin) joinRows(ctx *Context, rows []row.Row) ([]row.Row, error) {

@@ -2,7 +2,9 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/rekuiper/rekuiper/internal/eval"
@@ -19,6 +21,9 @@ type mapTable struct {
 
 func (m *mapTable) Lookup(_ context.Context, keys map[string]any) ([]map[string]any, error) {
 	m.queries++
+	if keys["id"] == "fail" {
+		return nil, errors.New("table unreachable")
+	}
 	return m.rows[value.ToString(keys["id"])], nil
 }
 
@@ -134,5 +139,26 @@ func TestLookupCacheWithoutMissingKeys(t *testing.T) {
 	run(t, j, &Context{NowMS: func() int64 { return 0 }}, tuples(int64(5), int64(5)))
 	if tbl.queries != 2 || j.Cache.Len() != 0 {
 		t.Fatalf("cacheMissingKey off: %d queries, %d cached keys; want 2 and 0", tbl.queries, j.Cache.Len())
+	}
+}
+
+// TestLookupErrorLosesOneRow: a failed lookup drops its row, reports the
+// error, and the rest of the batch is joined.
+func TestLookupErrorLosesOneRow(t *testing.T) {
+	tbl := &mapTable{rows: map[string][]map[string]any{"1": {{"id": int64(1), "name": "one"}}}}
+	j := &LookupJoin{Type: ast.LeftJoin, Table: "t", Columns: []string{"id"}, Keys: []eval.Expr{column("s", "k")}, Source: tbl}
+	var got [][2]any
+	err := j.Process(&Context{}, Item{Kind: Data, Tuples: tuples("fail", int64(1))}, func(it Item) {
+		for _, r := range it.Set.Rows {
+			k, _ := r.Value("s", "k")
+			n, _ := r.Value("t", "name")
+			got = append(got, [2]any{k, n})
+		}
+	})
+	if err == nil || !strings.Contains(err.Error(), "lookup table t: table unreachable") {
+		t.Fatalf("error %v, want the lookup failure", err)
+	}
+	if fmt.Sprint(got) != "[[1 one]]" {
+		t.Fatalf("rows after a failed lookup: %v", got)
 	}
 }
