@@ -331,3 +331,67 @@ func TestMemoryLookupTablesStartWithDaemon(t *testing.T) {
 		t.Fatalf("left lookup join: %s", got)
 	}
 }
+
+// TestRedisLookupSurvivesOutage: while redis-server is down the rows that
+// need a lookup are lost and counted as exceptions of the lookup join; the
+// rule keeps running and joins again once the server is back.
+func TestRedisLookupSurvivesOutage(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	set := func() {
+		cl := goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
+		defer cl.Close()
+		if err := cl.Set(ctx, "1", `{"id":1,"alarm":50}`, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set()
+	e := newTestEnv(t)
+	e.confKey(t, "redis", "local", map[string]any{"addr": srv.Addr(), "timeout": "500ms"})
+	e.createDef(t, `CREATE TABLE alerts () WITH (DATASOURCE="0", TYPE="redis", KIND="lookup", CONF_KEY="local")`)
+	def, err := rule.ParseDef([]byte(`{"id":"r","sql":"SELECT s.v, alerts.alarm FROM s INNER JOIN alerts ON s.v = alerts.id","actions":[{"counting":{}}]}`), rule.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := e.runner.Start(ctx, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Stop(ctx)
+	waitSubscribed(t, e.bus, 1)
+	e.publish(t, 1)
+	e.out.wait(t, 1)
+
+	srv.Stop()
+	e.publish(t, 1)
+	exceptions := func() int64 {
+		for k, v := range run.Metrics() {
+			if strings.HasSuffix(k, "_lookupjoin_0_exceptions_total") {
+				n, _ := v.(int64)
+				return n
+			}
+		}
+		t.Fatal("no lookupjoin metrics")
+		return 0
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for exceptions() < 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no exception counted while redis is down: %v", run.Metrics())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case <-run.Done():
+		t.Fatal("rule stopped after a failed lookup")
+	default:
+	}
+
+	srv.Restart(t)
+	set()
+	e.publish(t, 1)
+	msgs, _ := e.out.wait(t, 2)
+	if got := strings.Join(msgs, " "); got != `[{"alarm":50,"v":1}] [{"alarm":50,"v":1}]` {
+		t.Fatalf("joins before and after the outage: %s", got)
+	}
+}
