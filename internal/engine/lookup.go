@@ -156,7 +156,15 @@ func isMemory(typ string) bool { return strings.EqualFold(typ, "memory") }
 // start of the first rule that joins it, and all rules share it.
 type memoryTables struct {
 	mu     sync.Mutex
-	tables map[string]connector.LookupSource
+	tables map[string]*memoryTable
+}
+
+type memoryTable struct {
+	src connector.LookupSource
+	// seen: a table of the catalog has used it. Only such tables are
+	// stopped when no table uses them any more: one started by the check
+	// of a CREATE TABLE is not in the catalog until the create commits.
+	seen bool
 }
 
 // pinMemoryTable returns the running memory table for props, starting it
@@ -167,12 +175,12 @@ func (rn *Runner) pinMemoryTable(ctx context.Context, typ string, props map[stri
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
 	if mt.tables == nil {
-		mt.tables = map[string]connector.LookupSource{}
-	}
-	if t, ok := mt.tables[key]; ok {
-		return t, nil
+		mt.tables = map[string]*memoryTable{}
 	}
 	rn.pruneMemoryTables(ctx)
+	if t, ok := mt.tables[key]; ok {
+		return t.src, nil
+	}
 	t, err := rn.Registry.NewLookup(typ, props, rn.Deps)
 	if err != nil {
 		return nil, err
@@ -181,12 +189,14 @@ func (rn *Runner) pinMemoryTable(ctx context.Context, typ string, props map[stri
 		_ = t.Close(ctx)
 		return nil, err
 	}
-	mt.tables[key] = t
+	mt.tables[key] = &memoryTable{src: t}
 	return t, nil
 }
 
 // pruneMemoryTables stops the memory tables that no table of the catalog
-// defines any more (dropped or replaced). mt.mu is held.
+// defines any more (dropped or replaced). mt.mu is held. It runs whenever
+// a memory lookup table is checked or joined: a dropped table's rows stay
+// in memory until then.
 func (rn *Runner) pruneMemoryTables(ctx context.Context) {
 	if rn.Catalog == nil || len(rn.memTables.tables) == 0 {
 		return
@@ -202,8 +212,11 @@ func (rn *Runner) pruneMemoryTables(ctx context.Context) {
 		}
 	}
 	for k, t := range rn.memTables.tables {
-		if !used[k] {
-			_ = t.Close(ctx)
+		switch {
+		case used[k]:
+			t.seen = true
+		case t.seen:
+			_ = t.src.Close(ctx)
 			delete(rn.memTables.tables, k)
 		}
 	}
@@ -236,6 +249,9 @@ func (rn *Runner) StartLookupTables(ctx context.Context) error {
 		if _, err := rn.pinMemoryTable(ctx, typ, props); err != nil {
 			return fmt.Errorf("table %s: %w", def.Name, err)
 		}
+		rn.memTables.mu.Lock()
+		rn.memTables.tables[propsKey(typ, props)].seen = true // it is in the catalog
+		rn.memTables.mu.Unlock()
 	}
 	return nil
 }
@@ -326,7 +342,7 @@ func (rn *Runner) CloseLookupTables(ctx context.Context) {
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
 	for k, t := range mt.tables {
-		_ = t.Close(ctx)
+		_ = t.src.Close(ctx)
 		delete(mt.tables, k)
 	}
 }
