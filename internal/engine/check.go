@@ -12,8 +12,9 @@ import (
 )
 
 // CheckStream checks a stream or table definition the way starting a rule
-// on it would, without connecting to anything: its TYPE is a registered
-// source type (and a lookup type for KIND="lookup" tables), its FORMAT is
+// on it would, without connecting to anything (a KIND="lookup" table is
+// checked by checkLookupTable instead): its TYPE is a registered
+// source type, its FORMAT is
 // one the engine decodes, its CONF_KEY exists (in the type's confKey file
 // or stored over REST), a connectionSelector names a stored connection of
 // that type, and the resolved properties pass the connector's property
