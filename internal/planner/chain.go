@@ -44,6 +44,11 @@ func (b *builder) chain() ([]operator.Operator, error) {
 		} else if join != nil {
 			ops = append(ops, join)
 		}
+		lookups, err := b.lookupJoins()
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, lookups...)
 		if where == nil && b.calls("last_hit_count", "last_hit_time") {
 			// Every row is a hit: a filter that keeps all of them counts them.
 			where = alwaysTrue
@@ -68,6 +73,11 @@ func (b *builder) chain() ([]operator.Operator, error) {
 	} else if join != nil {
 		ops = append(ops, join)
 	}
+	lookups, err := b.lookupJoins()
+	if err != nil {
+		return nil, err
+	}
+	ops = append(ops, lookups...)
 	if where != nil && !pushDown {
 		ops = append(ops, &operator.Filter{Cond: where})
 	}
@@ -256,6 +266,9 @@ func (b *builder) join() (operator.Operator, error) {
 	j := &operator.Join{Left: s.From.Name, LeftTable: b.inputs[0].Table, LeftInput: b.inputs[0].Port}
 	for i, spec := range s.Joins {
 		in := b.inputs[i+1]
+		if in.Lookup {
+			continue // see lookupJoins
+		}
 		js := operator.JoinSpec{Type: spec.Type, Stream: spec.Name, Table: in.Table, Input: in.Port}
 		if spec.Type == ast.CrossJoin && spec.On != nil {
 			return nil, errAt(spec.On, "CROSS JOIN must not have an ON condition")
@@ -277,6 +290,9 @@ func (b *builder) join() (operator.Operator, error) {
 			}
 		}
 		j.Joins = append(j.Joins, js)
+	}
+	if len(j.Joins) == 0 && !j.LeftTable {
+		return nil, nil // only lookup joins
 	}
 	return j, nil
 }
