@@ -84,6 +84,19 @@ func migrations() []migration {
 				started_at INTEGER NOT NULL
 			) STRICT`,
 		},
+	}, {
+		version: 3,
+		name:    "javascript functions",
+		stmts: []string{
+			`CREATE TABLE js_functions (
+				id          TEXT PRIMARY KEY,
+				description TEXT NOT NULL,
+				script      TEXT NOT NULL,
+				is_agg      INTEGER NOT NULL,
+				created_at  INTEGER NOT NULL,
+				updated_at  INTEGER NOT NULL
+			) STRICT`,
+		},
 	}}
 }
 
