@@ -95,8 +95,20 @@ type Def struct {
 
 // Registry maps lower-case function names to definitions.
 type Registry struct {
-	defs map[string]*Def
+	defs    map[string]*Def
+	resolve Resolver
 }
+
+// Resolver finds a function that is not registered, such as a user-defined
+// JavaScript function stored in the catalog. It must be safe for concurrent
+// use. It may return a fresh *Def on every call: a caller that keeps the
+// Def it looked up (a compiled call site) keeps that function's state.
+type Resolver func(name string) (*Def, bool)
+
+// SetResolver makes Lookup ask res for names not registered. Registered
+// names always win, so a resolver cannot shadow a built-in. Call it before
+// the registry is shared.
+func (r *Registry) SetResolver(res Resolver) { r.resolve = res }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry { return &Registry{defs: make(map[string]*Def)} }
@@ -131,9 +143,13 @@ func (r *Registry) MustAdd(defs ...*Def) {
 	}
 }
 
-// Lookup finds a function by name, case-insensitively.
+// Lookup finds a function by name, case-insensitively, then asks the
+// resolver (see SetResolver) with the name as written.
 func (r *Registry) Lookup(name string) (*Def, bool) {
 	d, ok := r.defs[strings.ToLower(name)]
+	if !ok && r.resolve != nil {
+		return r.resolve(name)
+	}
 	return d, ok
 }
 
