@@ -23,6 +23,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector/sqldb"
 	"github.com/rekuiper/rekuiper/internal/engine"
 	"github.com/rekuiper/rekuiper/internal/function"
+	"github.com/rekuiper/rekuiper/internal/jsudf"
 	"github.com/rekuiper/rekuiper/internal/payload"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/stream"
@@ -77,6 +78,8 @@ func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 	if err != nil {
 		return nil, nil, err
 	}
+	funcs := function.Builtins()
+	funcs.SetResolver(jsudf.Resolver(cat, jsudf.DefaultLimits()))
 	rn := &engine.Runner{
 		Catalog:  cat,
 		Registry: reg,
@@ -89,7 +92,7 @@ func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 		Clock:                     clock.Wall{},
 		Location:                  loc,
 		Logger:                    logger,
-		Funcs:                     function.Builtins(),
+		Funcs:                     funcs,
 		Streams:                   stream.NewManager(),
 		Checkpoints:               &checkpoint.Store{Dir: cfg.Paths.Data},
 		DefaultCheckpointInterval: cfg.Rule.CheckpointInterval.Std(),

@@ -25,6 +25,8 @@ import (
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
+	"github.com/rekuiper/rekuiper/internal/function"
+	"github.com/rekuiper/rekuiper/internal/jsudf"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
@@ -53,6 +55,9 @@ type Options struct {
 	// Warnings are shown in GET / (e.g. a listener exposed without
 	// authentication).
 	Warnings []string
+	// JSLimits bound the run of a JavaScript function's script when it is
+	// checked at create and update. Zero: jsudf.DefaultLimits.
+	JSLimits jsudf.Limits
 }
 
 // StreamChecker checks a stream or table definition against the engine:
@@ -70,6 +75,9 @@ type Server struct {
 	mux     *http.ServeMux
 	started time.Time
 	guard   guard
+	// builtins are the built-in functions, whose names JavaScript
+	// functions may not take.
+	builtins *function.Registry
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -88,9 +96,13 @@ func New(opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
+	if opts.JSLimits == (jsudf.Limits{}) {
+		opts.JSLimits = jsudf.DefaultLimits()
+	}
 	s := &Server{
 		opts: opts, cat: opts.Catalog, rules: opts.Rules, log: opts.Logger,
 		mux: http.NewServeMux(), started: opts.Clock.Now(),
+		builtins: function.Builtins(),
 	}
 	s.guard = guard{audit: opts.Config.Basic.EnableRestAuditLog, cors: map[string]bool{}}
 	for _, o := range opts.Config.Basic.CORS {
@@ -137,6 +149,7 @@ func (s *Server) routes() {
 	s.ruleRoutes()
 	s.connectionRoutes()
 	s.transferRoutes()
+	s.udfRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, fmt.Errorf("%s %s: %w", r.Method, r.URL.Path, errNoRoute))
 	})

@@ -321,6 +321,9 @@ func (s *Server) exportData(w http.ResponseWriter, r *http.Request) error {
 		NativePlugins: map[string]string{}, PortablePlugins: map[string]string{},
 		Service: map[string]string{}, Schema: map[string]string{}, Uploads: map[string]string{}, Scripts: map[string]string{},
 	}
+	if doc.Scripts, err = s.exportJSFunctions(r.Context()); err != nil {
+		return err
+	}
 	if doc.SourceConfig, err = s.exportConfKeys(catalog.ConfSource); err != nil {
 		return err
 	}
@@ -354,7 +357,8 @@ func (s *Server) exportConfKeys(c catalog.ConfCategory) (map[string]string, erro
 }
 
 // importData imports a DataExport document. Without partial=1 it first
-// removes every rule, stream, table and confKey (eKuiper's full import).
+// removes every rule, stream, table, confKey and JavaScript function
+// (eKuiper's full import).
 // The response lists per-item errors; stop=1 is accepted and ignored.
 func (s *Server) importData(w http.ResponseWriter, r *http.Request) error {
 	doc, err := importContent(r.Context(), r)
@@ -391,6 +395,7 @@ func (s *Server) importData(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
+	s.importJSFunctions(r, d.Scripts, res)
 	defs := s.importDefs(ctx, d.Streams, d.Tables, d.Rules)
 	for sec, m := range defs.errs {
 		for name, e := range m {
@@ -402,7 +407,7 @@ func (s *Server) importData(w http.ResponseWriter, r *http.Request) error {
 		msg = res.first.Error()
 	}
 	resp := map[string]any{}
-	for _, sec := range []string{"streams", "tables", "rules", "sourceConfig", "sinkConfig", "connectionConfig"} {
+	for _, sec := range []string{"streams", "tables", "rules", "sourceConfig", "sinkConfig", "connectionConfig", "scripts"} {
 		m := res.errs[sec]
 		if m == nil {
 			m = map[string]string{}
@@ -422,6 +427,9 @@ func (s *Server) resetAll(ctx context.Context) error {
 		if err := s.cat.DeleteStream(ctx, st.Name); err != nil && !errors.Is(err, catalog.ErrNotFound) {
 			return err
 		}
+	}
+	if err := s.resetJSFunctions(ctx); err != nil {
+		return err
 	}
 	for _, c := range []catalog.ConfCategory{catalog.ConfSource, catalog.ConfSink, catalog.ConfConnection} {
 		for _, k := range s.cat.ConfKeys(c, "") {
