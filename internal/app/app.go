@@ -29,6 +29,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
+	"github.com/rekuiper/rekuiper/internal/jsudf"
 	"github.com/rekuiper/rekuiper/internal/metrics"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
@@ -150,6 +151,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	api := server.New(server.Options{
 		Catalog: cat, Rules: mgr, Config: cfg, Environ: opts.Environ, Logger: logger, Version: opts.Version,
 		Connections: conns, Streams: checker, Warnings: exposure,
+		JSLimits: jsudf.LimitsFromConfig(cfg),
 	})
 
 	// /metrics and pprof on the REST port sit behind the API's checks

@@ -78,6 +78,10 @@ type Basic struct {
 	MemoryLimit string `yaml:"memoryLimit" json:"memoryLimit,omitempty"`
 	// MemoryLimitBytes is MemoryLimit parsed by Validate.
 	MemoryLimitBytes int64 `yaml:"-" json:"-"`
+	// JSFunctionTimeout bounds one call of a JavaScript function (and the
+	// run of its script's top level); the call is then interrupted and the
+	// row gets an error. A rekuiper extension; at most 10s.
+	JSFunctionTimeout Duration `yaml:"jsFunctionTimeout" json:"jsFunctionTimeout"`
 }
 
 // Syslog is `basic.syslog`.
@@ -300,6 +304,7 @@ func Default() *Config {
 			PluginHosts:             "https://packages.emqx.io",
 			RulePatrolInterval:      Duration(10 * time.Second),
 			GracefulShutdownTimeout: Duration(10 * time.Second),
+			JSFunctionTimeout:       Duration(100 * time.Millisecond),
 			ResourceProfileConfig:   ResourceProf{Interval: Duration(5 * time.Second)},
 			MetricsDumpConfig:       MetricsDump{RetainedDuration: Duration(6 * time.Hour)},
 			AllowExternalFileAccess: true,

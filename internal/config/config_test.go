@@ -223,6 +223,7 @@ func TestEnvOverrides(t *testing.T) {
 		{"KUIPER__BASIC__PROMETHEUS=true", func(c *Config) bool { return c.Basic.Prometheus }},
 		{"KUIPER__BASIC__ROTATESIZE=2048", func(c *Config) bool { return c.Basic.RotateSize == 2048 }},
 		{"KUIPER__BASIC__RULEPATROLINTERVAL=30s", func(c *Config) bool { return c.Basic.RulePatrolInterval.Std() == 30*time.Second }},
+		{"KUIPER__BASIC__JSFUNCTIONTIMEOUT=250ms", func(c *Config) bool { return c.Basic.JSFunctionTimeout.Std() == 250*time.Millisecond }},
 		{"KUIPER__BASIC__SYSLOG__TAG=x", func(c *Config) bool { return c.Basic.Syslog.Tag == "x" }},
 		{"KUIPER__BASIC__CORS=https://a.example, http://b.example:8080", func(c *Config) bool {
 			return reflect.DeepEqual(c.Basic.CORS, []string{"https://a.example", "http://b.example:8080"})
@@ -258,6 +259,14 @@ func TestEnvOverrides(t *testing.T) {
 			}
 		})
 	}
+	t.Run("jsFunctionTimeout out of range refused", func(t *testing.T) {
+		for _, v := range []string{"0s", "11s", "-1s"} {
+			_, err := Load(LoadOptions{EtcDir: shippedEtc, Environ: []string{"KUIPER__BASIC__JSFUNCTIONTIMEOUT=" + v}})
+			if err == nil || !strings.Contains(err.Error(), "basic.jsFunctionTimeout") {
+				t.Errorf("%s: got %v, want a basic.jsFunctionTimeout error", v, err)
+			}
+		}
+	})
 	t.Run("list override parsed, then refused as unsupported", func(t *testing.T) {
 		_, err := Load(LoadOptions{EtcDir: shippedEtc, Environ: []string{"KUIPER__RULE__PLANOPTIMIZESTRATEGY__OPTIMIZECONTROL__DISABLEOPTIMIZERULES=a, b"}})
 		if err == nil || !strings.Contains(err.Error(), "rule.planOptimizeStrategy") || !strings.Contains(err.Error(), "DisableOptimizeRules:[a b]") {

@@ -200,6 +200,10 @@ func (c *Config) Validate() ([]string, error) {
 	if _, err := payload.ParseAESKey(c.Basic.AESKey); err != nil {
 		bad("%w", err)
 	}
+	// The bound matches jsudf.MaxTimeout: a call blocks its rule that long.
+	if t := c.Basic.JSFunctionTimeout.Std(); t <= 0 || t > 10*time.Second {
+		bad("basic.jsFunctionTimeout %s: must be more than 0 and at most 10s", c.Basic.JSFunctionTimeout)
+	}
 	if c.Basic.GracefulShutdownTimeout < 0 {
 		bad("basic.gracefulShutdownTimeout %s: must not be negative", c.Basic.GracefulShutdownTimeout)
 	}

@@ -79,7 +79,7 @@ func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 		return nil, nil, err
 	}
 	funcs := function.Builtins()
-	funcs.SetResolver(jsudf.Resolver(cat, jsudf.DefaultLimits()))
+	funcs.SetResolver(jsudf.Resolver(cat, jsudf.LimitsFromConfig(cfg)))
 	rn := &engine.Runner{
 		Catalog:  cat,
 		Registry: reg,

@@ -29,6 +29,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/function"
 )
 
@@ -59,6 +60,15 @@ const (
 // DefaultLimits are the limits used when none are configured.
 func DefaultLimits() Limits {
 	return Limits{Timeout: DefaultTimeout, MaxStackDepth: DefaultMaxStackDepth, MaxResultBytes: DefaultMaxResultBytes}
+}
+
+// LimitsFromConfig are the default limits with basic.jsFunctionTimeout.
+func LimitsFromConfig(cfg *config.Config) Limits {
+	lim := DefaultLimits()
+	if t := cfg.Basic.JSFunctionTimeout.Std(); t > 0 {
+		lim.Timeout = t
+	}
+	return lim
 }
 
 // Validate refuses limits that would not bound anything.
