@@ -89,6 +89,16 @@ func (l Limits) Validate() error {
 // the id's name, or a name taken by a built-in function.
 var ErrInvalid = errors.New("invalid javascript function")
 
+// engineFunctions are the SQL functions the expression compiler answers
+// from engine state (eval's compileSpecial) rather than from the function
+// registry; a JavaScript function of such a name would never be called.
+var engineFunctions = map[string]bool{
+	"meta": true, "mqtt": true, "window_start": true, "window_end": true, "window_trigger": true,
+	"event_time": true, "row_number": true, "rule_id": true, "rule_start": true,
+	"last_hit_count": true, "last_hit_time": true, "last_agg_hit_count": true, "last_agg_hit_time": true,
+	"props": true,
+}
+
 var idPattern = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
 
 // Check validates f before it is stored: its id is a JavaScript identifier
@@ -102,6 +112,9 @@ func Check(f catalog.JSFunction, builtins *function.Registry, lim Limits) error 
 		if _, ok := builtins.Lookup(f.ID); ok {
 			return fmt.Errorf("%w: %s is the name of a built-in function", ErrInvalid, f.ID)
 		}
+	}
+	if engineFunctions[strings.ToLower(f.ID)] {
+		return fmt.Errorf("%w: %s is the name of a built-in function", ErrInvalid, f.ID)
 	}
 	if _, err := newInstance(f, lim, clock.Wall{}); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)

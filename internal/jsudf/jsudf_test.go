@@ -129,6 +129,7 @@ func TestCheckRefuses(t *testing.T) {
 		{"top-level throw", catalog.JSFunction{ID: "f", Script: "throw 'boom'; function f() {}"}, "boom"},
 		{"top-level loop", catalog.JSFunction{ID: "f", Script: "for (;;) {} function f() {}"}, "time limit exceeded"},
 		{"built-in name", catalog.JSFunction{ID: "Abs", Script: "function Abs(x) { return x }"}, "built-in function"},
+		{"engine function name", catalog.JSFunction{ID: "window_start", Script: "function window_start() { return 1 }"}, "built-in function"},
 		{"bad id", catalog.JSFunction{ID: "a-b", Script: "function a() {}"}, "JavaScript identifier"},
 		{"empty id", catalog.JSFunction{ID: "", Script: ""}, "JavaScript identifier"},
 	}
@@ -179,5 +180,19 @@ func TestResolverIgnoresCaseAndNeverShadowsBuiltins(t *testing.T) {
 	}
 	if d, ok := r.Lookup("abs"); !ok || d.Name != "abs" {
 		t.Fatal("built-in abs shadowed")
+	}
+}
+
+// BenchmarkScalarCall is one call of a small scalar function through its
+// SQL definition: argument conversion, the time-limit timer, the call and
+// the result mapping.
+func BenchmarkScalarCall(b *testing.B) {
+	d := Def(catalog.JSFunction{ID: "f", Script: "function f(a, s) { return {v: a * 2, s: s + '!'} }"}, DefaultLimits())
+	args := []any{int64(21), "x"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := d.Scalar(nil, args); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
