@@ -20,7 +20,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -227,7 +229,7 @@ func newInstance(f catalog.JSFunction, lim Limits, clk clock.Clock) (*instance, 
 	}
 	in := &instance{vm: goja.New(), lim: lim, clk: clk}
 	in.vm.SetMaxCallStackSize(lim.MaxStackDepth)
-	if _, err := in.guarded(func() (goja.Value, error) { return in.vm.RunProgram(prog) }); err != nil {
+	if _, err := in.guarded(func() (any, error) { return in.vm.RunProgram(prog) }); err != nil {
 		return nil, fmt.Errorf("run script: %w", err)
 	}
 	fn, ok := goja.AssertFunction(in.vm.Get(f.ID))
@@ -242,8 +244,9 @@ func newInstance(f catalog.JSFunction, lim Limits, clk clock.Clock) (*instance, 
 var errTimeout = errors.New("time limit exceeded")
 
 // guarded runs run under the time limit, turning exceptions, interrupts and
-// panics into errors.
-func (in *instance) guarded(run func() (goja.Value, error)) (v goja.Value, err error) {
+// panics into errors. run may call back into JavaScript (getters while a
+// result is converted), so the conversion runs inside it too.
+func (in *instance) guarded(run func() (any, error)) (v any, err error) {
 	fired := make(chan struct{})
 	t := in.clk.AfterFunc(in.lim.Timeout, func() {
 		in.vm.Interrupt(errTimeout)
@@ -255,25 +258,35 @@ func (in *instance) guarded(run func() (goja.Value, error)) (v goja.Value, err e
 			in.vm.ClearInterrupt()
 		}
 		if p := recover(); p != nil {
-			v, err = nil, fmt.Errorf("javascript runtime panic: %v", p)
+			v = nil
+			if e, ok := p.(error); ok {
+				err = in.describe(e)
+			} else {
+				err = fmt.Errorf("javascript runtime panic: %v", p)
+			}
 		}
 	}()
 	v, err = run()
 	if err != nil {
-		var ie *goja.InterruptedError
-		var ex *goja.Exception
-		var so *goja.StackOverflowError
-		switch {
-		case errors.As(err, &ie):
-			return nil, fmt.Errorf("%w (%s)", errTimeout, in.lim.Timeout)
-		case errors.As(err, &so):
-			return nil, fmt.Errorf("call stack deeper than %d (%s)", in.lim.MaxStackDepth, strings.TrimSpace(so.Error()))
-		case errors.As(err, &ex):
-			return nil, fmt.Errorf("uncaught exception: %s", ex.Error())
-		}
-		return nil, err
+		return nil, in.describe(err)
 	}
 	return v, nil
+}
+
+// describe says what went wrong in a run.
+func (in *instance) describe(err error) error {
+	var ie *goja.InterruptedError
+	var ex *goja.Exception
+	var so *goja.StackOverflowError
+	switch {
+	case errors.As(err, &ie):
+		return fmt.Errorf("%w (%s)", errTimeout, in.lim.Timeout)
+	case errors.As(err, &so):
+		return fmt.Errorf("call stack deeper than %d (%s)", in.lim.MaxStackDepth, strings.TrimSpace(so.Error()))
+	case errors.As(err, &ex):
+		return fmt.Errorf("uncaught exception: %s", ex.Error())
+	}
+	return err
 }
 
 func (in *instance) call(args []any) (any, error) {
@@ -281,75 +294,96 @@ func (in *instance) call(args []any) (any, error) {
 	for i, a := range args {
 		jsArgs[i] = in.vm.ToValue(a)
 	}
-	v, err := in.guarded(func() (goja.Value, error) { return in.fn(goja.Undefined(), jsArgs...) })
-	if err != nil {
-		return nil, err
-	}
-	budget := in.lim.MaxResultBytes
-	return toValue(v.Export(), &budget, 0)
+	return in.guarded(func() (any, error) {
+		v, err := in.fn(goja.Undefined(), jsArgs...)
+		if err != nil {
+			return nil, err
+		}
+		budget := in.lim.MaxResultBytes
+		return fromJS(v, &budget, 0)
+	})
 }
 
 // maxResultDepth bounds the nesting of a returned value.
 const maxResultDepth = 100
 
-// toValue maps an exported JavaScript value to the value model, charging
-// its size to budget.
-func toValue(x any, budget *int, depth int) (any, error) {
+var plainObject = reflect.TypeOf(map[string]any(nil))
+
+var errTooLarge = errors.New("result larger than the limit")
+
+// fromJS maps a JavaScript value to the value model, charging its size to
+// budget before anything of that size is allocated (goja's Export would
+// allocate a sparse array's whole length first).
+func fromJS(v goja.Value, budget *int, depth int) (any, error) {
 	if depth > maxResultDepth {
 		return nil, fmt.Errorf("result nested deeper than %d levels", maxResultDepth)
 	}
-	charge := func(n int) error {
-		*budget -= n
-		if *budget < 0 {
-			return errors.New("result larger than the limit")
+	charge := func(n int64) error {
+		if n > int64(*budget) {
+			*budget = -1
+			return errTooLarge
 		}
+		*budget -= int(n)
 		return nil
 	}
-	switch v := x.(type) {
-	case nil:
+	if v == nil || goja.IsUndefined(v) || goja.IsNull(v) {
 		return nil, nil
-	case bool:
-		return v, charge(8)
-	case int64:
-		return v, charge(8)
-	case float64:
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("result is %v, not a number SQL can hold", v)
-		}
-		return v, charge(8)
-	case string:
-		return v, charge(len(v))
-	case time.Time:
-		return v, charge(8)
-	case []byte:
-		return append([]byte(nil), v...), charge(len(v))
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			if err := charge(8); err != nil {
-				return nil, err
+	}
+	obj, ok := v.(*goja.Object)
+	if !ok {
+		switch x := v.Export().(type) {
+		case bool, int64:
+			return x, charge(8)
+		case float64:
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return nil, fmt.Errorf("result is %v, not a number SQL can hold", x)
 			}
-			ev, err := toValue(e, budget, depth+1)
+			return x, charge(8)
+		case string:
+			return x, charge(int64(len(x)))
+		default:
+			return nil, fmt.Errorf("result of type %T cannot be a SQL value (return a number, string, boolean, array, object or null)", x)
+		}
+	}
+	switch cls := obj.ClassName(); cls {
+	case "Array":
+		n := obj.Get("length").ToInteger()
+		if err := charge(8 * n); err != nil {
+			return nil, err
+		}
+		out := make([]any, n)
+		for i := range out {
+			e, err := fromJS(obj.Get(strconv.Itoa(i)), budget, depth+1)
 			if err != nil {
 				return nil, err
 			}
-			out[i] = ev
+			out[i] = e
 		}
 		return out, nil
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			if err := charge(8 + len(k)); err != nil {
+	case "Date":
+		t, ok := obj.Export().(time.Time)
+		if !ok {
+			return nil, errors.New("result is an invalid Date")
+		}
+		return t, charge(8)
+	case "Object":
+		if t := obj.ExportType(); t != plainObject {
+			return nil, fmt.Errorf("result of type %s cannot be a SQL value (return a number, string, boolean, array, plain object or null)", t)
+		}
+		keys := obj.Keys()
+		out := make(map[string]any, len(keys))
+		for _, k := range keys {
+			if err := charge(8 + int64(len(k))); err != nil {
 				return nil, err
 			}
-			ev, err := toValue(e, budget, depth+1)
+			e, err := fromJS(obj.Get(k), budget, depth+1)
 			if err != nil {
 				return nil, err
 			}
-			out[k] = ev
+			out[k] = e
 		}
 		return out, nil
 	default:
-		return nil, fmt.Errorf("result of type %T cannot be a SQL value (return a number, string, boolean, array, object or null)", x)
+		return nil, fmt.Errorf("result of class %s cannot be a SQL value (return a number, string, boolean, array, object or null)", cls)
 	}
 }

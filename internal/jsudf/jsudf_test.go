@@ -86,6 +86,9 @@ func TestErrorsAreRowErrorsAndTheRuntimeRecovers(t *testing.T) {
 			case "big": return "x".repeat(2000);
 			case "nan": return 0 / 0;
 			case "fn": return function () {};
+			case "sparse": var a = []; a[1e9] = 1; return a;
+			case "getter": return {get x() { while (true) {} }};
+			case "map": return new Map();
 			}
 			return calls;
 		}`, lim)
@@ -96,6 +99,9 @@ func TestErrorsAreRowErrorsAndTheRuntimeRecovers(t *testing.T) {
 		{"big", "result larger than the limit"},
 		{"nan", "result is NaN"},
 		{"fn", "cannot be a SQL value"},
+		{"sparse", "result larger than the limit"},
+		{"getter", "time limit exceeded"},
+		{"map", "cannot be a SQL value"},
 	}
 	for _, c := range cases {
 		t.Run(c.mode, func(t *testing.T) {
