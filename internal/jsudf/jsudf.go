@@ -54,6 +54,8 @@ const (
 	DefaultTimeout        = 100 * time.Millisecond
 	DefaultMaxStackDepth  = 1000
 	DefaultMaxResultBytes = 1 << 20
+	// MaxScriptBytes bounds a script's size.
+	MaxScriptBytes = 1 << 20
 	// MaxTimeout is the largest Timeout accepted: a call blocks its rule's
 	// operator for that long.
 	MaxTimeout = 10 * time.Second
@@ -107,6 +109,9 @@ var idPattern = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
 // not taken by a built-in function of builtins, and its script runs within
 // the limits and defines a function named like the id.
 func Check(f catalog.JSFunction, builtins *function.Registry, lim Limits) error {
+	if len(f.Script) > MaxScriptBytes {
+		return fmt.Errorf("%w: script of %d bytes is larger than %d", ErrInvalid, len(f.Script), MaxScriptBytes)
+	}
 	if !idPattern.MatchString(f.ID) {
 		return fmt.Errorf("%w: id %q must be a JavaScript identifier (letters, digits, _ or $, not starting with a digit)", ErrInvalid, f.ID)
 	}

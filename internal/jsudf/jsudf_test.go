@@ -138,6 +138,7 @@ func TestCheckRefuses(t *testing.T) {
 		{"engine function name", catalog.JSFunction{ID: "window_start", Script: "function window_start() { return 1 }"}, "built-in function"},
 		{"bad id", catalog.JSFunction{ID: "a-b", Script: "function a() {}"}, "JavaScript identifier"},
 		{"empty id", catalog.JSFunction{ID: "", Script: ""}, "JavaScript identifier"},
+		{"huge script", catalog.JSFunction{ID: "f", Script: "function f() {}" + strings.Repeat(" ", MaxScriptBytes)}, "is larger than"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
