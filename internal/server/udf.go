@@ -105,6 +105,13 @@ func (s *Server) updateJSFunction(w http.ResponseWriter, r *http.Request) error 
 	if err := s.checkJSFunction(r, f); err != nil {
 		return err
 	}
+	// A rule calling a scalar as an aggregate (or the reverse) would no
+	// longer plan at its next start.
+	if old, err := s.cat.GetJSFunction(r.Context(), id); err == nil && old.IsAgg != f.IsAgg {
+		if refs := s.rulesCalling(id); len(refs) > 0 {
+			return fmt.Errorf("javascript function %s: isAgg cannot change while rules %s call it: %w", id, strings.Join(refs, ", "), errReferenced)
+		}
+	}
 	if _, err := s.cat.PutJSFunction(r.Context(), f, catalog.Upsert); err != nil {
 		return err
 	}

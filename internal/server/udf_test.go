@@ -133,6 +133,8 @@ func TestJavaScriptFunctionInRules(t *testing.T) {
 	})
 	s.run([]step{
 		{"delete used", "DELETE", "/udf/javascript/spread", "", 409, "used by rules agg"},
+		{"isAgg change refused while used", "PUT", "/udf/javascript/spread", jsBody(t, "spread", "function spread(x) { return x }", false), 409, "isAgg cannot change while rules agg call it"},
+		{"script change allowed while used", "PUT", "/udf/javascript/spread", jsBody(t, "spread", "function spread(xs) { return xs.length }", true), 200, ""},
 		{"delete rule", "DELETE", "/rules/agg", "", 200, ""},
 		{"delete unused", "DELETE", "/udf/javascript/spread", "", 200, ""},
 	})
