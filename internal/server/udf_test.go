@@ -57,33 +57,9 @@ func TestJavaScriptFunctionRoutes(t *testing.T) {
 // error each time, the rule keeps running), one that throws, and an
 // aggregate over a count window.
 func TestJavaScriptFunctionInRules(t *testing.T) {
-	ctx := context.Background()
 	dir := t.TempDir()
-	st, err := catalog.Open(ctx, filepath.Join(dir, "sqliteKV.db"), catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.New(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default()
-	cfg.Paths = config.Paths{Etc: filepath.Join(dir, "etc"), Data: dir}
-	cfg.Source.HTTPServerIP, cfg.Source.HTTPServerPort = "127.0.0.1", 0
-	runner, release, err := daemon.NewRunner(cfg, cat, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr := rulemgr.New(rulemgr.Config{Catalog: cat, Runner: runner})
-	rn := runner.(*daemon.Runner)
-	srv := httptest.NewServer(server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg, Connections: rn.Connections(), Streams: rn}))
-	t.Cleanup(func() {
-		srv.Close()
-		mgr.Close(context.Background()) //nolint:errcheck // test end
-		release()
-		st.Close()
-	})
-	s := &testServer{t: t, url: srv.URL, cat: cat, mgr: mgr}
+	s, stop := startEngine(t, dir)
+	t.Cleanup(stop)
 	s.run([]step{
 		{"events confKey", "PUT", "/metadata/sources/simulator/confKeys/events", `{"data":[{"a":1},{"a":2},{"a":3}],"interval":"5ms","loop":true}`, 200, ""},
 		{"events", "POST", "/streams", ddl(`CREATE STREAM events () WITH (TYPE="simulator", CONF_KEY="events")`), 201, ""},
@@ -180,4 +156,68 @@ func TestJavaScriptFunctionExportImport(t *testing.T) {
 		{"bad not imported", "GET", "/udf/javascript/bad", "", 404, ""},
 		{"list", "GET", "/udf/javascript", "", 200, `["dec"]`},
 	})
+}
+
+// startEngine serves the REST API over the daemon's engine and a catalog in
+// dir, loading the rules stored there; stop shuts it down.
+func startEngine(t *testing.T, dir string) (*testServer, func()) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := catalog.Open(ctx, filepath.Join(dir, "sqliteKV.db"), catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.New(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Paths = config.Paths{Etc: filepath.Join(dir, "etc"), Data: dir}
+	cfg.Source.HTTPServerIP, cfg.Source.HTTPServerPort = "127.0.0.1", 0
+	runner, release, err := daemon.NewRunner(cfg, cat, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr := rulemgr.New(rulemgr.Config{Catalog: cat, Runner: runner})
+	if err := mgr.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rn := runner.(*daemon.Runner)
+	srv := httptest.NewServer(server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg, Connections: rn.Connections(), Streams: rn}))
+	stop := func() {
+		srv.Close()
+		mgr.Close(context.Background()) //nolint:errcheck // test end
+		release()
+		st.Close()
+	}
+	return &testServer{t: t, url: srv.URL, cat: cat, mgr: mgr}, stop
+}
+
+// TestJavaScriptFunctionAfterRestart: a function and the rule calling it
+// are stored; after a restart the rule runs again with the function.
+func TestJavaScriptFunctionAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	s, stop := startEngine(t, dir)
+	s.run([]step{
+		{"confKey", "PUT", "/metadata/sources/simulator/confKeys/nums", `{"data":[{"a":5}],"interval":"10ms","loop":true}`, 200, ""},
+		{"stream", "POST", "/streams", ddl(`CREATE STREAM nums () WITH (TYPE="simulator", CONF_KEY="nums")`), 201, ""},
+		{"function", "POST", "/udf/javascript", jsBody(t, "triple", "function triple(x) { return x * 3 }", false), 201, ""},
+		{"rule", "POST", "/rules", `{"id":"r","sql":"SELECT triple(a) AS t FROM nums","actions":[{"file":{"path":"out.txt"}}]}`, 201, ""},
+	})
+	out := filepath.Join(dir, "out.txt")
+	waitFor(t, "output before the restart", func() bool {
+		b, _ := os.ReadFile(out)
+		return strings.Contains(string(b), `{"t":15}`)
+	})
+	stop()
+	if err := os.Remove(out); err != nil {
+		t.Fatal(err)
+	}
+	s, stop = startEngine(t, dir)
+	t.Cleanup(stop)
+	waitFor(t, "output after the restart", func() bool {
+		b, _ := os.ReadFile(out)
+		return strings.Contains(string(b), `{"t":15}`)
+	})
+	s.run([]step{{"still listed", "GET", "/udf/javascript", "", 200, `["triple"]`}})
 }
