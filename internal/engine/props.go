@@ -35,9 +35,10 @@ func (rn *Runner) sourceProps(def *ast.CreateStreamStmt) (string, map[string]any
 		if err != nil {
 			return "", nil, fmt.Errorf("stream %s: %w", def.Name, err)
 		}
-		if p, ok := keys.Resolve(key); ok {
-			maps.Copy(props, p)
-		}
+		// A key absent from the file still gets the file's default
+		// section: the key may be one stored over REST.
+		p, _ := keys.Resolve(key)
+		maps.Copy(props, p)
 	}
 	if rn.Catalog != nil {
 		if ck, err := rn.Catalog.ConfKey(catalog.ConfSource, typ, "default"); err == nil {

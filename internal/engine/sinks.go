@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 
 	"github.com/rekuiper/rekuiper/api"
@@ -99,7 +100,14 @@ func (rn *Runner) buildSink(ruleID string, qos int, index int, typ string, actio
 	if err != nil {
 		return nil, fmt.Errorf("action %d: %w", index, err)
 	}
-	shaper, err := output.NewShaper(props)
+	shaperProps := props
+	if entry.Spec.Has(output.PropHasHeader) {
+		// The sink writes the header once per file itself (the file
+		// sink); the encoder must not repeat it in every payload.
+		shaperProps = maps.Clone(props)
+		delete(shaperProps, output.PropHasHeader)
+	}
+	shaper, err := output.NewShaper(shaperProps)
 	if err != nil {
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
 	}

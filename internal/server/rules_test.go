@@ -63,8 +63,16 @@ func TestRules(t *testing.T) {
 		{"update", "PUT", "/rules/r1", `{"version":"3","sql":"SELECT * FROM demo","actions":[{"log":{}}],"tags":["t1"]}`, 200, "Rule r1 was updated successfully."},
 		{"updated and running", "GET", "/rules/r1/status", "", 200, `"status": "running"`},
 		{"updated definition", "GET", "/rules/r1", "", 200, `"sql":"SELECT * FROM demo"`},
-		{"upsert creates", "PUT", "/rules/r2", `{"sql":"SELECT * FROM demo","actions":[{"log":{}}],"triggered":false}`, 201, "Rule r2 was created successfully."},
+		{"upsert creates", "PUT", "/rules/r2", `{"sql":"SELECT * FROM demo","actions":[{"log":{}}],"triggered":false}`, 200, "Rule r2 was updated successfully."},
 		{"r2 stopped", "GET", "/rules/r2/status", "", 200, `"status": "stopped"`},
+		{"update keeps stopped without triggered", "PUT", "/rules/r2", `{"sql":"SELECT a FROM demo","actions":[{"log":{}}]}`, 200, ""},
+		{"r2 still stopped", "GET", "/rules/r2/status", "", 200, `"status": "stopped"`},
+		{"update triggered true starts", "PUT", "/rules/r2", `{"sql":"SELECT * FROM demo","actions":[{"log":{}}],"triggered":true}`, 200, ""},
+		{"r2 running after update", "GET", "/rules/r2/status", "", 200, `"status": "running"`},
+		{"r2 definition says triggered", "GET", "/rules/r2", "", 200, `"triggered":true`},
+		{"update triggered false stops", "PUT", "/rules/r2", `{"sql":"SELECT * FROM demo","actions":[{"log":{}}],"triggered":false}`, 200, ""},
+		{"r2 stopped after update", "GET", "/rules/r2/status", "", 200, `"status": "stopped"`},
+		{"r2 definition says not triggered", "GET", "/rules/r2", "", 200, `"triggered":false`},
 		{"tags replace", "PUT", "/rules/r2/tags", `{"tags":["t1","t2"]}`, 200, ""},
 		{"tags add", "PATCH", "/rules/r2/tags", `{"tags":["t3"]}`, 200, ""},
 		{"tags remove", "DELETE", "/rules/r2/tags", `{"tags":["t2"]}`, 200, ""},
@@ -143,5 +151,53 @@ func TestRulesetAndData(t *testing.T) {
 	dst.run([]step{
 		{"import from file", "POST", "/ruleset/import", `{"file":"file://` + file + `"}`, 200, "imported 1 streams, 1 tables and 2 rules"},
 		{"import missing file", "POST", "/ruleset/import", `{"file":"file:///does/not/exist"}`, 400, ""},
+	})
+}
+
+// TestDataImportFailures: a /data/import whose items fail answers 400 with
+// the per-section errors (eKuiper's shape), and a full import that would
+// fail changes nothing. triggered in an import is honoured.
+func TestDataImportFailures(t *testing.T) {
+	s := newServer(t, "")
+	s.run([]step{
+		{"stream", "POST", "/streams", demoDDL, 201, ""},
+		{"rule", "POST", "/rules", r1, 201, ""},
+	})
+	bad, _ := json.Marshal(map[string]string{"content": `{"streams":{"s2":"CREATE STREAM s2 () WITH (TYPE=\"memory\")","s3":"CREATE STREAM"},` +
+		`"rules":{"r9":"{\"id\":\"r9\",\"sql\":\"SELECT * FROM nowhere\",\"actions\":[{\"log\":{}}]}"},"sinkConfig":{"mqtt":"[1"}}`})
+	code, body := s.do("POST", "/data/import", string(bad))
+	if code != 400 {
+		t.Fatalf("failed import: %d %s", code, body)
+	}
+	var shape struct {
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal([]byte(body), &shape); err != nil {
+		t.Fatal(err)
+	}
+	var resp map[string]map[string]string
+	if err := json.Unmarshal([]byte(shape.Message), &resp); err != nil {
+		t.Fatalf("message is not the per-section errors: %q", shape.Message)
+	}
+	for sec, name := range map[string]string{"streams": "s3", "rules": "r9", "sinkConfig": "mqtt"} {
+		if resp[sec][name] == "" {
+			t.Errorf("no error for %s %s in %v", sec, name, resp)
+		}
+	}
+	if _, ok := resp["streams"]["s2"]; ok {
+		t.Errorf("valid stream s2 reported failed: %v", resp)
+	}
+	s.run([]step{
+		{"nothing deleted", "GET", "/streams", "", 200, `["demo"]`},
+		{"rule kept", "GET", "/rules/r1/status", "", 200, `"status": "running"`},
+		{"partial failure is 400 too", "POST", "/data/import?partial=1", string(bad), 400, "r9"},
+		{"still nothing changed", "GET", "/streams", "", 200, `["demo"]`},
+	})
+	stop, _ := json.Marshal(map[string]string{"content": `{"rules":{"r1":"{\"id\":\"r1\",\"sql\":\"SELECT * FROM demo\",\"actions\":[{\"log\":{}}],\"triggered\":false}"}}`})
+	s.run([]step{
+		{"import triggered false", "POST", "/data/import?partial=1", string(stop), 200, `"ErrorMsg":""`},
+		{"rule stopped by import", "GET", "/rules/r1/status", "", 200, `"status": "stopped"`},
+		{"ruleset triggered true", "POST", "/ruleset/import", `{"content":"{\"rules\":{\"r1\":\"{\\\"id\\\":\\\"r1\\\",\\\"sql\\\":\\\"SELECT * FROM demo\\\",\\\"actions\\\":[{\\\"log\\\":{}}],\\\"triggered\\\":true}\"}}"}`, 200, "1 rules"},
+		{"rule started by import", "GET", "/rules/r1/status", "", 200, `"status": "running"`},
 	})
 }
