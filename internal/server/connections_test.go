@@ -225,7 +225,39 @@ func TestConnectionStatusMQTT(t *testing.T) {
 	s.must("POST", "/connections", `{"id":"down","typ":"mqtt","props":{"server":"tcp://127.0.0.1:`+strconv.Itoa(port)+`"}}`, 201)
 	s.must("POST", "/rules", ruleJSON("r2", `{"mqtt":{"connectionSelector":"down","topic":"out"}}`), 201)
 	c = s.waitConnection("down", "failing for r2", func(c connectionJSON) bool { return c.RefCount == 1 && c.Err != "" })
-	if c.Status == "connected" || c.Clients != 1 || !strings.Contains(c.Err, strconv.Itoa(port)) {
+	if c.Status != "connecting" || c.Clients != 1 || !strings.Contains(c.Err, strconv.Itoa(port)) {
 		t.Fatalf("broker down: %+v", c)
+	}
+}
+
+// TestReconnectingSourceReportsConnecting: a source whose broker is down
+// keeps retrying and reports connecting, metric 0 (eKuiper's values), with
+// the failure as its last message.
+func TestReconnectingSourceReportsConnecting(t *testing.T) {
+	port := redistest.FreePort(t)
+	s := newEngineServer(t)
+	s.must("POST", "/streams", `{"sql":"CREATE STREAM down () WITH (DATASOURCE=\"in\", TYPE=\"mqtt\", EXTRA=\"{\\\"server\\\":\\\"tcp://127.0.0.1:`+strconv.Itoa(port)+`\\\"}\")"}`, 201)
+	s.must("POST", "/rules", `{"id":"r1","sql":"SELECT * FROM down","actions":[{"log":{}}]}`, 201)
+	deadline := time.Now().Add(20 * time.Second)
+	var st map[string]any
+	for time.Now().Before(deadline) {
+		code, body := s.do("GET", "/v2/rules/r1/status", "")
+		if code != 200 {
+			t.Fatalf("status: %d %s", code, body)
+		}
+		st = map[string]any{}
+		if err := json.Unmarshal([]byte(body), &st); err != nil {
+			t.Fatal(err)
+		}
+		if msg, _ := st["source_down_0_connection_last_disconnected_message"].(string); msg != "" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if msg, _ := st["source_down_0_connection_last_disconnected_message"].(string); !strings.Contains(msg, strconv.Itoa(port)) {
+		t.Fatalf("no connect failure reported: %v", st)
+	}
+	if v, ok := st["source_down_0_connection_status"].(float64); !ok || v != 0 {
+		t.Fatalf("connection_status %v, want 0 (connecting): %v", st["source_down_0_connection_status"], st)
 	}
 }

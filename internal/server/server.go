@@ -105,12 +105,20 @@ func (s *Server) routes() {
 }
 
 func (s *Server) info(w http.ResponseWriter, r *http.Request) error {
-	return writeJSON(w, http.StatusOK, map[string]any{
+	up := s.opts.Clock.Now().Sub(s.started)
+	out := map[string]any{
 		"version":       s.opts.Version,
 		"os":            runtime.GOOS,
 		"arch":          runtime.GOARCH,
-		"upTimeSeconds": int64(s.opts.Clock.Now().Sub(s.started).Seconds()),
-	})
+		"upTimeSeconds": int64(up.Seconds()),
+	}
+	si := readSysInfo(up)
+	for k, v := range map[string]string{"cpuUsage": si.CPUUsage, "memoryUsed": si.MemoryUsed, "memoryTotal": si.MemoryTotal} {
+		if v != "" {
+			out[k] = v
+		}
+	}
+	return writeJSON(w, http.StatusOK, out)
 }
 
 // Errors the handlers return besides those of catalog, rule and rulemgr.

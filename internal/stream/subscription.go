@@ -234,11 +234,12 @@ func (s *Subscription) setState(state string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := clock.NowMilli(s.clock)
+	prev := s.status.State
 	s.status.State = state
-	switch state {
-	case "connected":
+	switch {
+	case state == "connected":
 		s.status.LastConnected = now
-	case "disconnected":
+	case err != nil || prev == "connected":
 		s.status.LastDisconnected = now
 	}
 	if err != nil {
@@ -259,7 +260,8 @@ func (s *Subscription) loop(ctx context.Context) {
 	}
 	for ctx.Err() == nil {
 		if err := s.connect(ctx); err != nil {
-			s.setState("disconnected", err)
+			// The loop retries: connecting, as eKuiper reports it.
+			s.setState("connecting", err)
 			s.logger.Warn("source connect failed", "stream", s.name, "err", err)
 			if !s.sleep(ctx, backoff.next()) {
 				return
@@ -277,7 +279,7 @@ func (s *Subscription) loop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		s.setState("disconnected", err)
+		s.setState("connecting", err)
 		s.logger.Warn("source read failed, reconnecting", "stream", s.name, "err", err)
 		s.src.Close(context.Background())
 		if !s.sleep(ctx, backoff.next()) {

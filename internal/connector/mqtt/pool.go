@@ -374,6 +374,9 @@ func (c *conn) run() {
 				return
 			}
 			c.signalFirst(nil)
+			// Waiting to retry reads connecting (eKuiper's state), the
+			// failure kept as the last error.
+			c.setState(StateConnecting, err)
 			attempt++
 			d := c.pool.backoff(attempt)
 			log.Warn("mqtt connect failed", slog.String("error", err.Error()), slog.Duration("retry_in", d))
@@ -456,7 +459,7 @@ func (c *conn) setState(s string, err error) {
 		c.lastErr = err.Error()
 	}
 	if s == StateConnecting {
-		c.tracker.Connecting()
+		c.tracker.Retrying(err)
 	} else {
 		c.tracker.Failed(err)
 	}
