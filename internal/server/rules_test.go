@@ -201,3 +201,21 @@ func TestDataImportFailures(t *testing.T) {
 		{"rule started by import", "GET", "/rules/r1/status", "", 200, `"status": "running"`},
 	})
 }
+
+// TestSchemalessStreamSchema: the schema of a schemaless stream lists the
+// fields its running rules read (eKuiper's inferred schema); a rule that
+// reads every field makes it open.
+func TestSchemalessStreamSchema(t *testing.T) {
+	s := newServer(t, "")
+	s.run([]step{
+		{"stream", "POST", "/streams", `{"sql":"CREATE STREAM free () WITH (TYPE=\"memory\", SHARED=\"true\")"}`, 201, ""},
+		{"no rules", "GET", "/streams/free/schema", "", 200, "{}"},
+		{"rule a", "POST", "/rules", `{"id":"ra","sql":"SELECT temp AS t, meta(topic) FROM free WHERE hum > 3","actions":[{"log":{}}]}`, 201, ""},
+		{"rule b", "POST", "/rules", `{"id":"rb","sql":"SELECT f.temp, count(*) FROM free AS f GROUP BY f.site, TUMBLINGWINDOW(ss, 1) HAVING count(*) > 1","actions":[{"log":{}}]}`, 201, ""},
+		{"fields of the rules", "GET", "/streams/free/schema", "", 200, `{"hum":null,"site":null,"temp":null}`},
+		{"stopped rule", "POST", "/rules/rb/stop", "", 200, ""},
+		{"stopped rule's fields gone", "GET", "/streams/free/schema", "", 200, `{"hum":null,"temp":null}`},
+		{"wildcard rule", "POST", "/rules", `{"id":"rc","sql":"SELECT * FROM free","actions":[{"log":{}}]}`, 201, ""},
+		{"open", "GET", "/streams/free/schema", "", 200, `{}`},
+	})
+}

@@ -302,6 +302,9 @@ func (s *Server) streamSchema(k streamKind) handlerFunc {
 		if err != nil {
 			return err
 		}
+		if len(cs.Fields) == 0 {
+			return writeJSON(w, http.StatusOK, s.usedSchema(cs.Name))
+		}
 		return writeJSON(w, http.StatusOK, schemaFields(cs.Fields))
 	}
 }
