@@ -23,7 +23,9 @@ import (
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/config"
+	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
+	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/metrics"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
@@ -108,10 +110,17 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if r, ok := runner.(interface{ Connections() *connection.Registry }); ok {
 		conns = r.Connections()
 	}
-	api := server.New(server.Options{
+	sopts := server.Options{
 		Catalog: cat, Rules: mgr, Config: cfg, Environ: opts.Environ, Logger: logger, Version: opts.Version,
 		Connections: conns,
-	})
+	}
+	if r, ok := runner.(interface{ ConnectorRegistry() *connector.Registry }); ok {
+		sopts.Connectors = r.ConnectorRegistry()
+	}
+	if r, ok := runner.(interface{ FunctionRegistry() *function.Registry }); ok {
+		sopts.Functions = r.FunctionRegistry()
+	}
+	api := server.New(sopts)
 
 	var handler http.Handler = api
 	if cfg.Basic.Prometheus {

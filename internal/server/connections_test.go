@@ -47,7 +47,9 @@ func newEngineServer(t *testing.T) *testServer {
 	}
 	mgr := rulemgr.New(rulemgr.Config{Catalog: cat, Runner: runner})
 	conns := runner.(*daemon.Runner).Connections()
-	srv := httptest.NewServer(server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg, Connections: conns}))
+	d := runner.(*daemon.Runner)
+	srv := httptest.NewServer(server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg, Connections: conns,
+		Connectors: d.ConnectorRegistry(), Functions: d.FunctionRegistry()}))
 	t.Cleanup(func() {
 		srv.Close()
 		mgr.Close(context.Background()) //nolint:errcheck // test end

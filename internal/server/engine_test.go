@@ -66,7 +66,9 @@ func newEngineEtc(t *testing.T, etcFiles map[string]string) *engineServer {
 	if r, ok := runner.(interface{ Connections() *connection.Registry }); ok {
 		conns = r.Connections()
 	}
-	srv := httptest.NewServer(server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg, Connections: conns}))
+	d := runner.(*daemon.Runner)
+	srv := httptest.NewServer(server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg, Connections: conns,
+		Connectors: d.ConnectorRegistry(), Functions: d.FunctionRegistry()}))
 	t.Cleanup(func() {
 		srv.Close()
 		mgr.Close(context.Background()) //nolint:errcheck // test end

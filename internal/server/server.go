@@ -21,7 +21,10 @@ import (
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/config"
+	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/builtin"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
+	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 )
@@ -42,6 +45,10 @@ type Options struct {
 	// Connections reports the live state of named connections in GET
 	// /connections. Nil: every connection reads disconnected, refCount 0.
 	Connections *connection.Registry
+	// Connectors and Functions feed the /metadata routes and connection
+	// checks. Nil: the built-in connectors (without MQTT) and functions.
+	Connectors *connector.Registry
+	Functions  *function.Registry
 }
 
 // Server is the REST API. It is an http.Handler.
@@ -66,6 +73,15 @@ func New(opts Options) *Server {
 	}
 	if opts.Config == nil {
 		opts.Config = config.Default()
+	}
+	if opts.Connectors == nil {
+		opts.Connectors = connector.NewRegistry()
+		if err := builtin.Register(opts.Connectors); err != nil {
+			opts.Logger.Error("register built-in connectors", "err", err)
+		}
+	}
+	if opts.Functions == nil {
+		opts.Functions = function.Builtins()
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
@@ -99,6 +115,7 @@ func (s *Server) routes() {
 	s.ruleRoutes()
 	s.connectionRoutes()
 	s.transferRoutes()
+	s.metadataRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, fmt.Errorf("%s %s: %w", r.Method, r.URL.Path, errNoRoute))
 	})
@@ -135,7 +152,7 @@ func badRequest(format string, args ...any) error {
 // statusOf is the one mapping from errors to HTTP status codes.
 func statusOf(err error) int {
 	switch {
-	case errors.Is(err, errNoRoute), errors.Is(err, catalog.ErrNotFound):
+	case errors.Is(err, errNoRoute), errors.Is(err, catalog.ErrNotFound), errors.Is(err, errNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, errBadRequest), errors.Is(err, rule.ErrMalformed), errors.Is(err, catalog.ErrInvalid):
 		return http.StatusBadRequest
