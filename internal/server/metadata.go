@@ -135,7 +135,9 @@ type connState interface {
 	Status() (state string, lastConnected, lastDisconnected time.Time, lastErr string)
 }
 
-type closer interface{ Close(ctx context.Context) error }
+type closer interface {
+	Close(ctx context.Context) error
+}
 
 // pingConnector builds a connector of the type from the body's properties,
 // connects it and closes it again: 200 when it connected, 400 naming the

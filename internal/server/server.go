@@ -116,6 +116,9 @@ func (s *Server) routes() {
 	s.connectionRoutes()
 	s.transferRoutes()
 	s.metadataRoutes()
+	s.unsupportedRoutes()
+	s.uploadRoutes()
+	s.handle("POST /batch/req", s.batch)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, fmt.Errorf("%s %s: %w", r.Method, r.URL.Path, errNoRoute))
 	})
@@ -160,6 +163,8 @@ func statusOf(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, rule.ErrInvalid):
 		return http.StatusUnprocessableEntity
+	case errors.Is(err, errNotImplemented):
+		return http.StatusNotImplemented
 	case errors.Is(err, rulemgr.ErrClosed), errors.Is(err, catalog.ErrClosed):
 		return http.StatusServiceUnavailable
 	default:

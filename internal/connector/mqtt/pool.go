@@ -368,15 +368,15 @@ func (c *conn) run() {
 			return
 		}
 		if err != nil {
-			c.setState(StateDisconnected, err)
 			if !c.attempted && errors.Is(err, errPermanent) {
+				c.setState(StateDisconnected, err)
 				c.signalFirst(err)
 				return
 			}
-			c.signalFirst(nil)
 			// Waiting to retry reads connecting (eKuiper's state), the
 			// failure kept as the last error.
 			c.setState(StateConnecting, err)
+			c.signalFirst(nil)
 			attempt++
 			d := c.pool.backoff(attempt)
 			log.Warn("mqtt connect failed", slog.String("error", err.Error()), slog.Duration("retry_in", d))
@@ -451,7 +451,7 @@ func (c *conn) signalFirst(err error) {
 func (c *conn) setState(s string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s == StateDisconnected && c.state != StateDisconnected {
+	if (s == StateDisconnected && c.state != StateDisconnected) || (s != StateConnected && err != nil) {
 		c.lastDisc = c.pool.clock.Now()
 	}
 	c.state = s
