@@ -137,3 +137,23 @@ func TestCSVHeaderOncePerFile(t *testing.T) {
 		}
 	}
 }
+
+// TestAggregateInWhereOverWindow: an aggregate in WHERE over a window is
+// accepted, as eKuiper accepts it: the aggregate runs over the window's
+// rows, then the rows are filtered.
+func TestAggregateInWhereOverWindow(t *testing.T) {
+	e := newEngineEtc(t, nil)
+	e.run([]step{
+		{"stream", "POST", "/streams", `{"sql":"CREATE STREAM sim () WITH (TYPE=\"simulator\", EXTRA=\"{\\\"interval\\\":5,\\\"data\\\":[{\\\"a\\\":1},{\\\"a\\\":3},{\\\"a\\\":8},{\\\"a\\\":2}]}\")"}`, 201, ""},
+		{"no window refused", "POST", "/rules/validate", `{"id":"x","sql":"SELECT * FROM sim WHERE a > avg(a)","actions":[{"log":{}}]}`, 422, "aggregate function avg is not allowed in WHERE"},
+		{"rule", "POST", "/rules", `{"id":"r1","sql":"SELECT * FROM sim WHERE a > avg(a) GROUP BY COUNTWINDOW(2)","actions":[{"file":{"path":"out/r1.txt"}}]}`, 201, ""},
+		{"explain", "GET", "/rules/r1/explain", "", 200, `"FilterPlan"`},
+	})
+	lines := e.waitFile("out/r1.txt", 4)
+	want := []string{`[{"a":3}]`, `[{"a":8}]`}
+	for i, l := range lines {
+		if l != want[i%2] {
+			t.Fatalf("line %d %q, want %q (all %q)", i, l, want[i%2], lines)
+		}
+	}
+}
