@@ -219,3 +219,17 @@ func TestSchemalessStreamSchema(t *testing.T) {
 		{"open", "GET", "/streams/free/schema", "", 200, `{}`},
 	})
 }
+
+// TestRuleSchema: GET /rules/{id}/schema lists the fields a running rule
+// sends to its sinks, typed where they are columns of a typed stream.
+func TestRuleSchema(t *testing.T) {
+	s := newServer(t, "")
+	s.run([]step{
+		{"stream", "POST", "/streams", demoDDL, 201, ""},
+		{"rule", "POST", "/rules", `{"id":"r1","sql":"SELECT a, d AS arr, b->c, a + 1 AS n, count(*), * FROM demo GROUP BY a, TUMBLINGWINDOW(ss, 1)","actions":[{"log":{}}]}`, 201, ""},
+		{"schema", "GET", "/rules/r1/schema", "", 200, `{"a":{"type":"bigint"},"arr":{"items":{"type":"float"},"type":"array"},"count":{},"kuiper_field_2":{},"n":{}}`},
+		{"unknown", "GET", "/rules/nope/schema", "", 404, ""},
+		{"stopped", "POST", "/rules/r1/stop", "", 200, ""},
+		{"not running", "GET", "/rules/r1/schema", "", 409, ""},
+	})
+}

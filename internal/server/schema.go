@@ -1,10 +1,14 @@
 package server
 
 import (
+	"fmt"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/sql/parser"
 )
@@ -125,4 +129,84 @@ func sortExprs(sf []ast.SortField) []ast.Expr {
 		out = append(out, o.Expr)
 	}
 	return out
+}
+
+// ruleSchema is GET /rules/{id}/schema: the fields a running rule sends to
+// its sinks (eKuiper's sink schema), field name → type. A field that is a
+// column of a stream with declared fields has that column's type; others
+// (expressions, columns of schemaless streams) are {}. `*` adds nothing.
+func (s *Server) ruleSchema(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if _, err := s.rules.Topo(id); err != nil {
+		return err
+	}
+	def, err := s.rules.Def(id)
+	if err != nil {
+		return err
+	}
+	stmt, err := parser.ParseSelect(def.SQL)
+	if err != nil {
+		return fmt.Errorf("%w: parse sql: %v", rule.ErrInvalid, err)
+	}
+	streams := map[string]*ast.CreateStreamStmt{}
+	load := func(name, alias string) {
+		cs, err := s.streamDef(name)
+		if err != nil {
+			return
+		}
+		streams[name] = cs
+		if alias != "" {
+			streams[alias] = cs
+		}
+	}
+	load(stmt.From.Name, stmt.From.Alias)
+	for _, j := range stmt.Joins {
+		load(j.Name, j.Alias)
+	}
+	out := map[string]any{}
+	for i, f := range stmt.Fields {
+		if _, star := f.Expr.(*ast.Wildcard); star || f.Invisible {
+			continue
+		}
+		name := f.Name()
+		if name == "" {
+			name = "kuiper_field_" + strconv.Itoa(i)
+		}
+		if _, dup := out[name]; dup {
+			return fmt.Errorf("%w: duplicate field definition %s", rule.ErrInvalid, name)
+		}
+		out[name] = map[string]any{}
+		ref, ok := f.Expr.(*ast.FieldRef)
+		if !ok {
+			continue
+		}
+		for qual, cs := range streams {
+			if ref.Stream != "" && ref.Stream != qual {
+				continue
+			}
+			for _, sf := range cs.Fields {
+				if sf.Name == ref.Name {
+					out[name] = schemaType(sf.Type)
+				}
+			}
+		}
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// streamDef parses the stored statement of a stream or table.
+func (s *Server) streamDef(name string) (*ast.CreateStreamStmt, error) {
+	st, err := s.cat.Stream(name)
+	if err != nil {
+		return nil, err
+	}
+	stmt, err := parser.ParseStatement(st.SQL)
+	if err != nil {
+		return nil, err
+	}
+	cs, ok := stmt.(*ast.CreateStreamStmt)
+	if !ok {
+		return nil, fmt.Errorf("stream %s: stored statement is not CREATE", name)
+	}
+	return cs, nil
 }

@@ -119,6 +119,7 @@ func (s *Server) routes() {
 	s.unsupportedRoutes()
 	s.uploadRoutes()
 	s.handle("POST /batch/req", s.batch)
+	s.handle("GET /rules/{id}/schema", s.ruleSchema)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, fmt.Errorf("%s %s: %w", r.Method, r.URL.Path, errNoRoute))
 	})
