@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,6 +60,9 @@ type Server struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	started time.Time
+	// patterns are the routes in registration order (GET /openapi.json
+	// describes them; a test checks it describes every one).
+	patterns []string
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -94,12 +98,17 @@ func New(opts Options) *Server {
 	return s
 }
 
+// Routes returns the route patterns ("METHOD /path/{var}") in the order
+// they were registered.
+func (s *Server) Routes() []string { return slices.Clone(s.patterns) }
+
 // ServeHTTP dispatches to the routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (s *Server) handle(pattern string, h handlerFunc) {
+	s.patterns = append(s.patterns, pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
 			s.renderError(w, r, err)
@@ -120,6 +129,7 @@ func (s *Server) routes() {
 	s.uploadRoutes()
 	s.handle("POST /batch/req", s.batch)
 	s.handle("GET /rules/{id}/schema", s.ruleSchema)
+	s.handle("GET /openapi.json", s.openAPI)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, fmt.Errorf("%s %s: %w", r.Method, r.URL.Path, errNoRoute))
 	})
