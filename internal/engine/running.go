@@ -41,7 +41,10 @@ type running struct {
 var _ rulemgr.Running = (*running)(nil)
 
 type input struct {
-	name     string
+	name string
+	// conn names the source after its connection as eKuiper does
+	// ("<connectionSelector>/<datasource>"); "" without a selector.
+	conn     string
 	key      string
 	table    bool
 	sub      *stream.Subscription
@@ -62,9 +65,14 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 	var committers, followers []checkpoint.Committer
 	source := 0
 	for _, in := range rr.built.Plan.Inputs {
-		typ, props, err := rr.rn.sourceProps(in.Def)
+		typ, props, sel, err := rr.rn.sourcePropsConn(in.Def)
 		if err != nil {
 			return err
+		}
+		conn := ""
+		if sel != "" {
+			ds, _ := props["datasource"].(string)
+			conn = sel + "/" + ds
 		}
 		perRule := rr.def.Options.Qos > 0 && !in.Table
 		key := propsKey(typ, props) + "|" + in.Name
@@ -116,7 +124,7 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 			source++
 			rr.streams++
 		}
-		ri := &input{name: in.Name, key: ckKey, table: isTable, sub: sub, release: release}
+		ri := &input{name: in.Name, conn: conn, key: ckKey, table: isTable, sub: sub, release: release}
 		ri.consumer = sub.Attach(rr.consumer(ri, idx, port))
 		rr.mu.Lock()
 		rr.inputs = append(rr.inputs, ri)
@@ -360,6 +368,14 @@ func (rr *running) Metrics() map[string]any {
 		out[prefix+"connection_last_connected_time"] = st.LastConnected
 		out[prefix+"connection_last_disconnected_time"] = st.LastDisconnected
 		out[prefix+"connection_last_disconnected_message"] = st.LastError
+		if in.conn != "" {
+			// eKuiper names a source on a named connection after it.
+			cp := "source_" + in.conn + "_0_"
+			out[cp+"connection_status"] = connStatus(st.State)
+			out[cp+"connection_last_connected_time"] = st.LastConnected
+			out[cp+"connection_last_disconnected_time"] = st.LastDisconnected
+			out[cp+"connection_last_disconnected_message"] = st.LastError
+		}
 	}
 	r := rr.built.Rule
 	for i, op := range rr.built.Plan.Ops {

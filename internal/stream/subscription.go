@@ -230,6 +230,15 @@ func (s *Subscription) Stop(ctx context.Context) error {
 	return nil
 }
 
+func (s *Subscription) retryState() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.status.LastConnected == 0 {
+		return "disconnected"
+	}
+	return "connecting"
+}
+
 func (s *Subscription) setState(state string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -260,8 +269,9 @@ func (s *Subscription) loop(ctx context.Context) {
 	}
 	for ctx.Err() == nil {
 		if err := s.connect(ctx); err != nil {
-			// The loop retries: connecting, as eKuiper reports it.
-			s.setState("connecting", err)
+			// The loop retries: connecting once the source has worked,
+			// disconnected while it never has, as eKuiper reports them.
+			s.setState(s.retryState(), err)
 			s.logger.Warn("source connect failed", "stream", s.name, "err", err)
 			if !s.sleep(ctx, backoff.next()) {
 				return

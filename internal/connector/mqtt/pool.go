@@ -373,9 +373,10 @@ func (c *conn) run() {
 				c.signalFirst(err)
 				return
 			}
-			// Waiting to retry reads connecting (eKuiper's state), the
-			// failure kept as the last error.
-			c.setState(StateConnecting, err)
+			// Waiting to retry reads connecting once the connection has
+			// worked (it was lost), disconnected while it never has, as
+			// eKuiper reports them; the failure is the last error.
+			c.setState(c.retryState(), err)
 			c.signalFirst(nil)
 			attempt++
 			d := c.pool.backoff(attempt)
@@ -446,6 +447,16 @@ func (c *conn) signalFirst(err error) {
 	c.attempted = true
 	c.firstErr = err
 	close(c.first)
+}
+
+// retryState is the state of a connection waiting to retry.
+func (c *conn) retryState() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lastConn.IsZero() {
+		return StateDisconnected
+	}
+	return StateConnecting
 }
 
 func (c *conn) setState(s string, err error) {
