@@ -32,6 +32,7 @@ func commands() map[string]command {
 		"import":    {summary: "import a ruleset or data export", run: runImport},
 		"export":    {summary: "export the ruleset or all data", run: runExport},
 		"query":     {summary: "interactive shell: run SELECT statements and print their results", run: queryCmd(os.Stdin)},
+		"token":     {summary: "sign a REST API token with a private key", run: runToken},
 	}
 }
 

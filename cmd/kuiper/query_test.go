@@ -2,55 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"io"
-	"log/slog"
-	"net/http/httptest"
-	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/rekuiper/rekuiper/internal/catalog"
-	"github.com/rekuiper/rekuiper/internal/config"
-	"github.com/rekuiper/rekuiper/internal/daemon"
-	"github.com/rekuiper/rekuiper/internal/rulemgr"
-	"github.com/rekuiper/rekuiper/internal/server"
 )
-
-// engineDaemon serves the REST API over the real engine.
-func engineDaemon(t *testing.T) (host, port string) {
-	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := catalog.Open(ctx, filepath.Join(dir, "sqliteKV.db"), catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.New(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default()
-	cfg.Paths = config.Paths{Data: dir}
-	cfg.Source.HTTPServerIP, cfg.Source.HTTPServerPort = "127.0.0.1", 0
-	runner, release, err := daemon.NewRunner(cfg, cat, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr := rulemgr.New(rulemgr.Config{Catalog: cat, Runner: runner})
-	srv := httptest.NewServer(server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg}))
-	t.Cleanup(func() {
-		srv.Close()
-		mgr.Close(ctx) //nolint:errcheck // test end
-		release()
-		st.Close()
-	})
-	u, _ := url.Parse(srv.URL)
-	return u.Hostname(), u.Port()
-}
 
 type lockedBuffer struct {
 	mu sync.Mutex

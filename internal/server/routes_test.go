@@ -91,7 +91,8 @@ func TestUploads(t *testing.T) {
 	if b, err := os.ReadFile(path2); code != 201 || err != nil || string(b) != "from a file" {
 		t.Fatalf("upload by url: %d %s %q %v", code, path2, b, err)
 	}
-	// multipart
+	// multipart: refused by the request guard, as every body that is not
+	// JSON (an HTML form could send one from another site).
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
 	fw, _ := mw.CreateFormFile("uploadFile", "c.csv")
@@ -101,12 +102,11 @@ func TestUploads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mpath, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if b, err := os.ReadFile(string(mpath)); resp.StatusCode != 201 || err != nil || string(b) != "x,y\n1,2\n" {
-		t.Fatalf("multipart: %d %s %q %v", resp.StatusCode, mpath, b, err)
+	if resp.StatusCode != http.StatusUnsupportedMediaType {
+		t.Fatalf("multipart: %d, want 415", resp.StatusCode)
 	}
-	want, _ := json.Marshal([]string{path, path2, string(mpath)})
+	want, _ := json.Marshal([]string{path, path2})
 	s.run([]step{
 		{"list", "GET", "/config/uploads", "", 200, string(want)},
 		{"separator", "POST", "/config/uploads", `{"name":"../x","content":"x"}`, 400, "path separator"},

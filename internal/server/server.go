@@ -8,17 +8,20 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/rekuiper/rekuiper/internal/auth"
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/config"
@@ -28,6 +31,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
+	"github.com/rekuiper/rekuiper/internal/sql/ast"
 )
 
 // Options configure a Server. Catalog and Rules are required.
@@ -50,6 +54,19 @@ type Options struct {
 	// checks. Nil: the built-in connectors (without MQTT) and functions.
 	Connectors *connector.Registry
 	Functions  *function.Registry
+	// Streams checks stream and table definitions when they are created,
+	// replaced or imported (engine.Runner.CheckStream). Nil: definitions
+	// are only parsed.
+	Streams StreamChecker
+	// Warnings are shown in GET / (e.g. a listener exposed without
+	// authentication).
+	Warnings []string
+}
+
+// StreamChecker checks a stream or table definition against the engine:
+// connector type, format, confKey, connection and properties.
+type StreamChecker interface {
+	CheckStream(ctx context.Context, def *ast.CreateStreamStmt) error
 }
 
 // Server is the REST API. It is an http.Handler.
@@ -63,6 +80,7 @@ type Server struct {
 	// patterns are the routes in registration order (GET /openapi.json
 	// describes them; a test checks it describes every one).
 	patterns []string
+	guard    guard
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -94,6 +112,13 @@ func New(opts Options) *Server {
 		opts: opts, cat: opts.Catalog, rules: opts.Rules, log: opts.Logger,
 		mux: http.NewServeMux(), started: opts.Clock.Now(),
 	}
+	s.guard = guard{audit: opts.Config.Basic.EnableRestAuditLog, cors: map[string]bool{}}
+	for _, o := range opts.Config.Basic.CORS {
+		s.guard.cors[strings.TrimSuffix(o, "/")] = true
+	}
+	if opts.Config.Basic.Authentication {
+		s.guard.verifier = auth.NewVerifier(filepath.Join(opts.Config.Paths.Etc, auth.KeyDir), opts.Clock.Now)
+	}
 	s.routes()
 	return s
 }
@@ -102,8 +127,21 @@ func New(opts Options) *Server {
 // they were registered.
 func (s *Server) Routes() []string { return slices.Clone(s.patterns) }
 
-// ServeHTTP dispatches to the routes.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP checks the request (origin, token, content type; see
+// serveGuarded), dispatches it to its route and, with
+// basic.enableRestAuditLog, logs mutating requests.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.guard.audit && isMutating(r.Method) {
+		s.serveAudited(w, r)
+		return
+	}
+	s.serveGuarded(w, r)
+}
+
+// Mount serves h at pattern (a ServeMux pattern) behind the same checks as
+// the API's routes; the daemon mounts /metrics and /debug/pprof/ this way
+// when they share the REST port. Call it before serving.
+func (s *Server) Mount(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
@@ -149,6 +187,9 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request) error {
 			out[k] = v
 		}
 	}
+	if len(s.opts.Warnings) > 0 {
+		out["warnings"] = s.opts.Warnings
+	}
 	return writeJSON(w, http.StatusOK, out)
 }
 
@@ -176,6 +217,12 @@ func statusOf(err error) int {
 		return http.StatusUnprocessableEntity
 	case errors.Is(err, errNotImplemented):
 		return http.StatusNotImplemented
+	case errors.Is(err, auth.ErrUnauthorized):
+		return http.StatusUnauthorized
+	case errors.Is(err, errForbiddenOrigin):
+		return http.StatusForbidden
+	case errors.Is(err, errMediaType):
+		return http.StatusUnsupportedMediaType
 	case errors.Is(err, rulemgr.ErrClosed), errors.Is(err, catalog.ErrClosed):
 		return http.StatusServiceUnavailable
 	default:
