@@ -24,6 +24,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
+	"github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/metrics"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
@@ -88,6 +89,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return err
 	}
+	logInvalidNames(cat, logger)
 	runner, releaseRunner, err := opts.NewRunner(cfg, cat, logger)
 	if err != nil {
 		return fmt.Errorf("start engine: %w", err)
@@ -189,16 +191,45 @@ func Run(ctx context.Context, opts Options) (err error) {
 	return nil
 }
 
+// logInvalidNames logs every catalog row whose name the name validator
+// refuses (written by an older version or by hand). Such rows stay loaded,
+// so they can be seen and deleted; every path built from their names is
+// encoded (guard.PathElem) and stays in its folder.
+func logInvalidNames(cat *catalog.Catalog, logger *slog.Logger) {
+	for _, st := range cat.Streams("") {
+		if err := guard.Name(string(st.Kind), st.Name); err != nil {
+			logger.Error("catalog holds an invalid name", "err", err)
+		}
+	}
+	for _, r := range cat.Rules() {
+		if err := guard.Name("rule id", r.ID); err != nil {
+			logger.Error("catalog holds an invalid name", "err", err)
+		}
+	}
+	for _, c := range cat.Connections() {
+		if err := guard.Name("connection", c.ID); err != nil {
+			logger.Error("catalog holds an invalid name", "err", err)
+		}
+	}
+	for _, cc := range []catalog.ConfCategory{catalog.ConfSource, catalog.ConfSink, catalog.ConfConnection} {
+		for _, k := range cat.ConfKeys(cc, "") {
+			if err := errors.Join(guard.Name("confKey type", k.Type), guard.Name("confKey", k.Key)); err != nil {
+				logger.Error("catalog holds an invalid name", "err", err)
+			}
+		}
+	}
+}
+
 // removeRuleData removes data/rule_<id> (the rule's checkpoints and state)
 // and data/cache/<id> (its sink caches).
 func removeRuleData(dataDir, id string) error {
-	if dataDir == "" || strings.ContainsAny(id, `/\`) || id == "" || id == "." || id == ".." {
+	if dataDir == "" {
 		return nil
 	}
-	if err := os.RemoveAll(filepath.Join(dataDir, "rule_"+id)); err != nil {
+	if err := os.RemoveAll(filepath.Join(dataDir, "rule_"+guard.PathElem(id))); err != nil {
 		return err
 	}
-	return os.RemoveAll(filepath.Join(dataDir, "cache", id))
+	return os.RemoveAll(filepath.Join(dataDir, "cache", guard.PathElem(id)))
 }
 
 func newLogger(cfg *config.Config, stdout io.Writer) (*slog.Logger, func(), error) {

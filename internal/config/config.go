@@ -269,8 +269,10 @@ const DefaultSqliteName = "sqliteKV.db"
 
 // Default returns the configuration with eKuiper's defaults, as the shipped
 // etc/kuiper.yaml sets them (where eKuiper's code fallback differs from its
-// shipped file, the file wins: gracefulShutdownTimeout 10s,
-// allowExternalFileAccess true).
+// shipped file, the file wins: gracefulShutdownTimeout 10s), except
+// allowExternalFileAccess, false in the code and the shipped file (eKuiper's
+// file ships true): a client may name files outside the data folder only
+// when the operator allows it.
 func Default() *Config {
 	return &Config{
 		Basic: Basic{
@@ -295,7 +297,6 @@ func Default() *Config {
 			GracefulShutdownTimeout: Duration(10 * time.Second),
 			ResourceProfileConfig:   ResourceProf{Interval: Duration(5 * time.Second)},
 			MetricsDumpConfig:       MetricsDump{RetainedDuration: Duration(6 * time.Hour)},
-			AllowExternalFileAccess: true,
 		},
 		Rule: RuleOptions{
 			LateTolerance:      Duration(time.Second),

@@ -75,7 +75,7 @@ func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 		Registry: reg,
 		Deps: connector.Deps{
 			Logger: logger, Clock: clock.Wall{}, Memory: membus.New(), HTTP: mux, DataDir: cfg.Paths.Data,
-			Connections: conns,
+			Connections: conns, Guard: cfg.Guard(),
 		},
 		Paths:                     cfg.Paths,
 		Environ:                   cfg.Environ,

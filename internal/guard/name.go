@@ -28,7 +28,7 @@ const MaxNameLen = 255
 func Name(what, name string) error {
 	switch {
 	case name == "":
-		return fmt.Errorf("%w: %s is empty", ErrName, what)
+		return fmt.Errorf("%w: %s is required", ErrName, what)
 	case len(name) > MaxNameLen:
 		return fmt.Errorf("%w: %s %.20q...: longer than %d bytes", ErrName, what, name, MaxNameLen)
 	case name == "." || name == "..":

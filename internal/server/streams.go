@@ -141,6 +141,9 @@ func (s *Server) createStream(k streamKind) handlerFunc {
 		if err != nil {
 			return err
 		}
+		if err := s.checkStreamFiles(cs); err != nil {
+			return err
+		}
 		if _, err := s.cat.PutStream(r.Context(), catalog.Stream{Name: cs.Name, Kind: k.kind, SQL: sql}, catalog.Create); err != nil {
 			return fmt.Errorf("create %s %s: %w", k.kind, cs.Name, err)
 		}
@@ -153,6 +156,9 @@ func (s *Server) replaceStream(k streamKind) handlerFunc {
 		name := r.PathValue("name")
 		cs, sql, err := parseDDL(r, k)
 		if err != nil {
+			return err
+		}
+		if err := s.checkStreamFiles(cs); err != nil {
 			return err
 		}
 		if cs.Name != name {

@@ -16,6 +16,7 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/guard"
 )
 
 // SinkSpec is the file sink's property spec.
@@ -45,6 +46,7 @@ type Sink struct {
 	rollEvery time.Duration
 	rollCount int64
 	pattern   string
+	guard     *guard.Guard
 	clk       clock.Clock
 
 	f       *os.File
@@ -64,6 +66,9 @@ func NewSink(props map[string]any, deps connector.Deps) (api.Sink, error) {
 	if p == "" {
 		return nil, errors.New("path is empty")
 	}
+	if err := CheckPaths(deps.Guard, deps.DataDir, connector.KindSink, props); err != nil {
+		return nil, err
+	}
 	return &Sink{
 		path:      resolve(deps.DataDir, p),
 		fileType:  connector.Get[string](props, "fileType"),
@@ -72,6 +77,7 @@ func NewSink(props map[string]any, deps connector.Deps) (api.Sink, error) {
 		rollEvery: connector.Get[time.Duration](props, "rollingInterval"),
 		rollCount: connector.Get[int64](props, "rollingCount"),
 		pattern:   connector.Get[string](props, "rollingNamePattern"),
+		guard:     deps.Guard,
 		clk:       deps.Clock,
 	}, nil
 }
@@ -136,6 +142,9 @@ func (s *Sink) fileName(now time.Time) string {
 func (s *Sink) openFile(msg *api.SinkMessage) error {
 	now := s.clk.Now()
 	name := s.fileName(now)
+	if err := s.guard.Path("path", name); err != nil {
+		return err
+	}
 	// Lines and CSV files are appended to, so a restarted rule continues the
 	// file; a JSON array file is rewritten whole.
 	mode := os.O_CREATE | os.O_WRONLY | os.O_APPEND

@@ -1,0 +1,61 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/file"
+	"github.com/rekuiper/rekuiper/internal/sql/ast"
+)
+
+// dataDir is the folder relative file paths resolve against.
+func (s *Server) dataDir() string { return s.opts.Config.Paths.Data }
+
+// checkStreamFiles checks, at create time, the paths a file stream names:
+// its confKey's path and moveTo, DATASOURCE and the EXTRA properties,
+// resolved as the engine resolves them. Other stream types name no files.
+func (s *Server) checkStreamFiles(cs *ast.CreateStreamStmt) error {
+	typ, _ := cs.Option("TYPE")
+	if !strings.EqualFold(typ, file.Type) {
+		return nil
+	}
+	key, _ := cs.Option("CONF_KEY")
+	if key == "" {
+		key = "default"
+	}
+	props := map[string]any{}
+	merged, err := s.mergedConfKeys("sources", file.Type)
+	if err != nil {
+		return err
+	}
+	maps.Copy(props, merged["default"])
+	maps.Copy(props, merged[key])
+	if ds, ok := cs.Option("DATASOURCE"); ok {
+		props["datasource"] = ds
+	}
+	if extra, ok := cs.Option("EXTRA"); ok && extra != "" {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(extra), &m); err == nil {
+			maps.Copy(props, m)
+		}
+	}
+	if err := file.CheckPaths(s.guard, s.dataDir(), connector.KindSource, props); err != nil {
+		return fmt.Errorf("%s %s: %w", strings.ToLower(cs.Kind.String()), cs.Name, err)
+	}
+	return nil
+}
+
+// checkConfKeyFiles checks the paths of a file source or sink confKey.
+func (s *Server) checkConfKeyFiles(c, typ string, props map[string]any) error {
+	if typ != file.Type {
+		return nil
+	}
+	k := connector.KindSource
+	if c == "sinks" {
+		k = connector.KindSink
+	}
+	return file.CheckPaths(s.guard, s.dataDir(), k, props)
+}
