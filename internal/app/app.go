@@ -261,16 +261,43 @@ func newLogger(cfg *config.Config, stdout io.Writer) (*slog.Logger, func(), erro
 	if len(writers) == 0 {
 		return slog.New(slog.DiscardHandler), closeFn, nil
 	}
-	hopts := &slog.HandlerOptions{Level: level}
-	if cfg.Basic.LogDisableTimestamp {
-		hopts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
-			if len(groups) == 0 && a.Key == slog.TimeKey {
-				return slog.Attr{}
-			}
+	noTime := cfg.Basic.LogDisableTimestamp
+	hopts := &slog.HandlerOptions{Level: level, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if noTime && len(groups) == 0 && a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return maskAttr(a)
+	}}
+	return slog.New(slog.NewTextHandler(io.MultiWriter(writers...), hopts)), closeFn, nil
+}
+
+// maskAttr masks the secrets a log value may carry (URL passwords,
+// credential headers and parameters, secret properties; see
+// rule.MaskText), whatever logged it.
+func maskAttr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		if m := rule.MaskText(v.String()); m != v.String() {
+			a.Value = slog.StringValue(m)
+		}
+	case slog.KindAny:
+		var s string
+		switch x := v.Any().(type) {
+		case error:
+			s = x.Error()
+		case map[string]any:
+			s = fmt.Sprint(rule.MaskProps(x))
+			a.Value = slog.StringValue(s)
 			return a
+		default:
+			s = fmt.Sprint(x)
+		}
+		if m := rule.MaskText(s); m != s {
+			a.Value = slog.StringValue(m)
 		}
 	}
-	return slog.New(slog.NewTextHandler(io.MultiWriter(writers...), hopts)), closeFn, nil
+	return a
 }
 
 var errNoRunner = errors.New("no runner factory")
