@@ -440,7 +440,8 @@ func connectPassword(b []byte) (string, bool) {
 func TestSecuritySecrets(t *testing.T) {
 	a, b := newFakeBroker(t), newFakeBroker(t)
 	d := startKuiperd(t, "KUIPER__BASIC__ENABLEPRIVATENET=true")
-	secrets := []string{"s3cretPW", "urlPW", "hdrTOKEN", "qTOKEN", "connPW", "keyPW", "pgPW"}
+	secrets := []string{"s3cretPW", "urlPW", "hdrTOKEN", "qTOKEN", "connPW", "keyPW", "pgPW", "streamPW", "streamTOK"}
+	d.must("POST", "/streams", ddl(`CREATE STREAM hp () WITH (TYPE="httppull", DATASOURCE="http://u:streamPW@example.com/x?token=streamTOK")`), 201)
 	d.must("PUT", "/metadata/sources/simulator/confKeys/sim", `{"data":[{"a":1}],"interval":"20ms"}`, 200)
 	d.must("POST", "/streams", `{"sql":"CREATE STREAM sim () WITH (TYPE=\"simulator\", CONF_KEY=\"sim\")"}`, 201)
 	rule := func(server, pw string) string {
@@ -464,7 +465,7 @@ func TestSecuritySecrets(t *testing.T) {
 			}
 		}
 	}
-	for _, p := range []string{"/rules/r1", "/rules/r1/status", "/v2/rules/r1/status", "/rules/status/all", "/rules/r1/explain", "/connections", "/connections/c1", "/metadata/sinks/yaml/mqtt", "/data/export"} {
+	for _, p := range []string{"/streams/hp", "/rules/r1", "/rules/r1/status", "/v2/rules/r1/status", "/rules/status/all", "/rules/r1/explain", "/connections", "/connections/c1", "/metadata/sinks/yaml/mqtt", "/data/export"} {
 		_, body := d.do("GET", p, "")
 		check("GET "+p, body)
 	}
@@ -516,14 +517,24 @@ func TestSecuritySecrets(t *testing.T) {
 	// The import path: a masked export imported back keeps the stored
 	// secrets only for unchanged endpoints.
 	var doc map[string]map[string]string
-	if err := json.Unmarshal([]byte(exp2), &doc); err != nil {
+	_, full := d.do("GET", "/data/export", "")
+	if err := json.Unmarshal([]byte(full), &doc); err != nil {
 		t.Fatal(err)
 	}
-	doc["sinkConfig"]["mqtt"] = strings.Replace(doc["sinkConfig"]["mqtt"], "@h:1883", "@evil:1883", 1)
+	if !strings.Contains(doc["streams"]["hp"], "******") {
+		t.Fatalf("stream not masked in the export: %v", doc["streams"])
+	}
 	imp, _ := json.Marshal(doc)
 	body = d.must("POST", "/data/import?partial=1", `{"content":`+jsonString(string(imp))+`}`, 200)
-	if !strings.Contains(body, "changed") {
-		t.Errorf("import of a masked url with a new host: %s", body)
+	if !strings.Contains(body, `"ErrorMsg":""`) {
+		t.Errorf("the masked export imported back: %s", body)
+	}
+	doc["sinkConfig"]["mqtt"] = strings.Replace(doc["sinkConfig"]["mqtt"], "@h:1883", "@evil:1883", 1)
+	doc["streams"]["hp"] = strings.Replace(doc["streams"]["hp"], "example.com", "evil.example", 1)
+	imp, _ = json.Marshal(doc)
+	body = d.must("POST", "/data/import?partial=1", `{"content":`+jsonString(string(imp))+`}`, 200)
+	if !strings.Contains(body, `\"server\" carries a masked secret`) || !strings.Contains(body, "differs from the stored one") {
+		t.Errorf("import of masked secrets with new hosts: %s", body)
 	}
 	check("import answer", body)
 	check("log", d.log())

@@ -212,6 +212,8 @@ func restoreProps(props, old map[string]any, prefix, moved string) (map[string]a
 			os, isStr := o.(string)
 			restorable := had && (x == MaskedValue && IsSecretKey(k) || isStr && MaskText(os) == x)
 			switch {
+			case !restorable && isStr && x != MaskedValue && MaskText(os) != os:
+				return nil, false, fmt.Errorf("%w: property %q carries a masked secret (%s) but changed; send the secret again for the new endpoint", ErrInvalid, prefix+k, MaskedValue)
 			case !restorable:
 				continue // nothing stored to leak: kept as given
 			case moved != "":

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/file"
+	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 )
 
@@ -46,6 +47,27 @@ func (s *Server) checkStreamFiles(cs *ast.CreateStreamStmt) error {
 		return fmt.Errorf("%s %s: %w", strings.ToLower(cs.Kind.String()), cs.Name, err)
 	}
 	return nil
+}
+
+// restoreStreamSQL returns the stored statement of stream name when sql is
+// that statement with its secrets masked (an export imported back), and
+// sql otherwise. A statement carrying a masked value that differs from the
+// stored one is refused: the secret would go to a changed endpoint.
+func (s *Server) restoreStreamSQL(name, sql string) (string, error) {
+	if !strings.Contains(sql, rule.MaskedValue) {
+		return sql, nil
+	}
+	old, err := s.cat.Stream(name)
+	if err != nil {
+		return sql, nil //nolint:nilerr // nothing stored: kept as given
+	}
+	if rule.MaskText(old.SQL) == sql {
+		return old.SQL, nil
+	}
+	if rule.MaskText(old.SQL) == old.SQL {
+		return sql, nil // the stored statement has no secret to keep
+	}
+	return "", fmt.Errorf("%w: stream %s: the statement carries a masked value (%s) but differs from the stored one; send the secret again", rule.ErrInvalid, name, rule.MaskedValue)
 }
 
 // checkConfKeyFiles checks the paths of a file source or sink confKey.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/sql/parser"
 	"github.com/rekuiper/rekuiper/internal/sql/token"
@@ -173,6 +174,9 @@ func (s *Server) replaceStream(k streamKind) handlerFunc {
 		if hasNew && hasOld && newV <= oldV {
 			return fmt.Errorf("replace %s %s: version %q is not newer than %q: %w", k.kind, name, newV, oldV, catalog.ErrConflict)
 		}
+		if sql, err = s.restoreStreamSQL(name, sql); err != nil {
+			return err
+		}
 		if _, err := s.cat.PutStream(r.Context(), catalog.Stream{Name: name, Kind: k.kind, SQL: sql}, catalog.Replace); err != nil {
 			return fmt.Errorf("replace %s %s: %w", k.kind, name, err)
 		}
@@ -267,7 +271,7 @@ func describeOptions(cs *ast.CreateStreamStmt) map[string]any {
 				continue
 			}
 		}
-		out[name] = o.Value
+		out[name] = rule.MaskText(o.Value)
 	}
 	return out
 }

@@ -96,9 +96,9 @@ func (s *Server) ruleset(ids []string) (Ruleset, error) {
 			continue
 		}
 		if st.Kind == catalog.KindTable {
-			rs.Tables[st.Name] = st.SQL
+			rs.Tables[st.Name] = rule.MaskText(st.SQL)
 		} else {
-			rs.Streams[st.Name] = st.SQL
+			rs.Streams[st.Name] = rule.MaskText(st.SQL)
 		}
 	}
 	if ids == nil {
@@ -273,6 +273,9 @@ func (s *Server) importStream(ctx context.Context, k streamKind, name, sql strin
 		return badRequest("want CREATE %s %s", strings.ToUpper(string(k.kind)), name)
 	}
 	if err := s.checkStreamFiles(cs); err != nil {
+		return err
+	}
+	if sql, err = s.restoreStreamSQL(name, sql); err != nil {
 		return err
 	}
 	if _, err := s.cat.PutStream(ctx, catalog.Stream{Name: name, Kind: k.kind, SQL: sql}, catalog.Upsert); err != nil {
