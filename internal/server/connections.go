@@ -157,7 +157,7 @@ func (s *Server) connectionJSON(c catalog.Connection) map[string]any {
 	}
 	return map[string]any{
 		"id": c.ID, "typ": c.Type, "props": rule.MaskProps(nonNil(c.Props)), "isNamed": true,
-		"status": st.State, "err": errText, "refCount": st.Users, "clients": st.Clients,
+		"status": st.State, "err": rule.MaskText(errText), "refCount": st.Users, "clients": st.Clients,
 		"lastConnected": unixMilli(st.LastConnected), "lastDisconnected": unixMilli(st.LastDisconnected),
 		"ruleRefs": refs,
 	}
