@@ -2,7 +2,9 @@ package rule
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -150,14 +152,14 @@ func isEndpointKey(k string) bool {
 // differs from old's, comparing masked forms (a URL sent back with its
 // password masked is the same endpoint).
 func changedEndpoint(props, old map[string]any) (string, bool) {
-	keys := map[string]bool{}
-	for k := range props {
-		keys[k] = true
-	}
+	keys := slices.Sorted(maps.Keys(props))
 	for k := range old {
-		keys[k] = true
+		if _, ok := props[k]; !ok {
+			keys = append(keys, k)
+		}
 	}
-	for k := range keys {
+	slices.Sort(keys)
+	for _, k := range keys {
 		if !isEndpointKey(k) {
 			continue
 		}
@@ -192,7 +194,8 @@ func restoreProps(props, old map[string]any, prefix, moved string) (map[string]a
 	}
 	out := make(map[string]any, len(props))
 	changed := false
-	for k, v := range props {
+	for _, k := range slices.Sorted(maps.Keys(props)) { // sorted: the same error every time
+		v := props[k]
 		out[k] = v
 		switch x := v.(type) {
 		case map[string]any:

@@ -60,8 +60,13 @@ func TestRestorePropsEndpoint(t *testing.T) {
 		edit  func(m map[string]any)
 		wants string
 	}{
-		{"server", func(m map[string]any) { m["server"] = "tcp://evil:1883" }, `"password" is masked`},
-		{"url host", func(m map[string]any) { m["url"] = "http://u:******@evil/x" }, `"url" carries a masked secret`},
+		{"server", func(m map[string]any) { m["server"] = "tcp://evil:1883" }, `"headers.Authorization" is masked (******) but "server" changed`},
+		{"url host", func(m map[string]any) { m["url"] = "http://u:******@evil/x" }, `but "url" changed`},
+		{"url host alone", func(m map[string]any) {
+			m["url"] = "http://u:******@evil/x"
+			delete(m, "password")
+			delete(m, "headers")
+		}, `"url" carries a masked secret`},
 		{"nested header under a new url", func(m map[string]any) { m["url"] = "http://u:******@evil/x"; delete(m, "password") }, "masked"},
 		{"new port", func(m map[string]any) { m["port"] = 1 }, `"port" changed`},
 	} {
