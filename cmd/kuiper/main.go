@@ -30,6 +30,7 @@ func commands() map[string]command {
 		"validate":  {summary: "validate a rule without creating it", run: runValidate},
 		"import":    {summary: "import a ruleset or data export", run: runImport},
 		"export":    {summary: "export the ruleset or all data", run: runExport},
+		"token":     {summary: "sign a REST API token with a private key", run: runToken},
 	}
 }
 

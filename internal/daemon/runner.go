@@ -4,13 +4,8 @@
 package daemon
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
@@ -27,6 +22,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector/sqldb"
 	"github.com/rekuiper/rekuiper/internal/engine"
 	"github.com/rekuiper/rekuiper/internal/function"
+	"github.com/rekuiper/rekuiper/internal/payload"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/stream"
 )
@@ -68,14 +64,24 @@ func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 		}
 		loc = l
 	}
-	mux := connector.NewMux()
-	stopPush := servePush(cfg, mux, logger)
+	nodeID, err := loadNodeID(cfg.Paths.Data)
+	if err != nil {
+		return nil, nil, err
+	}
+	aesKey, err := payload.ParseAESKey(cfg.Basic.AESKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	push, err := newPushServer(cfg, logger)
+	if err != nil {
+		return nil, nil, err
+	}
 	rn := &engine.Runner{
 		Catalog:  cat,
 		Registry: reg,
 		Deps: connector.Deps{
-			Logger: logger, Clock: clock.Wall{}, Memory: membus.New(), HTTP: mux, DataDir: cfg.Paths.Data,
-			Connections: conns, Guard: cfg.Guard(),
+			Logger: logger, Clock: clock.Wall{}, Memory: membus.New(), HTTP: push, DataDir: cfg.Paths.Data,
+			Connections: conns, AESKey: aesKey, Guard: cfg.Guard(),
 		},
 		Paths:                     cfg.Paths,
 		Environ:                   cfg.Environ,
@@ -87,9 +93,10 @@ func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 		Checkpoints:               &checkpoint.Store{Dir: cfg.Paths.Data},
 		DefaultCheckpointInterval: cfg.Rule.CheckpointInterval.Std(),
 		SinkDefaults:              cfg.Sink,
+		NodeID:                    nodeID,
 	}
 	release := func() {
-		stopPush()
+		push.Close()
 		if err := pool.Close(); err != nil {
 			logger.Warn("close mqtt connections", "err", err)
 		}
@@ -119,28 +126,4 @@ func newConnections(pool *mqtt.Pool) (*connection.Registry, error) {
 		}
 	}
 	return conns, nil
-}
-
-// servePush serves push endpoints (httppush, websocket server) on
-// source.httpServerIp:httpServerPort. A port that cannot be bound is logged,
-// not fatal: rules without push sources do not need it.
-func servePush(cfg *config.Config, mux http.Handler, logger *slog.Logger) func() {
-	addr := net.JoinHostPort(cfg.Source.HTTPServerIP, strconv.Itoa(cfg.Source.HTTPServerPort))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		logger.Warn("push endpoint server not started", "addr", addr, "err", err)
-		return func() {}
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("push endpoint server failed", "err", err)
-		}
-	}()
-	logger.Info("push endpoint server listening", "addr", ln.Addr().String())
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx) //nolint:errcheck // best effort at exit
-	}
 }

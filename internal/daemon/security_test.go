@@ -441,7 +441,7 @@ func TestSecuritySecrets(t *testing.T) {
 	a, b := newFakeBroker(t), newFakeBroker(t)
 	d := startKuiperd(t, "KUIPER__BASIC__ENABLEPRIVATENET=true")
 	secrets := []string{"s3cretPW", "urlPW", "hdrTOKEN", "qTOKEN", "connPW", "keyPW", "pgPW", "streamPW", "streamTOK"}
-	d.must("POST", "/streams", ddl(`CREATE STREAM hp () WITH (TYPE="httppull", DATASOURCE="http://u:streamPW@example.com/x?token=streamTOK")`), 201)
+	d.must("POST", "/streams", ddl(`CREATE STREAM hp () WITH (TYPE="httppull", DATASOURCE="/x?token=streamTOK", EXTRA='{"url":"http://u:streamPW@example.com"}')`), 201)
 	d.must("PUT", "/metadata/sources/simulator/confKeys/sim", `{"data":[{"a":1}],"interval":"20ms"}`, 200)
 	d.must("POST", "/streams", `{"sql":"CREATE STREAM sim () WITH (TYPE=\"simulator\", CONF_KEY=\"sim\")"}`, 201)
 	rule := func(server, pw string) string {

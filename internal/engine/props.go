@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -30,14 +31,15 @@ func (rn *Runner) sourceProps(def *ast.CreateStreamStmt) (string, map[string]any
 		key = "default"
 	}
 	props := map[string]any{}
+	found := strings.EqualFold(key, "default")
 	if rn.Paths.Etc != "" {
 		keys, _, err := config.LoadConfKeys(rn.Paths.SourceConfFile(typ), rn.Environ)
 		if err != nil {
 			return "", nil, fmt.Errorf("stream %s: %w", def.Name, err)
 		}
-		if p, ok := keys.Resolve(key); ok {
-			maps.Copy(props, p)
-		}
+		p, ok := keys.Resolve(key)
+		maps.Copy(props, p)
+		found = found || ok
 	}
 	if rn.Catalog != nil {
 		if ck, err := rn.Catalog.ConfKey(catalog.ConfSource, typ, "default"); err == nil {
@@ -46,8 +48,13 @@ func (rn *Runner) sourceProps(def *ast.CreateStreamStmt) (string, map[string]any
 		if key != "default" {
 			if ck, err := rn.Catalog.ConfKey(catalog.ConfSource, typ, key); err == nil {
 				maps.Copy(props, ck.Props)
+				found = true
 			}
 		}
+	}
+	if !found {
+		return "", nil, fmt.Errorf("stream %s: CONF_KEY %q is not a confKey of source type %s (neither in %s nor stored over REST)",
+			def.Name, key, typ, rn.confFileName(typ))
 	}
 	if ds, ok := def.Option("DATASOURCE"); ok {
 		props["datasource"] = ds
@@ -81,7 +88,9 @@ func (rn *Runner) resolveConnection(typ string, props map[string]any) error {
 		id = k
 	}
 	conn, err := rn.Catalog.Connection(id)
-	if err != nil {
+	if errors.Is(err, catalog.ErrNotFound) {
+		return fmt.Errorf("connectionSelector %q: unknown connection %q (see GET /connections)", sel, id)
+	} else if err != nil {
 		return fmt.Errorf("connectionSelector %q: %w", sel, err)
 	}
 	if !strings.EqualFold(conn.Type, typ) {

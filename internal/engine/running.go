@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/checkpoint"
 	"github.com/rekuiper/rekuiper/internal/format"
 	"github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/operator"
+	"github.com/rekuiper/rekuiper/internal/panics"
 	"github.com/rekuiper/rekuiper/internal/row"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
@@ -99,7 +101,11 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 			if perRule {
 				state = p.state
 			}
-			return rr.rn.newSubscription(in.Def, typ, props, wrap, state)
+			sessionID := ""
+			if perRule {
+				sessionID = rr.rn.sessionID(rr.def.ID, in.Name)
+			}
+			return rr.rn.newSubscription(in.Def, typ, props, wrap, state, sessionID)
 		})
 		if err != nil {
 			return fmt.Errorf("stream %s of rule %s: %w", in.Name, rr.def.ID, err)
@@ -189,7 +195,14 @@ func (u *upstreamCommit) CheckpointCommitted(cp *checkpoint.Checkpoint) error {
 	u.next = off
 	if !u.busy {
 		u.busy = true
-		go u.drain()
+		// A panic in the source's commit is logged; the next checkpoint
+		// tries again.
+		panics.Go("commit offset upstream", func(e *panics.Error) {
+			u.logger.Error("commit offset upstream panicked", "source", u.key, "err", e.Error(), "stack", string(e.Stack))
+			u.mu.Lock()
+			u.busy = false
+			u.mu.Unlock()
+		}, u.drain)
 	}
 	return nil
 }
@@ -230,6 +243,11 @@ func (rr *running) consumer(in *input, source, port int) *stream.Consumer {
 		},
 		End: func(err error) {
 			if in.table {
+				// A table's source ending is not the rule's end; its
+				// source panicking is.
+				if pe := (*panics.Error)(nil); errors.As(err, &pe) {
+					rr.fail(pe)
+				}
 				return
 			}
 			rr.mu.Lock()
@@ -246,12 +264,33 @@ func (rr *running) consumer(in *input, source, port int) *stream.Consumer {
 	}
 }
 
+// fail stops the rule by error: a goroutine of it panicked (the panic is
+// already logged with its stack). The first error wins.
+func (rr *running) fail(err *panics.Error) {
+	rr.mu.Lock()
+	if rr.err == nil {
+		rr.err = err
+	}
+	rr.mu.Unlock()
+	go rr.Stop(context.Background())
+}
+
+// sessionID names what a rule has read from a stream, for sources that keep
+// a position upstream (connector.Deps.SessionID).
+func (rn *Runner) sessionID(ruleID, streamName string) string {
+	node := rn.NodeID
+	if node == "" {
+		node = rn.Paths.Data
+	}
+	return node + "\x00" + ruleID + "\x00" + streamName
+}
+
 // sourceLogDir is where a rule's durable source log for a stream lives.
 func (rn *Runner) sourceLogDir(ruleID, streamName string) string {
 	return filepath.Join(rn.Paths.Data, "rule_"+guard.PathElem(ruleID), "sourcelog", guard.PathElem(streamName))
 }
 
-func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props map[string]any, wrap func(api.Source) (api.Source, error), state api.State) (*stream.Subscription, error) {
+func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props map[string]any, wrap func(api.Source) (api.Source, error), state api.State, sessionID string) (*stream.Subscription, error) {
 	entry, ok := rn.Registry.Source(typ)
 	if !ok {
 		return nil, fmt.Errorf("unknown source type %q (TYPE of stream %s)", typ, def.Name)
@@ -262,6 +301,7 @@ func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props m
 	}
 	deps := rn.Deps
 	deps.State = state
+	deps.SessionID = sessionID
 	src, err := entry.New(valid, deps)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", def.Name, err)
@@ -301,7 +341,12 @@ func newDecoder(def *ast.CreateStreamStmt) (format.Decoder, error) {
 func (rr *running) Stop(ctx context.Context) error {
 	var err error
 	rr.stopOnce.Do(func() {
-		err = rr.shutdown(ctx)
+		// Stopping runs connector code (Close); a panic there must not
+		// take the process down, nor leave Done open.
+		if perr := panics.Call("stop rule "+rr.def.ID, func() { err = rr.shutdown(ctx) }); perr != nil {
+			rr.logger.Error("rule stop panicked", "err", perr.Error(), "stack", string(perr.Stack))
+			err = perr
+		}
 		close(rr.done)
 	})
 	return err
@@ -361,6 +406,14 @@ func (rr *running) Metrics() map[string]any {
 		out[prefix+"connection_last_connected_time"] = st.LastConnected
 		out[prefix+"connection_last_disconnected_time"] = st.LastDisconnected
 		out[prefix+"connection_last_disconnected_message"] = st.LastError
+		// The last failure of the source: a record that did not decode
+		// or a lost connection, whichever came last.
+		exc, excTime := st.LastDecodeError, st.LastDecodeErrorTime
+		if st.LastError != "" && st.LastDisconnected > excTime {
+			exc, excTime = st.LastError, st.LastDisconnected
+		}
+		out[prefix+"last_exception"] = exc
+		out[prefix+"last_exception_time"] = excTime
 	}
 	r := rr.built.Rule
 	for i, op := range rr.built.Plan.Ops {
@@ -374,8 +427,19 @@ func (rr *running) Metrics() map[string]any {
 		for k, v := range r.SinkMetrics[i].Snapshot() {
 			out[prefix+k] = v
 		}
+		if s.conn != nil {
+			state, conn, disc, msg := s.conn.Status()
+			out[prefix+"connection_status"] = connStatus(state)
+			out[prefix+"connection_last_connected_time"] = millisOf(conn)
+			out[prefix+"connection_last_disconnected_time"] = millisOf(disc)
+			out[prefix+"connection_last_disconnected_message"] = msg
+		}
 		if s.cache != nil {
 			st := s.cache.Stats()
+			// Delivered records only: taken by the sink at once or
+			// replayed from the cache; cached and dropped ones are
+			// counted apart below.
+			out[prefix+"records_out_total"] = st.Delivered + st.Replayed
 			out[prefix+"cache_records_cached_total"] = st.Cached
 			out[prefix+"cache_records_replayed_total"] = st.Replayed
 			out[prefix+"cache_records_dropped_total"] = st.Dropped
@@ -399,6 +463,13 @@ func (rr *running) Metrics() map[string]any {
 		out["checkpoint_last_error"] = st.LastError
 	}
 	return out
+}
+
+func millisOf(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 func connStatus(state string) int64 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/checkpoint"
@@ -13,8 +14,11 @@ import (
 	"github.com/rekuiper/rekuiper/internal/format"
 	"github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/output"
+	"github.com/rekuiper/rekuiper/internal/panics"
+	"github.com/rekuiper/rekuiper/internal/payload"
 	"github.com/rekuiper/rekuiper/internal/runtime"
 	"github.com/rekuiper/rekuiper/internal/sinkcache"
+	"github.com/rekuiper/rekuiper/internal/stream"
 )
 
 // sinkNode adapts a connector sink to the runtime: it shapes each emission
@@ -25,8 +29,21 @@ type sinkNode struct {
 	typ    string
 	sink   api.Sink
 	shaper *output.Shaper
-	cache  *sinkcache.Cache // set when enableCache is on
+	// transform compresses and encrypts each payload (nil: neither).
+	transform *payload.Transformer
+	cache     *sinkcache.Cache // set when enableCache is on
+	// conn reports the connector's connection, when it tracks one.
+	conn   stream.ConnStatus
 	logger *slog.Logger
+	// fail stops the rule after a panic in the sink cache's goroutine; set
+	// by Start before the sink is connected.
+	fail func(*panics.Error)
+}
+
+func (s *sinkNode) panicked(e *panics.Error) {
+	if s.fail != nil {
+		s.fail(e)
+	}
 }
 
 var (
@@ -45,6 +62,11 @@ func (s *sinkNode) Collect(ctx context.Context, rows []map[string]any) error {
 		return fmt.Errorf("shape output for sink %s: %w", s.name, err)
 	}
 	for _, m := range msgs {
+		if s.transform != nil {
+			if m.Payload, err = s.transform.Apply(m.Payload); err != nil {
+				return fmt.Errorf("sink %s: %w", s.name, err)
+			}
+		}
 		if err := s.sink.Write(ctx, m); err != nil {
 			if errors.Is(err, api.ErrRetryable) {
 				return fmt.Errorf("sink %s (retryable): %w", s.name, err)
@@ -104,12 +126,20 @@ func (rn *Runner) buildSink(ruleID string, qos int, index int, typ string, actio
 	if err != nil {
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
 	}
+	transform, err := payloadTransform(entry.Spec, typ, props, rn.Deps.AESKey)
+	if err != nil {
+		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
+	}
 	name := fmt.Sprintf("%s_%d", typ, index)
 	cacheBase := sinkcache.FromDefaults(rn.SinkDefaults)
 	cacheBase.Dir = filepath.Join(rn.Paths.Data, "cache", guard.PathElem(ruleID), guard.PathElem(name))
 	cacheCfg, err := cacheBase.WithProps(props) // validates
 	if err != nil {
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
+	}
+	if transform != nil && cacheCfg.EnableCache && cacheCfg.ResendIndicatorField != "" {
+		// Replays re-encode the rows with the indicator field as JSON.
+		return nil, fmt.Errorf("action %d (%s): resendIndicatorField cannot be combined with compression or encryption", index, typ)
 	}
 	if qos >= 2 && entry.Spec.Has("transactionalID") {
 		if _, set := props["transactionalID"]; !set {
@@ -131,11 +161,12 @@ func (rn *Runner) buildSink(ruleID string, qos int, index int, typ string, actio
 	if err != nil {
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
 	}
-	node := &sinkNode{name: name, typ: typ, sink: sink, shaper: shaper, logger: rn.Logger}
+	node := &sinkNode{name: name, typ: typ, sink: sink, shaper: shaper, transform: transform, logger: rn.Logger}
+	node.conn, _ = sink.(stream.ConnStatus)
 	if !cacheCfg.EnableCache {
 		return node, nil
 	}
-	cdeps := sinkcache.Deps{Clock: rn.Clock, Logger: rn.Logger, Reshape: reshape}
+	cdeps := sinkcache.Deps{Clock: rn.Clock, Logger: rn.Logger, Reshape: reshape, OnPanic: node.panicked}
 	if cacheCfg.ResendAlterQueue && cacheCfg.ResendDestination != "" {
 		alt, err := newSink(withDestination(props, cacheCfg.ResendDestination))
 		if err != nil {
@@ -149,6 +180,31 @@ func (rn *Runner) buildSink(ruleID string, qos int, index int, typ string, actio
 	}
 	node.sink, node.cache = cache, cache
 	return node, nil
+}
+
+// payloadTransform returns what compresses and encrypts an action's
+// payloads: its compression and encryption properties, except those the
+// connector declares and applies itself (the file sink's stream, Kafka's
+// batch compression). Sinks that write rows refuse both.
+func payloadTransform(spec connector.Spec, typ string, props map[string]any, key []byte) (*payload.Transformer, error) {
+	var methods [2]string
+	for i, name := range []string{"compression", "encryption"} {
+		v, ok := props[name]
+		if !ok || v == nil || v == "" {
+			continue
+		}
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("sink property %s: must be a string, got %T", name, v)
+		}
+		if spec.WritesRows {
+			return nil, fmt.Errorf("sink property %s: the %s sink writes rows, not encoded payloads; %s does not apply", name, typ, name)
+		}
+		if !spec.Has(name) {
+			methods[i] = strings.ToLower(s)
+		}
+	}
+	return payload.NewTransformer(methods[0], methods[1], key)
 }
 
 // withDestination points a copy of a sink's properties at the replay

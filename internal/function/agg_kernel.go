@@ -98,7 +98,7 @@ func aggAddNumber(sum, v any) (any, error) {
 		case nil:
 			return x, nil
 		case int64:
-			return s + x, nil
+			return value.Arith(value.Add, s, x) // an overflow is an error, not a wrap
 		case float64:
 			return s + float64(x), nil
 		}

@@ -27,6 +27,9 @@ func analyticLag(_ Env, st State, valid bool, args []any) (any, error) {
 		if !ok || o < 1 {
 			return nil, fmt.Errorf("the offset should be a positive integer but got %s", value.Describe(args[1]))
 		}
+		if o > MaxLagOffset {
+			return nil, boundError("lag", "offset", o, MaxLagOffset)
+		}
 		offset = o
 	}
 	var dflt any

@@ -75,6 +75,9 @@ func analyticValidateLag(args []ast.Expr) error {
 			if x.Val < 1 {
 				return fmt.Errorf("the offset should be a positive integer but got %d", x.Val)
 			}
+			if x.Val > MaxLagOffset {
+				return boundError("lag", "offset", x.Val, MaxLagOffset)
+			}
 		case *ast.NumberLit, *ast.StringLit, *ast.BoolLit, *ast.TimeUnitLit:
 			return fmt.Errorf("expect int type for parameter 2")
 		}

@@ -125,7 +125,7 @@ func mathToInt(v any) (int64, error) {
 		return x, nil
 	case float64:
 		if value.IsIntegral(x) {
-			return int64(x), nil
+			return value.FloatToInt(x)
 		}
 	}
 	return 0, fmt.Errorf("cannot convert %s to int", value.Describe(v))

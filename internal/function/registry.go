@@ -180,4 +180,5 @@ var families = []func(*Registry){
 	registerMisc,
 	registerAggregate,
 	registerAnalytic,
+	registerTestOnly,
 }

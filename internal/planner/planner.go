@@ -85,6 +85,9 @@ func Build(stmt *ast.SelectStmt, defs map[string]*ast.CreateStreamStmt, opts Opt
 	if err := b.resolveInputs(defs); err != nil {
 		return nil, err
 	}
+	if err := b.checkNames(); err != nil {
+		return nil, err
+	}
 	if err := b.validate(); err != nil {
 		return nil, err
 	}

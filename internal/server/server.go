@@ -8,23 +8,27 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
+	"github.com/rekuiper/rekuiper/internal/auth"
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
-	"github.com/rekuiper/rekuiper/internal/guard"
+	access "github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
+	"github.com/rekuiper/rekuiper/internal/sql/ast"
 )
 
 // Options configure a Server. Catalog and Rules are required.
@@ -43,6 +47,19 @@ type Options struct {
 	// Connections reports the live state of named connections in GET
 	// /connections. Nil: every connection reads disconnected, refCount 0.
 	Connections *connection.Registry
+	// Streams checks stream and table definitions when they are created,
+	// replaced or imported (engine.Runner.CheckStream). Nil: definitions
+	// are only parsed.
+	Streams StreamChecker
+	// Warnings are shown in GET / (e.g. a listener exposed without
+	// authentication).
+	Warnings []string
+}
+
+// StreamChecker checks a stream or table definition against the engine:
+// connector type, format, confKey, connection and properties.
+type StreamChecker interface {
+	CheckStream(ctx context.Context, def *ast.CreateStreamStmt) error
 }
 
 // Server is the REST API. It is an http.Handler.
@@ -51,9 +68,10 @@ type Server struct {
 	cat     *catalog.Catalog
 	rules   *rulemgr.Manager
 	log     *slog.Logger
-	guard   *guard.Guard
+	access  *access.Guard // the file and network guard
 	mux     *http.ServeMux
 	started time.Time
+	guard   guard
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -74,14 +92,34 @@ func New(opts Options) *Server {
 	}
 	s := &Server{
 		opts: opts, cat: opts.Catalog, rules: opts.Rules, log: opts.Logger,
-		guard: opts.Config.Guard(), mux: http.NewServeMux(), started: opts.Clock.Now(),
+		access: opts.Config.Guard(), mux: http.NewServeMux(), started: opts.Clock.Now(),
+	}
+	s.guard = guard{audit: opts.Config.Basic.EnableRestAuditLog, cors: map[string]bool{}}
+	for _, o := range opts.Config.Basic.CORS {
+		s.guard.cors[strings.TrimSuffix(o, "/")] = true
+	}
+	if opts.Config.Basic.Authentication {
+		s.guard.verifier = auth.NewVerifier(filepath.Join(opts.Config.Paths.Etc, auth.KeyDir), opts.Clock.Now)
 	}
 	s.routes()
 	return s
 }
 
-// ServeHTTP dispatches to the routes.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP checks the request (origin, token, content type; see
+// serveGuarded), dispatches it to its route and, with
+// basic.enableRestAuditLog, logs mutating requests.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.guard.audit && isMutating(r.Method) {
+		s.serveAudited(w, r)
+		return
+	}
+	s.serveGuarded(w, r)
+}
+
+// Mount serves h at pattern (a ServeMux pattern) behind the same checks as
+// the API's routes; the daemon mounts /metrics and /debug/pprof/ this way
+// when they share the REST port. Call it before serving.
+func (s *Server) Mount(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
@@ -107,12 +145,16 @@ func (s *Server) routes() {
 }
 
 func (s *Server) info(w http.ResponseWriter, r *http.Request) error {
-	return writeJSON(w, http.StatusOK, map[string]any{
+	v := map[string]any{
 		"version":       s.opts.Version,
 		"os":            runtime.GOOS,
 		"arch":          runtime.GOARCH,
 		"upTimeSeconds": int64(s.opts.Clock.Now().Sub(s.started).Seconds()),
-	})
+	}
+	if len(s.opts.Warnings) > 0 {
+		v["warnings"] = s.opts.Warnings
+	}
+	return writeJSON(w, http.StatusOK, v)
 }
 
 // Errors the handlers return besides those of catalog, rule and rulemgr.
@@ -135,8 +177,14 @@ func statusOf(err error) int {
 		return http.StatusBadRequest
 	case errors.Is(err, catalog.ErrConflict), errors.Is(err, errReferenced), errors.Is(err, rulemgr.ErrNotRunning):
 		return http.StatusConflict
-	case errors.Is(err, rule.ErrInvalid), errors.Is(err, guard.ErrOutside), errors.Is(err, guard.ErrBlockedAddress):
+	case errors.Is(err, rule.ErrInvalid), errors.Is(err, access.ErrOutside), errors.Is(err, access.ErrBlockedAddress):
 		return http.StatusUnprocessableEntity
+	case errors.Is(err, auth.ErrUnauthorized):
+		return http.StatusUnauthorized
+	case errors.Is(err, errForbiddenOrigin):
+		return http.StatusForbidden
+	case errors.Is(err, errMediaType):
+		return http.StatusUnsupportedMediaType
 	case errors.Is(err, rulemgr.ErrClosed), errors.Is(err, catalog.ErrClosed):
 		return http.StatusServiceUnavailable
 	default:
@@ -237,8 +285,8 @@ func decodeBytes(b []byte, dst any) error {
 // validName checks a name a client gave with the engine's one name
 // validator; errors are 400 naming what the name is for.
 func validName(what, name string) error {
-	if err := guard.Name(what, name); err != nil {
-		return badRequest("%s", strings.TrimPrefix(err.Error(), guard.ErrName.Error()+": "))
+	if err := access.Name(what, name); err != nil {
+		return badRequest("%s", strings.TrimPrefix(err.Error(), access.ErrName.Error()+": "))
 	}
 	return nil
 }

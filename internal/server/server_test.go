@@ -75,6 +75,13 @@ type testServer struct {
 
 func newServer(t *testing.T, etc string) *testServer {
 	t.Helper()
+	return newServerWith(t, etc, nil)
+}
+
+// newServerWith is newServer with opts, its Config already set, passed
+// through edit before the server is built.
+func newServerWith(t *testing.T, etc string, edit func(*server.Options)) *testServer {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	st, err := catalog.Open(ctx, filepath.Join(dir, "sqliteKV.db"), catalog.Options{})
@@ -90,7 +97,11 @@ func newServer(t *testing.T, etc string) *testServer {
 	mgr := rulemgr.New(rulemgr.Config{Catalog: cat, Runner: runner})
 	cfg := config.Default()
 	cfg.Paths = config.Paths{Etc: etc, Data: dir}
-	srv := httptest.NewServer(server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg}))
+	opts := server.Options{Catalog: cat, Rules: mgr, Config: cfg}
+	if edit != nil {
+		edit(&opts)
+	}
+	srv := httptest.NewServer(server.New(opts))
 	t.Cleanup(func() {
 		srv.Close()
 		mgr.Close(context.Background()) //nolint:errcheck // test end
@@ -108,6 +119,9 @@ func (s *testServer) do(method, path, body string) (int, string) {
 	req, err := http.NewRequest(method, s.url+path, rd)
 	if err != nil {
 		s.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

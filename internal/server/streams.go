@@ -145,6 +145,9 @@ func (s *Server) createStream(k streamKind) handlerFunc {
 		if err := s.checkStreamFiles(cs); err != nil {
 			return err
 		}
+		if err := s.checkStream(r, cs); err != nil {
+			return err
+		}
 		if _, err := s.cat.PutStream(r.Context(), catalog.Stream{Name: cs.Name, Kind: k.kind, SQL: sql}, catalog.Create); err != nil {
 			return fmt.Errorf("create %s %s: %w", k.kind, cs.Name, err)
 		}
@@ -177,6 +180,9 @@ func (s *Server) replaceStream(k streamKind) handlerFunc {
 		if sql, err = s.restoreStreamSQL(name, sql); err != nil {
 			return err
 		}
+		if err := s.checkStream(r, cs); err != nil {
+			return err
+		}
 		if _, err := s.cat.PutStream(r.Context(), catalog.Stream{Name: name, Kind: k.kind, SQL: sql}, catalog.Replace); err != nil {
 			return fmt.Errorf("replace %s %s: %w", k.kind, name, err)
 		}
@@ -199,6 +205,18 @@ func (s *Server) dropStream(k streamKind) handlerFunc {
 		}
 		return writeText(w, http.StatusOK, "%s %s is dropped.", k.title, name)
 	}
+}
+
+// checkStream checks a definition with the engine (see
+// Options.Streams); a problem is a 400 naming it.
+func (s *Server) checkStream(r *http.Request, cs *ast.CreateStreamStmt) error {
+	if s.opts.Streams == nil {
+		return nil
+	}
+	if err := s.opts.Streams.CheckStream(r.Context(), cs); err != nil {
+		return badRequest("%v", err)
+	}
+	return nil
 }
 
 // rulesReading lists the rules whose SQL reads the stream or table name.

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
-	"github.com/rekuiper/rekuiper/internal/guard"
+	access "github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/sql/parser"
@@ -165,7 +165,7 @@ func (s *Server) importContent(ctx context.Context, r *http.Request) ([]byte, er
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(s.dataDir(), p)
 		}
-		if err := s.guard.Path("file", p); err != nil {
+		if err := s.access.Path("file", p); err != nil {
 			return nil, err
 		}
 		b, err := os.ReadFile(p)
@@ -180,11 +180,11 @@ func (s *Server) importContent(ctx context.Context, r *http.Request) ([]byte, er
 		if err != nil {
 			return nil, badRequest("fetch %s: invalid url", shown)
 		}
-		client := s.guard.HTTPClient(0)
+		client := s.access.HTTPClient(0)
 		defer client.CloseIdleConnections()
 		resp, err := client.Do(req)
-		if errors.Is(err, guard.ErrBlockedAddress) {
-			return nil, fmt.Errorf("fetch %s: %w (basic.enablePrivateNet is false)", shown, guard.ErrBlockedAddress)
+		if errors.Is(err, access.ErrBlockedAddress) {
+			return nil, fmt.Errorf("fetch %s: %w (basic.enablePrivateNet is false)", shown, access.ErrBlockedAddress)
 		}
 		if err != nil {
 			return nil, badRequest("fetch %s: %v", shown, rule.MaskText(err.Error()))
@@ -277,6 +277,11 @@ func (s *Server) importStream(ctx context.Context, k streamKind, name, sql strin
 	}
 	if sql, err = s.restoreStreamSQL(name, sql); err != nil {
 		return err
+	}
+	if s.opts.Streams != nil {
+		if err := s.opts.Streams.CheckStream(ctx, cs); err != nil {
+			return badRequest("%v", err)
+		}
 	}
 	if _, err := s.cat.PutStream(ctx, catalog.Stream{Name: name, Kind: k.kind, SQL: sql}, catalog.Upsert); err != nil {
 		return err

@@ -73,6 +73,9 @@ func Normalize(v any) any {
 	case int32:
 		return int64(x)
 	case uint:
+		if uint64(x) > math.MaxInt64 {
+			return float64(x)
+		}
 		return int64(x)
 	case uint8:
 		return int64(x)
@@ -81,6 +84,10 @@ func Normalize(v any) any {
 	case uint32:
 		return int64(x)
 	case uint64:
+		if x > math.MaxInt64 {
+			// does not fit in bigint: promoted to float, as json.Number is
+			return float64(x)
+		}
 		return int64(x)
 	case float32:
 		return float64(x)
@@ -134,13 +141,13 @@ func ToInt(v any) (int64, error) {
 	case int64:
 		return x, nil
 	case float64:
-		return int64(x), nil
+		return FloatToInt(x)
 	case string:
 		if i, err := strconv.ParseInt(x, 10, 64); err == nil {
 			return i, nil
 		}
 		if f, err := strconv.ParseFloat(x, 64); err == nil {
-			return int64(f), nil
+			return FloatToInt(f)
 		}
 		return 0, fmt.Errorf("cannot convert string(%s) to int64", x)
 	case bool:
@@ -150,6 +157,17 @@ func ToInt(v any) (int64, error) {
 		return 0, nil
 	}
 	return 0, fmt.Errorf("cannot convert %s to int64", Describe(v))
+}
+
+// FloatToInt truncates f toward zero; NaN, infinities and values outside
+// the bigint range are an ErrOverflow error (Go's conversion would give an
+// arbitrary number).
+func FloatToInt(f float64) (int64, error) {
+	// -2^63 is exact in float64; 2^63 is the first value above MaxInt64.
+	if f != f || f < -9223372036854775808.0 || f >= 9223372036854775808.0 {
+		return 0, fmt.Errorf("%w: float64(%v) does not fit in bigint", ErrOverflow, f)
+	}
+	return int64(f), nil
 }
 
 // ToFloat converts a number or numeric string to float64.

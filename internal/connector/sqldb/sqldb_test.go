@@ -523,3 +523,42 @@ func TestLookupCache(t *testing.T) {
 		})
 	}
 }
+
+func TestSQLiteDSNWaitsForLocks(t *testing.T) {
+	for in, want := range map[string]string{
+		"/data/x.db":                               "/data/x.db?_pragma=busy_timeout(5000)",
+		"file:x.db?mode=rwc":                       "file:x.db?mode=rwc&_pragma=busy_timeout(5000)",
+		"x.db?_pragma=busy_timeout(100)":           "x.db?_pragma=busy_timeout(100)",
+		"x.db?_pragma=journal_mode(WAL)&_txlock=x": "x.db?_pragma=journal_mode(WAL)&_txlock=x&_pragma=busy_timeout(5000)",
+	} {
+		if got := sqliteDSN(in); got != want {
+			t.Errorf("sqliteDSN(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// A writer holding the file's lock for a moment makes the sink wait,
+	// not fail.
+	d := sqliteDB(t)
+	d.exec(t, "CREATE TABLE w (k TEXT, v BIGINT)")
+	s := newSink(t, map[string]any{"url": d.url, "table": "w"})
+	ctx := context.Background()
+	tx, err := d.conn.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("INSERT INTO w VALUES ('held', 0)"); err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan struct{})
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		_ = tx.Commit()
+		close(released)
+	}()
+	if err := s.Write(ctx, &api.SinkMessage{Rows: []map[string]any{{"k": "a", "v": int64(1)}}}); err != nil {
+		t.Fatalf("write while another connection holds the lock: %v", err)
+	}
+	<-released
+	if got := rowsOf(t, d, "SELECT k, v FROM w ORDER BY k"); got != "a:1,held:0" {
+		t.Fatalf("rows: %s", got)
+	}
+}
