@@ -32,6 +32,12 @@ func (c *Config) unsupported() []error {
 	if len(p.OptimizeControl.DisableOptimizeRules) == 0 {
 		p.OptimizeControl.DisableOptimizeRules = nil // [] as absent
 	}
+	// Hints that choose how eKuiper computes a result, not what it is
+	// (rule.withoutPlanHints): accepted, no effect.
+	p.EnableIncrementalWindow = false
+	if v := p.WindowOption.WindowVersion; v == "v1" || v == "v2" {
+		p.WindowOption.WindowVersion = ""
+	}
 	check("rule.planOptimizeStrategy", p, dr.PlanOptimizeStrategy, "the planner has no such switches")
 	check("rule.debug", r.Debug, dr.Debug, "set basic.logLevel to debug")
 	check("rule.logFilename", r.LogFilename, dr.LogFilename, "rules log to the daemon's log")

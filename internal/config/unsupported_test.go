@@ -16,7 +16,7 @@ func TestUnsupportedSettingsRefused(t *testing.T) {
 		{"basic:\n  metricsDumpConfig:\n    enable: true\n", "basic.metricsDumpConfig.enable"},
 		{"basic:\n  sql:\n    maxConnections: 5\n", "basic.sql.maxConnections 5"},
 		{"basic:\n  pluginHosts: https://example.com\n", `basic.pluginHosts "https://example.com"`},
-		{"rule:\n  planOptimizeStrategy:\n    enableIncrementalWindow: true\n", "rule.planOptimizeStrategy"},
+		{"rule:\n  planOptimizeStrategy:\n    enableAliasPushdown: true\n", "rule.planOptimizeStrategy"},
 		{"portable:\n  pythonBin: python3\n", "portable"},
 		{"openTelemetry:\n  enableRemoteCollector: true\n", "openTelemetry.enableRemoteCollector"},
 		{"basic:\n  aesKey: notbase64!\n", "basic.aesKey"},
@@ -31,6 +31,7 @@ func TestUnsupportedSettingsRefused(t *testing.T) {
 	for _, ok := range []string{
 		"basic:\n  ignoreCase: false\n  pluginHosts: https://packages.emqx.io\n",
 		"rule:\n  planOptimizeStrategy:\n    optimizeControl:\n      disableOptimizeRules: []\n",
+		"rule:\n  planOptimizeStrategy:\n    enableIncrementalWindow: true\n    windowOption:\n      windowVersion: v2\n",
 		"basic:\n  aesKey: MDEyMzQ1Njc4OWFiY2RlZg==\n",
 	} {
 		if _, err := Load(LoadOptions{BaseDir: writeConfig(t, ok)}); err != nil {

@@ -114,7 +114,7 @@ func EngineProps(k Kind) []string {
 	case KindSource:
 		return source
 	case KindLookup:
-		return append(source, "key", "cache", "cacheTtl", "cacheMissingKey")
+		return append(source, "key", "cache", "cacheTtl", "cacheMissingKey", "lookup")
 	case KindSink:
 		return []string{
 			"sendSingle", "dataTemplate", "fields", "excludeFields", "dataField",

@@ -4,6 +4,7 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -95,7 +96,11 @@ func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 		SinkDefaults:              cfg.Sink,
 		NodeID:                    nodeID,
 	}
+	if err := rn.StartLookupTables(context.Background()); err != nil {
+		logger.Warn("memory lookup tables not started", "err", err)
+	}
 	release := func() {
+		rn.CloseLookupTables(context.Background())
 		push.Close()
 		if err := pool.Close(); err != nil {
 			logger.Warn("close mqtt connections", "err", err)

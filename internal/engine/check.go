@@ -7,12 +7,14 @@ import (
 	"strings"
 
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/planner"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 )
 
 // CheckStream checks a stream or table definition the way starting a rule
-// on it would, without connecting to anything: its TYPE is a registered
-// source type (and a lookup type for KIND="lookup" tables), its FORMAT is
+// on it would, without connecting to anything (a KIND="lookup" table is
+// checked by checkLookupTable instead): its TYPE is a registered
+// source type, its FORMAT is
 // one the engine decodes, its CONF_KEY exists (in the type's confKey file
 // or stored over REST), a connectionSelector names a stored connection of
 // that type, and the resolved properties pass the connector's property
@@ -24,16 +26,13 @@ func (rn *Runner) CheckStream(_ context.Context, def *ast.CreateStreamStmt) erro
 	if rn.Registry == nil {
 		return fmt.Errorf("stream %s: no connector registry", def.Name)
 	}
+	if planner.IsLookup(def) {
+		return rn.checkLookupTable(def)
+	}
 	entry, ok := rn.Registry.Source(typ)
 	if !ok {
 		return fmt.Errorf("stream %s: unknown TYPE %q; source types are %s",
 			def.Name, typ, strings.Join(rn.Registry.Names(connector.KindSource), ", "))
-	}
-	if kind, _ := def.Option("KIND"); def.Kind == ast.KindTable && strings.EqualFold(kind, "lookup") {
-		if _, ok := rn.Registry.Lookup(typ); !ok {
-			return fmt.Errorf("table %s: TYPE %q cannot serve a lookup table; lookup types are %s",
-				def.Name, typ, strings.Join(rn.Registry.Names(connector.KindLookup), ", "))
-		}
 	}
 	if _, err := newDecoder(def); err != nil {
 		f, _ := def.Option("FORMAT")

@@ -50,6 +50,8 @@ type Runner struct {
 	// derived MQTT client id of a rule at qos >= 1); it must be the same
 	// after a restart. Empty uses the data folder's path.
 	NodeID string
+
+	memTables memoryTables
 }
 
 var _ rulemgr.Runner = (*Runner)(nil)
@@ -191,6 +193,11 @@ func (rn *Runner) Start(ctx context.Context, def *rule.Def) (rulemgr.Running, er
 		} else {
 			rr.logger.Info("restored checkpoint", "id", restored.ID)
 		}
+	}
+	if err := rr.connectLookups(ctx); err != nil {
+		_ = rr.closeLookups(context.Background())
+		rr.closeSinks()
+		return nil, err
 	}
 	built.Rule.Start()
 	if err := rr.attach(p, restored); err != nil {

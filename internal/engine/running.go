@@ -32,13 +32,17 @@ type running struct {
 	coord  *checkpoint.Coordinator
 	logger *slog.Logger
 
-	mu       sync.Mutex
-	inputs   []*input
-	ended    int // stream inputs that reached their end
-	streams  int // stream inputs (not tables)
-	err      error
-	done     chan struct{}
-	stopOnce sync.Once
+	mu      sync.Mutex
+	inputs  []*input
+	ended   int // stream inputs that reached their end
+	streams int // stream inputs (not tables)
+	err     error
+	done    chan struct{}
+
+	lookups      []openLookup
+	lookupCtx    context.Context
+	lookupCancel context.CancelFunc
+	stopOnce     sync.Once
 }
 
 var _ rulemgr.Running = (*running)(nil)
@@ -65,6 +69,9 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 	var committers, followers []checkpoint.Committer
 	source := 0
 	for _, in := range rr.built.Plan.Inputs {
+		if in.Lookup {
+			continue // queried by its LookupJoin, see connectLookups
+		}
 		typ, props, err := rr.rn.sourceProps(in.Def)
 		if err != nil {
 			return err
@@ -366,7 +373,11 @@ func (rr *running) shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	if rr.lookupCancel != nil {
+		rr.lookupCancel() // a lookup in flight must not hold up Stop
+	}
 	rr.built.Rule.Stop()
+	errs = append(errs, rr.closeLookups(ctx))
 	errs = append(errs, rr.closeSinks())
 	return errors.Join(errs...)
 }

@@ -305,6 +305,10 @@ func aggMergeKernel() aggKernel {
 		},
 		result: func(st State) any {
 			acc, _ := st[aggKeyValue].(map[string]any)
+			if acc == nil {
+				// No object was merged: nil, as in eKuiper, not {}.
+				return nil
+			}
 			out := make(map[string]any, len(acc))
 			maps.Copy(out, acc)
 			return out

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
@@ -364,15 +365,25 @@ func arrayJoin(_ Env, args []any) (any, error) {
 			return nil, fmt.Errorf("third argument should be string")
 		}
 	}
-	parts := make([]string, len(arr))
-	for i, v := range arr {
+	// As eKuiper: numbers and booleans are written out, a nil element
+	// becomes the replacement or, without one, is left out.
+	parts := make([]string, 0, len(arr))
+	for _, v := range arr {
 		switch x := v.(type) {
 		case nil:
-			parts[i] = repl
+			if repl != "" {
+				parts = append(parts, repl)
+			}
 		case string:
-			parts[i] = x
+			parts = append(parts, x)
+		case int64:
+			parts = append(parts, strconv.FormatInt(x, 10))
+		case float64:
+			parts = append(parts, strconv.FormatFloat(x, 'f', -1, 64))
+		case bool:
+			parts = append(parts, strconv.FormatBool(x))
 		default:
-			return nil, fmt.Errorf("array elements should be string")
+			return nil, fmt.Errorf("array elements should be string, number or bool, got %s", value.Describe(v))
 		}
 	}
 	return strings.Join(parts, delim), nil

@@ -158,6 +158,21 @@ func mathUnary(name string, f func(float64) float64) *Def {
 	}
 }
 
+// mathDomain makes d, a unary float function, refuse a negative argument
+// with the error format (one %v for the argument).
+func mathDomain(d *Def, format string) *Def {
+	f := d.Scalar
+	d.Scalar = func(env Env, args []any) (any, error) {
+		if args[0] != nil {
+			if x, err := mathToFloat(args[0]); err == nil && x < 0 {
+				return nil, fmt.Errorf(format, x)
+			}
+		}
+		return f(env, args)
+	}
+	return d
+}
+
 // mathRound rounds v to prec decimal places, half away from zero, working on
 // the binary value (round(1.005, 2) is 1.0 because 1.005 is below 1.005 in
 // binary).

@@ -17,14 +17,48 @@ func (o *Options) unsupported() error {
 		return fmt.Errorf("rule option concurrency %d is not supported: each operator runs as one instance", o.Concurrency)
 	case o.EnableSaveStateBeforeStop:
 		return fmt.Errorf("rule option enableSaveStateBeforeStop true is not supported: at qos 1 and 2 the state is kept across stops and restarts by checkpoints")
-	case anySet(o.PlanOptimizeStrategy):
-		return fmt.Errorf("rule option planOptimizeStrategy is not supported: the planner has no such switches")
+	case anySet(withoutPlanHints(o.PlanOptimizeStrategy)):
+		return fmt.Errorf("rule option planOptimizeStrategy is not supported beyond enableIncrementalWindow and windowOption.windowVersion: the planner has no such switches")
 	case o.NotifySub:
 		return fmt.Errorf("rule option notifySub true is not supported")
 	case anySet(o.Experiment):
 		return fmt.Errorf("rule option experiment is not supported")
 	}
 	return nil
+}
+
+// withoutPlanHints drops the planOptimizeStrategy keys that only choose how
+// eKuiper computes a result, never what it is: enableIncrementalWindow
+// (aggregate as rows arrive; rekuiper folds a window's aggregates whenever
+// it can) and windowOption.windowVersion "v1"/"v2" (eKuiper's two window
+// implementations). Rules exported from eKuiper carry them; they are
+// accepted and change nothing. What remains must be unset.
+func withoutPlanHints(p map[string]any) map[string]any {
+	if p == nil {
+		return nil
+	}
+	rest := make(map[string]any, len(p))
+	for k, v := range p {
+		switch k {
+		case "enableIncrementalWindow":
+			if _, ok := v.(bool); ok {
+				continue
+			}
+		case "windowOption":
+			if w, ok := v.(map[string]any); ok {
+				wr := make(map[string]any, len(w))
+				for wk, wv := range w {
+					if ver, ok := wv.(string); ok && wk == "windowVersion" && (ver == "" || ver == "v1" || ver == "v2") {
+						continue
+					}
+					wr[wk] = wv
+				}
+				v = wr
+			}
+		}
+		rest[k] = v
+	}
+	return rest
 }
 
 // anySet reports whether v holds anything but zero values: false, 0, "",

@@ -248,8 +248,12 @@ func ToBool(v any) (bool, error) {
 	return false, fmt.Errorf("cannot convert %s to bool", Describe(v))
 }
 
-// ToTime converts a datetime, epoch milliseconds (int or float) or a string in
-// the default layout (or RFC 3339) to time.Time.
+// ToTime converts a datetime, epoch milliseconds (int or float) or a string to
+// time.Time. Strings are read as eKuiper reads them: the default layout, RFC
+// 3339, or one of the lenient forms of timeLayouts ("2023-11-14 22:13",
+// "2023/11/14", "2023.11.14", "11/14/2023", "20231114", ...); forms without
+// a date (a bare time of day) are refused, as their value would depend on
+// the day they are read.
 func ToTime(v any, loc *time.Location) (time.Time, error) {
 	if loc == nil {
 		loc = time.UTC
@@ -262,7 +266,7 @@ func ToTime(v any, loc *time.Location) (time.Time, error) {
 	case float64:
 		return time.UnixMilli(int64(x)).In(loc), nil
 	case string:
-		for _, layout := range []string{DefaultTimeLayout, time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02"} {
+		for _, layout := range timeLayouts {
 			if t, err := time.ParseInLocation(layout, x, loc); err == nil {
 				return t, nil
 			}
@@ -270,6 +274,18 @@ func ToTime(v any, loc *time.Location) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("cannot convert string(%s) to datetime", x)
 	}
 	return time.Time{}, fmt.Errorf("cannot convert %s to datetime", Describe(v))
+}
+
+// timeLayouts are the string forms ToTime reads, in order: the default
+// layout, RFC 3339, then the dated layouts of the lenient parser eKuiper
+// uses (github.com/jinzhu/now's list).
+var timeLayouts = []string{
+	DefaultTimeLayout, time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02",
+	"2006", "2006-1", "2006-1-2", "2006-1-2 15", "2006-1-2 15:4", "2006-1-2 15:4:5",
+	"2006-01-02 15:04:05.999999999 -0700 MST", "2006-01-02T15:04:05", "2006.1.2", "2006.1.2 15:04:05",
+	"2006.01.02", "2006.01.02 15:04:05", "2006.01.02 15:04:05.999999999", "1/2/2006", "1/2/2006 15:4:5",
+	"2006/01/02", "20060102", "2006/01/02 15:04:05", time.ANSIC, time.UnixDate, time.RubyDate,
+	time.RFC822, time.RFC822Z, time.RFC850, time.RFC1123, time.RFC1123Z,
 }
 
 // IsNumber reports whether v is int64 or float64.
