@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rekuiper/rekuiper/internal/client"
+	"github.com/rekuiper/rekuiper/internal/guard"
 )
 
 const (
@@ -42,6 +43,9 @@ func runCreate(args []string, stdout, stderr io.Writer) int {
 			return err
 		}
 		noun, name := ra.pos[0], ra.pos[1]
+		if err := checkName(noun, name); err != nil {
+			return err
+		}
 		if k, ok := streamKind(noun); ok {
 			sql := strings.TrimSpace(string(def))
 			if !strings.HasPrefix(strings.ToUpper(sql), "CREATE") {
@@ -71,6 +75,15 @@ func runCreate(args []string, stdout, stderr io.Writer) int {
 	})
 }
 
+// checkName refuses a name the daemon would refuse (guard.Name) before
+// anything is sent.
+func checkName(noun, name string) error {
+	if err := guard.Name(strings.TrimSuffix(noun, "s")+" name", name); err != nil {
+		return usageError(strings.TrimPrefix(err.Error(), guard.ErrName.Error()+": "))
+	}
+	return nil
+}
+
 // withID sets the rule's id to name when the JSON has none.
 func withID(def []byte, name string) ([]byte, error) {
 	var top map[string]json.RawMessage
@@ -91,6 +104,9 @@ func runDescribe(args []string, stdout, stderr io.Writer) int {
 			return usageError("want a kind and a name")
 		}
 		noun, name := ra.pos[0], ra.pos[1]
+		if err := checkName(noun, name); err != nil {
+			return err
+		}
 		var raw json.RawMessage
 		var err error
 		if k, ok := streamKind(noun); ok {
@@ -114,6 +130,9 @@ func runDrop(args []string, stdout, stderr io.Writer) int {
 			return usageError("want a kind and a name")
 		}
 		noun, name := ra.pos[0], ra.pos[1]
+		if err := checkName(noun, name); err != nil {
+			return err
+		}
 		var msg string
 		var err error
 		if k, ok := streamKind(noun); ok {

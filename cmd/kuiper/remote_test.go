@@ -78,6 +78,8 @@ func TestRemoteCommands(t *testing.T) {
 		{"export data", []string{"export", "data", export, "-r", `["r2"]`}, 0, "data is exported to"},
 		{"import data partial", []string{"import", "data", "-f", export, "-p", "true"}, 0, `"ErrorMsg": ""`},
 		{"usage", []string{"drop", "stream"}, 2, "usage: kuiper drop"},
+		{"traversing name", []string{"describe", "stream", "../../x"}, 2, `stream name "../../x" must not contain '/'`},
+		{"dot name", []string{"getstatus", "rule", ".."}, 2, `rule name ".." is not allowed`},
 		{"unknown kind", []string{"show", "widgets"}, 2, "unknown kind"},
 		{"show plugins", []string{"show", "plugins", "sink"}, 0, "No plugins were found."},
 		{"show services", []string{"show", "services"}, 0, "No services were found."},

@@ -89,7 +89,7 @@ func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 		Registry: reg,
 		Deps: connector.Deps{
 			Logger: logger, Clock: clock.Wall{}, Memory: membus.New(), HTTP: push, DataDir: cfg.Paths.Data,
-			Connections: conns, AESKey: aesKey,
+			Connections: conns, AESKey: aesKey, Guard: cfg.Guard(),
 		},
 		Paths:                     cfg.Paths,
 		Environ:                   cfg.Environ,

@@ -12,6 +12,7 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/checkpoint"
 	"github.com/rekuiper/rekuiper/internal/format"
+	"github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/operator"
 	"github.com/rekuiper/rekuiper/internal/panics"
 	"github.com/rekuiper/rekuiper/internal/row"
@@ -301,7 +302,7 @@ func (rn *Runner) sessionID(ruleID, streamName string) string {
 
 // sourceLogDir is where a rule's durable source log for a stream lives.
 func (rn *Runner) sourceLogDir(ruleID, streamName string) string {
-	return filepath.Join(rn.Paths.Data, "rule_"+ruleID, "sourcelog", streamName)
+	return filepath.Join(rn.Paths.Data, "rule_"+guard.PathElem(ruleID), "sourcelog", guard.PathElem(streamName))
 }
 
 func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props map[string]any, wrap func(api.Source) (api.Source, error), state api.State, sessionID string) (*stream.Subscription, error) {

@@ -146,11 +146,12 @@ func (s *Server) lifecycle(verb string, op func(ctx context.Context, id string) 
 }
 
 // statusFields returns the status object's keys in eKuiper's order: the
-// rule-level fields, then the metrics sorted by key.
+// rule-level fields, then the metrics sorted by key. Error texts (message,
+// *_last_exception) have their secrets masked.
 func statusFields(st rulemgr.Status) ([]string, map[string]any) {
 	m := map[string]any{
 		"status":             st.State.String(),
-		"message":            st.Message,
+		"message":            rule.MaskText(st.Message),
 		"lastStartTimestamp": st.LastStart,
 		"lastStopTimestamp":  st.LastStop,
 		"nextStartTimestamp": st.NextStart,
@@ -165,6 +166,9 @@ func statusFields(st rulemgr.Status) ([]string, map[string]any) {
 	slices.Sort(mk)
 	for _, k := range mk {
 		m[k] = st.Metrics[k]
+		if sv, ok := m[k].(string); ok {
+			m[k] = rule.MaskText(sv)
+		}
 	}
 	return append(keys, mk...), m
 }
@@ -223,7 +227,7 @@ func (s *Server) allStatus(w http.ResponseWriter, r *http.Request) error {
 				}
 			}
 		}
-		out[st.ID] = map[string]any{"status": st.State.String(), "last_exception": lastExc, "exceptions_total": exc}
+		out[st.ID] = map[string]any{"status": st.State.String(), "last_exception": rule.MaskText(lastExc), "exceptions_total": exc}
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

@@ -144,13 +144,13 @@ func TestRulesetAndData(t *testing.T) {
 		{"confKey imported", "GET", "/metadata/sinks/yaml/mqtt", "", 200, `"k1":{"server":"tcp://h:1883"}`},
 		{"rules back", "GET", "/rules", "", 200, `"id":"r2"`},
 	})
-	file := t.TempDir() + "/rs.json"
+	file := dst.data + "/rs.json"
 	if err := writeFile(file, rs); err != nil {
 		t.Fatal(err)
 	}
 	dst.run([]step{
 		{"import from file", "POST", "/ruleset/import", `{"file":"file://` + file + `"}`, 200, "imported 1 streams, 1 tables and 2 rules"},
-		{"import missing file", "POST", "/ruleset/import", `{"file":"file:///does/not/exist"}`, 400, ""},
+		{"import missing file", "POST", "/ruleset/import", `{"file":"file://` + dst.data + `/does/not/exist"}`, 400, ""},
 	})
 }
 

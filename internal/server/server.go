@@ -29,6 +29,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector/builtin"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
 	"github.com/rekuiper/rekuiper/internal/function"
+	access "github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
@@ -75,6 +76,7 @@ type Server struct {
 	cat     *catalog.Catalog
 	rules   *rulemgr.Manager
 	log     *slog.Logger
+	access  *access.Guard // the file and network guard
 	mux     *http.ServeMux
 	started time.Time
 	// patterns are the routes in registration order (GET /openapi.json
@@ -110,7 +112,7 @@ func New(opts Options) *Server {
 	}
 	s := &Server{
 		opts: opts, cat: opts.Catalog, rules: opts.Rules, log: opts.Logger,
-		mux: http.NewServeMux(), started: opts.Clock.Now(),
+		access: opts.Config.Guard(), mux: http.NewServeMux(), started: opts.Clock.Now(),
 	}
 	s.guard = guard{audit: opts.Config.Basic.EnableRestAuditLog, cors: map[string]bool{}}
 	for _, o := range opts.Config.Basic.CORS {
@@ -213,7 +215,7 @@ func statusOf(err error) int {
 		return http.StatusBadRequest
 	case errors.Is(err, catalog.ErrConflict), errors.Is(err, errReferenced), errors.Is(err, rulemgr.ErrNotRunning):
 		return http.StatusConflict
-	case errors.Is(err, rule.ErrInvalid):
+	case errors.Is(err, rule.ErrInvalid), errors.Is(err, access.ErrOutside), errors.Is(err, access.ErrBlockedAddress):
 		return http.StatusUnprocessableEntity
 	case errors.Is(err, errNotImplemented):
 		return http.StatusNotImplemented
@@ -247,12 +249,13 @@ func errorCode(status int) int {
 // renderError is the one place errors become responses.
 func (s *Server) renderError(w http.ResponseWriter, r *http.Request, err error) {
 	status := statusOf(err)
+	msg := rule.MaskText(err.Error())
 	if status >= 500 {
-		s.log.Error("rest call failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+		s.log.Error("rest call failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", msg)
 	} else {
-		s.log.Debug("rest call rejected", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+		s.log.Debug("rest call rejected", "method", r.Method, "path", r.URL.Path, "status", status, "err", msg)
 	}
-	writeJSON(w, status, map[string]any{"error": errorCode(status), "message": err.Error()}) //nolint:errcheck // the client is gone
+	writeJSON(w, status, map[string]any{"error": errorCode(status), "message": msg}) //nolint:errcheck // the client is gone
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) error {
@@ -319,9 +322,11 @@ func decodeBytes(b []byte, dst any) error {
 	return nil
 }
 
+// validName checks a name a client gave with the engine's one name
+// validator; errors are 400 naming what the name is for.
 func validName(what, name string) error {
-	if err := rule.ValidateID(name); err != nil {
-		return badRequest("invalid %s name: %v", what, strings.TrimPrefix(err.Error(), rule.ErrInvalid.Error()+": "))
+	if err := access.Name(what, name); err != nil {
+		return badRequest("%s", strings.TrimPrefix(err.Error(), access.ErrName.Error()+": "))
 	}
 	return nil
 }

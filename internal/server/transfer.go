@@ -9,12 +9,14 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
+	access "github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/sql/parser"
@@ -94,9 +96,9 @@ func (s *Server) ruleset(ids []string) (Ruleset, error) {
 			continue
 		}
 		if st.Kind == catalog.KindTable {
-			rs.Tables[st.Name] = st.SQL
+			rs.Tables[st.Name] = rule.MaskText(st.SQL)
 		} else {
-			rs.Streams[st.Name] = st.SQL
+			rs.Streams[st.Name] = rule.MaskText(st.SQL)
 		}
 	}
 	if ids == nil {
@@ -133,8 +135,10 @@ type importBody struct {
 }
 
 // importContent returns the document of an import body: its content, or
-// the file it names (file:// path or http(s) URL).
-func importContent(ctx context.Context, r *http.Request) ([]byte, error) {
+// the file it names (file:// path or http(s) URL). The file and network
+// guards apply, and a failure says neither whether a refused file exists
+// nor whether a refused port is open.
+func (s *Server) importContent(ctx context.Context, r *http.Request) ([]byte, error) {
 	var body importBody
 	if err := decodeStrict(r, &body); err != nil {
 		return nil, err
@@ -149,13 +153,24 @@ func importContent(ctx context.Context, r *http.Request) ([]byte, error) {
 	}
 	u, err := url.Parse(body.File)
 	if err != nil {
-		return nil, badRequest("invalid file url %q: %v", body.File, err)
+		return nil, badRequest("invalid file url: %v", err)
 	}
+	shown := rule.MaskText(body.File)
 	switch u.Scheme {
 	case "file":
-		b, err := os.ReadFile(u.Path)
+		p := u.Path
+		if u.Host != "" && u.Host != "localhost" {
+			return nil, badRequest("file url %q: want file:///absolute/path", shown)
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(s.dataDir(), p)
+		}
+		if err := s.access.Path("file", p); err != nil {
+			return nil, err
+		}
+		b, err := os.ReadFile(p)
 		if err != nil {
-			return nil, badRequest("read %s: %v", u.Path, err)
+			return nil, badRequest("read %s: %v", p, err)
 		}
 		return b, nil
 	case "http", "https":
@@ -163,23 +178,28 @@ func importContent(ctx context.Context, r *http.Request) ([]byte, error) {
 		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, body.File, nil)
 		if err != nil {
-			return nil, badRequest("fetch %s: %v", body.File, err)
+			return nil, badRequest("fetch %s: invalid url", shown)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		client := s.access.HTTPClient(0)
+		defer client.CloseIdleConnections()
+		resp, err := client.Do(req)
+		if errors.Is(err, access.ErrBlockedAddress) {
+			return nil, fmt.Errorf("fetch %s: %w (basic.enablePrivateNet is false)", shown, access.ErrBlockedAddress)
+		}
 		if err != nil {
-			return nil, badRequest("fetch %s: %v", body.File, err)
+			return nil, badRequest("fetch %s: %v", shown, rule.MaskText(err.Error()))
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode/100 != 2 {
-			return nil, badRequest("fetch %s: status %s", body.File, resp.Status)
+			return nil, badRequest("fetch %s: status %s", shown, resp.Status)
 		}
 		return io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	}
-	return nil, badRequest("file url %q: want file:// or http(s)://", body.File)
+	return nil, badRequest("file url %q: want file:// or http(s)://", shown)
 }
 
 func (s *Server) importRuleset(w http.ResponseWriter, r *http.Request) error {
-	doc, err := importContent(r.Context(), r)
+	doc, err := s.importContent(r.Context(), r)
 	if err != nil {
 		return err
 	}
@@ -241,6 +261,9 @@ func (s *Server) importDefs(ctx context.Context, streams, tables, rules map[stri
 }
 
 func parseImportStream(k streamKind, name, sql string) (*ast.CreateStreamStmt, error) {
+	if err := validName(string(k.kind), name); err != nil {
+		return nil, err
+	}
 	st, err := parser.ParseStatement(sql)
 	if err != nil {
 		return nil, badRequest("parse sql: %v", err)
@@ -255,6 +278,12 @@ func parseImportStream(k streamKind, name, sql string) (*ast.CreateStreamStmt, e
 func (s *Server) importStream(ctx context.Context, k streamKind, name, sql string) error {
 	cs, err := parseImportStream(k, name, sql)
 	if err != nil {
+		return err
+	}
+	if err := s.checkStreamFiles(cs); err != nil {
+		return err
+	}
+	if sql, err = s.restoreStreamSQL(name, sql); err != nil {
 		return err
 	}
 	if s.opts.Streams != nil {
@@ -379,7 +408,7 @@ func (s *Server) exportConfKeys(c catalog.ConfCategory) (map[string]string, erro
 // removes every rule, stream, table and confKey (eKuiper's full import).
 // The response lists per-item errors; stop=1 is accepted and ignored.
 func (s *Server) importData(w http.ResponseWriter, r *http.Request) error {
-	doc, err := importContent(r.Context(), r)
+	doc, err := s.importContent(r.Context(), r)
 	if err != nil {
 		return err
 	}
