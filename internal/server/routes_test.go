@@ -76,8 +76,12 @@ func TestUnsupportedExtensions(t *testing.T) {
 func TestUploads(t *testing.T) {
 	etc := t.TempDir()
 	s := newServer(t, etc)
-	src := filepath.Join(t.TempDir(), "src.txt")
+	src := filepath.Join(s.data, "src.txt") // inside the allowed folders
 	if err := os.WriteFile(src, []byte("from a file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "secret.txt")
+	if err := os.WriteFile(outside, []byte("not for you"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, path := s.do("POST", "/config/uploads", `{"name":"a.txt","content":"hello"}`)
@@ -116,6 +120,9 @@ func TestUploads(t *testing.T) {
 		{"no name", "POST", "/config/uploads", `{"content":"x"}`, 400, "name is required"},
 		{"both", "POST", "/config/uploads", `{"name":"z","content":"x","file":"file:///etc/hostname"}`, 400, "not both"},
 		{"bad scheme", "POST", "/config/uploads", `{"name":"z","file":"ftp://h/x"}`, 400, "want file://"},
+		{"outside file", "POST", "/config/uploads", `{"name":"z","file":"file://` + outside + `"}`, 422, "outside the allowed folders"},
+		{"missing outside file", "POST", "/config/uploads", `{"name":"z","file":"file:///nonexistent/x"}`, 422, "outside the allowed folders"},
+		{"loopback url", "POST", "/config/uploads", `{"name":"z","file":"` + s.url + `/ping"}`, 422, "enablePrivateNet"},
 		{"delete", "DELETE", "/config/uploads/a.txt", "", 200, "ok"},
 		{"delete again", "DELETE", "/config/uploads/a.txt", "", 404, ""},
 		{"delete bad name", "DELETE", "/config/uploads/..", "", 404, ""},

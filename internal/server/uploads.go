@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
+	access "github.com/rekuiper/rekuiper/internal/guard"
+	"github.com/rekuiper/rekuiper/internal/rule"
 )
 
 // maxUpload bounds one uploaded file.
@@ -48,7 +50,7 @@ func validUploadName(name string) error {
 	case name == "." || name == ".." || strings.HasPrefix(name, "."):
 		return badRequest("upload name %q must not start with a dot", name)
 	}
-	return nil
+	return validName("upload", name)
 }
 
 func (s *Server) listUploads(w http.ResponseWriter, r *http.Request) error {
@@ -108,24 +110,39 @@ func (s *Server) uploadBody(r *http.Request) (string, []byte, error) {
 	case body.Content != "" && body.File != "":
 		return "", nil, badRequest("give either content or file, not both")
 	case body.File != "":
-		data, err := fetchUpload(r.Context(), body.File)
+		data, err := s.fetchUpload(r.Context(), body.File)
 		return body.Name, data, err
 	}
 	return body.Name, []byte(body.Content), nil
 }
 
-// fetchUpload reads a file:// or http(s):// URL, at most maxUpload bytes.
-func fetchUpload(ctx context.Context, raw string) ([]byte, error) {
+// fetchUpload reads a file:// or http(s):// URL, at most maxUpload bytes,
+// through the file and network guards: a file outside the allowed folders
+// (basic.allowExternalFileAccess false) or an address that is not public
+// (basic.enablePrivateNet false) is refused with 422 before anything is
+// read or connected, so the route reveals nothing about them.
+func (s *Server) fetchUpload(ctx context.Context, raw string) ([]byte, error) {
+	shown := rule.MaskText(raw)
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, badRequest("invalid file url %q: %v", raw, err)
+		return nil, badRequest("invalid file url %q", shown)
 	}
 	var rd io.ReadCloser
 	switch u.Scheme {
 	case "file":
-		f, err := os.Open(u.Path)
+		if u.Host != "" && u.Host != "localhost" {
+			return nil, badRequest("file url %q: want file:///absolute/path", shown)
+		}
+		p := u.Path
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(s.dataDir(), p)
+		}
+		if err := s.access.Path("file", p); err != nil {
+			return nil, err
+		}
+		f, err := os.Open(p)
 		if err != nil {
-			return nil, badRequest("read %s: %v", u.Path, err)
+			return nil, badRequest("read %s: %v", p, err)
 		}
 		rd = f
 	case "http", "https":
@@ -133,27 +150,32 @@ func fetchUpload(ctx context.Context, raw string) ([]byte, error) {
 		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
 		if err != nil {
-			return nil, badRequest("fetch %s: %v", raw, err)
+			return nil, badRequest("fetch %s: invalid url", shown)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		client := s.access.HTTPClient(0)
+		defer client.CloseIdleConnections()
+		resp, err := client.Do(req)
+		if errors.Is(err, access.ErrBlockedAddress) {
+			return nil, fmt.Errorf("fetch %s: %w (basic.enablePrivateNet is false)", shown, access.ErrBlockedAddress)
+		}
 		if err != nil {
-			return nil, badRequest("fetch %s: %v", raw, err)
+			return nil, badRequest("fetch %s: %v", shown, rule.MaskText(err.Error()))
 		}
 		if resp.StatusCode/100 != 2 {
 			resp.Body.Close()
-			return nil, badRequest("fetch %s: status %s", raw, resp.Status)
+			return nil, badRequest("fetch %s: status %s", shown, resp.Status)
 		}
 		rd = resp.Body
 	default:
-		return nil, badRequest("file url %q: want file:// or http(s)://", raw)
+		return nil, badRequest("file url %q: want file:// or http(s)://", shown)
 	}
 	defer rd.Close()
 	data, err := io.ReadAll(io.LimitReader(rd, maxUpload+1))
 	if err != nil {
-		return nil, badRequest("read %s: %v", raw, err)
+		return nil, badRequest("read %s: %v", shown, err)
 	}
 	if len(data) > maxUpload {
-		return nil, badRequest("file %s larger than %d bytes", raw, maxUpload)
+		return nil, badRequest("file %s larger than %d bytes", shown, maxUpload)
 	}
 	return data, nil
 }
