@@ -30,6 +30,7 @@ func commands() map[string]command {
 		"validate":  {summary: "validate a rule without creating it", run: runValidate},
 		"import":    {summary: "import a ruleset or data export", run: runImport},
 		"export":    {summary: "export the ruleset or all data", run: runExport},
+		"version":   {summary: "print the CLI's and the daemon's version", run: runVersion},
 	}
 }
 

@@ -13,10 +13,8 @@ import (
 	"github.com/rekuiper/rekuiper/internal/app"
 	"github.com/rekuiper/rekuiper/internal/broker"
 	engine "github.com/rekuiper/rekuiper/internal/daemon"
+	"github.com/rekuiper/rekuiper/internal/version"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 func main() {
 	fs := flag.NewFlagSet("kuiperd", flag.ExitOnError)
@@ -24,7 +22,12 @@ func main() {
 	data := fs.String("data", "", "data folder holding the catalog (default <base>/data)")
 	logDir := fs.String("log", "", "log folder (default <base>/log)")
 	embedded := fs.String("embedded-broker", "", "also run an embedded MQTT broker on this address (e.g. 127.0.0.1:1883)")
+	showVersion := fs.Bool("version", false, "print the version and commit, then exit")
 	fs.Parse(os.Args[1:]) //nolint:errcheck // ExitOnError
+	if *showVersion {
+		fmt.Printf("kuiperd %s\n", version.Get())
+		return
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -42,7 +45,6 @@ func main() {
 		Environ:   os.Environ(),
 		Stdout:    os.Stdout,
 		NewRunner: engine.NewRunner,
-		Version:   version,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "kuiperd: %v\n", err)
