@@ -17,6 +17,7 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
+		"build":     {summary: "build a kuiperd with extension modules (--with module@version)", run: runBuild},
 		"test":      {summary: "replay rule test files offline on a virtual clock", run: runTest},
 		"create":    {summary: "create a stream, table or rule", run: runCreate},
 		"describe":  {summary: "describe a stream, table or rule", run: runDescribe},
