@@ -72,9 +72,9 @@ func Run(ctx context.Context, opts Options) error {
 }
 
 // Main is the whole main of a kuiperd: it parses kuiperd's command line
-// (-etc, -data, -log, -embedded-broker, -version), runs the daemon with the
-// given extensions until SIGTERM or SIGINT, and exits 1 on failure. A
-// custom daemon is
+// (-etc, -data, -log, -embedded-broker, -version, -healthcheck), runs the
+// daemon with the given extensions until SIGTERM or SIGINT, and exits 1 on
+// failure. A custom daemon is
 //
 //	func main() { sdk.Main(myextension.Register) }
 func Main(register ...RegisterFunc) {
@@ -91,6 +91,7 @@ func runMain(args []string, register []RegisterFunc) error {
 	logDir := fs.String("log", "", "log folder (default <base>/log)")
 	embedded := fs.String("embedded-broker", "", "also run an embedded MQTT broker on this address (e.g. 127.0.0.1:1883)")
 	showVersion := fs.Bool("version", false, "print the version and commit, then exit")
+	health := fs.Bool("healthcheck", false, "exit 0 when the local daemon answers GET /ping, 1 otherwise (for container health checks)")
 	fs.Parse(args) //nolint:errcheck // ExitOnError
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -98,6 +99,9 @@ func runMain(args []string, register []RegisterFunc) error {
 	if *showVersion {
 		fmt.Printf("kuiperd %s\n", version.Get())
 		return nil
+	}
+	if *health {
+		return healthcheck(*etc, os.Environ())
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
