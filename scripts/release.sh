@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 version="${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}"
 commit="$(git rev-parse HEAD 2>/dev/null || echo unknown)"
-if [ -n "$(git status --porcelain 2>/dev/null)" ]; then commit="${commit}-dirty"; fi
+if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then commit="${commit}-dirty"; fi
 targets="${TARGETS:-linux/amd64 linux/arm64 linux/arm/7 darwin/amd64 darwin/arm64 windows/amd64}"
 out="dist/${version}"
 pkg=github.com/rekuiper/rekuiper/internal/version
