@@ -35,7 +35,7 @@ func (e Env) sub(name string) (string, error) {
 
 // PipelineSpec describes one MQTT-to-MQTT rule: a stream over an mqtt
 // source with a persistent session (QoS 1 subscription,
-// enableClientSession, fixed client id) and a rule SELECT * publishing one
+// enableClientSession, fixed client id, unless DefaultSession) and a rule SELECT * publishing one
 // row per message at QoS 1.
 type PipelineSpec struct {
 	Stream, Rule     string
@@ -46,6 +46,9 @@ type PipelineSpec struct {
 	RuleQos          int
 	SinkProps        map[string]any // merged into the mqtt action (cache options)
 	CheckpointPeriod string         // default "1s"
+	// DefaultSession leaves clientid and enableClientSession unset on the
+	// source, so the session is whatever the daemon chooses by default.
+	DefaultSession bool
 }
 
 // CreatePipeline defines the stream and the rule on d and waits until the
@@ -53,9 +56,11 @@ type PipelineSpec struct {
 // subscription before any record is published).
 func CreatePipeline(ctx context.Context, d *Daemon, p PipelineSpec) error {
 	confKey := p.Stream + "_conf"
-	if _, err := d.Do(http.MethodPut, "/metadata/sources/mqtt/confKeys/"+confKey, map[string]any{
-		"server": p.SourceServer, "qos": 1, "clientid": "rekuiper-src-" + p.Rule, "enableClientSession": true,
-	}, nil); err != nil {
+	src := map[string]any{"server": p.SourceServer, "qos": 1}
+	if !p.DefaultSession {
+		src["clientid"], src["enableClientSession"] = "rekuiper-src-"+p.Rule, true
+	}
+	if _, err := d.Do(http.MethodPut, "/metadata/sources/mqtt/confKeys/"+confKey, src, nil); err != nil {
 		return fmt.Errorf("define source confKey: %w", err)
 	}
 	sql := fmt.Sprintf(`CREATE STREAM %s (seq BIGINT, attempt BIGINT, ts BIGINT) WITH (DATASOURCE=%q, TYPE="mqtt", FORMAT="json", CONF_KEY=%q)`,

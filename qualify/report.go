@@ -104,9 +104,13 @@ func (r *Report) Summary(w io.Writer) {
 	p("host: %s, %d cores, %.0f MB RAM, data disk %s %.0f GB (%.0f GB free); %s; %s",
 		r.Hardware.CPUModel, r.Hardware.Cores, r.Hardware.MemoryMB, r.Hardware.DiskFS, r.Hardware.DiskTotalGB, r.Hardware.DiskFreeGB, r.Versions.Go, r.Versions.Mosquitto)
 	if len(r.Crash) > 0 {
-		p("crash (kill -9, MQTT source):   qos  kills      sent      lost      dup  reorder  restart(mean)")
+		p("crash (kill -9, MQTT source):   qos  session   kills      sent      lost      dup  reorder  restart(mean)")
 		for _, c := range r.Crash {
-			p("                                %3d  %5d  %8d  %8d  %7d  %7d  %.3fs", c.Qos, c.Kills, c.Counts.Sent, c.Counts.Lost, c.Counts.Duplicated, c.Counts.Reordered, c.Restarts.Mean)
+			session := "explicit"
+			if c.DefaultSession {
+				session = "default"
+			}
+			p("                                %3d  %-8s  %5d  %8d  %8d  %7d  %7d  %.3fs", c.Qos, session, c.Kills, c.Counts.Sent, c.Counts.Lost, c.Counts.Duplicated, c.Counts.Reordered, c.Restarts.Mean)
 		}
 	}
 	if len(r.Outage) > 0 {

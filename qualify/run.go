@@ -92,6 +92,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	timed("crash", func() error {
 		r, err := RunCrash(ctx, env("crash"), CrashParams{Kills: cfg.Kills, Rate: cfg.Rate, Duration: cfg.Duration, Seed: uint64(time.Now().UnixNano())})
 		rep.Crash = r
+		if err != nil {
+			return err
+		}
+		// What a user gets without asking: rule qos 1, no session settings.
+		r, err = RunCrash(ctx, env("crash-default-session"), CrashParams{Qos: []int{1}, Kills: cfg.Kills, Rate: cfg.Rate,
+			Duration: cfg.Duration, Seed: uint64(time.Now().UnixNano()), DefaultSession: true})
+		rep.Crash = append(rep.Crash, r...)
 		return err
 	})
 	timed("outage", func() error {

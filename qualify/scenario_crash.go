@@ -17,6 +17,9 @@ type CrashParams struct {
 	Rate     float64       // records per second (default 100)
 	Duration time.Duration // publishing time per qos level (default 10 s)
 	Seed     uint64
+	// DefaultSession runs the source with no session settings (no
+	// clientid, no enableClientSession): what a user gets without asking.
+	DefaultSession bool
 }
 
 func (p CrashParams) withDefaults() CrashParams {
@@ -37,12 +40,14 @@ func (p CrashParams) withDefaults() CrashParams {
 
 // CrashResult is the account of one qos level of the crash scenario.
 type CrashResult struct {
-	Qos      int           `json:"qos"`
-	Kills    int           `json:"kills"`
-	Restarts DurationStats `json:"restart_times"`
-	Publish  PublishStats  `json:"publisher"`
-	Counts   SeqCounts     `json:"counts"`
-	Seconds  float64       `json:"seconds"`
+	Qos int `json:"qos"`
+	// DefaultSession: the source had no session settings.
+	DefaultSession bool          `json:"default_session,omitempty"`
+	Kills          int           `json:"kills"`
+	Restarts       DurationStats `json:"restart_times"`
+	Publish        PublishStats  `json:"publisher"`
+	Counts         SeqCounts     `json:"counts"`
+	Seconds        float64       `json:"seconds"`
 }
 
 // Violations lists what the design promises and this run broke: at qos >= 1
@@ -50,17 +55,22 @@ type CrashResult struct {
 // figure, not a violation.
 func (r CrashResult) Violations() []string {
 	var v []string
+	name := fmt.Sprintf("crash qos %d", r.Qos)
+	if r.DefaultSession {
+		name += " (default session settings)"
+	}
 	if r.Qos >= 1 && r.Counts.Lost > 0 {
-		v = append(v, fmt.Sprintf("crash qos %d: %d of %d records lost after %d kills (first %v)", r.Qos, r.Counts.Lost, r.Counts.Sent, r.Kills, r.Counts.FirstLost))
+		v = append(v, fmt.Sprintf("%s: %d of %d records lost after %d kills (first %v)", name, r.Counts.Lost, r.Counts.Sent, r.Kills, r.Counts.FirstLost))
 	}
 	if r.Counts.Unexpected > 0 || r.Counts.Unreadable > 0 {
-		v = append(v, fmt.Sprintf("crash qos %d: %d unexpected and %d unreadable outputs", r.Qos, r.Counts.Unexpected, r.Counts.Unreadable))
+		v = append(v, fmt.Sprintf("%s: %d unexpected and %d unreadable outputs", name, r.Counts.Unexpected, r.Counts.Unreadable))
 	}
 	return v
 }
 
 // RunCrash runs, for each qos level, an MQTT-to-MQTT rule (SELECT * over a
-// persistent-session QoS 1 subscription) under paced load, kills kuiperd
+// QoS 1 subscription, with a persistent session set by hand or, with
+// DefaultSession, none of the session settings) under paced load, kills kuiperd
 // with SIGKILL Kills times at random moments spread over the run,
 // restarts it at once each time, and counts with an independent validator
 // what was lost and duplicated.
@@ -90,8 +100,12 @@ func RunCrash(ctx context.Context, env Env, p CrashParams) ([]CrashResult, error
 
 func runCrashQos(ctx context.Context, env Env, br *Broker, p CrashParams, q int) (CrashResult, error) {
 	start := time.Now()
-	res := CrashResult{Qos: q}
-	dir, err := env.sub("crash-qos" + strconv.Itoa(q))
+	res := CrashResult{Qos: q, DefaultSession: p.DefaultSession}
+	tag, folder := fmt.Sprintf("crash%d", q), "crash-qos"+strconv.Itoa(q)
+	if p.DefaultSession {
+		tag, folder = fmt.Sprintf("crashdefault%d", q), folder+"-default-session"
+	}
+	dir, err := env.sub(folder)
 	if err != nil {
 		return res, err
 	}
@@ -103,9 +117,8 @@ func runCrashQos(ctx context.Context, env Env, br *Broker, p CrashParams, q int)
 		return res, err
 	}
 	defer d.Kill()
-	tag := fmt.Sprintf("crash%d", q)
 	spec := PipelineSpec{Stream: "s", Rule: tag, SourceServer: br.URL(), InTopic: "in/" + tag,
-		SinkServer: br.URL(), OutTopic: "out/" + tag, RuleQos: q}
+		SinkServer: br.URL(), OutTopic: "out/" + tag, RuleQos: q, DefaultSession: p.DefaultSession}
 	val, err := StartValidator(br.URL(), "validator-"+tag, spec.OutTopic, "")
 	if err != nil {
 		return res, err

@@ -58,3 +58,28 @@ func TestCrashMQTT(t *testing.T) {
 		})
 	}
 }
+
+// TestCrashMQTTDefaultSession is issue 14's loss-free default: rule qos 1
+// over a QoS 1 MQTT source with no session settings at all (no clientid,
+// no enableClientSession), 5 SIGKILLs at 1,000 msg/s for 20 s, and no
+// published record missing from the output (independent validator).
+func TestCrashMQTTDefaultSession(t *testing.T) {
+	env := scenarioEnv(t)
+	results, err := RunCrash(context.Background(), env, CrashParams{Qos: []int{1}, Kills: 5, Rate: 1000,
+		Duration: 20 * time.Second, Seed: 14, DefaultSession: true})
+	skipNoBroker(t, err)
+	if len(results) != 1 {
+		t.Fatalf("%d results, want 1", len(results))
+	}
+	r := results[0]
+	t.Logf("qos %d default session: %+v restarts %+v", r.Qos, r.Counts, r.Restarts)
+	if !r.DefaultSession || r.Kills != 5 {
+		t.Errorf("default session %v, kills %d; want true, 5", r.DefaultSession, r.Kills)
+	}
+	if r.Counts.Sent < 18000 {
+		t.Errorf("publisher sent %d records, want about 20000", r.Counts.Sent)
+	}
+	for _, v := range r.Violations() {
+		t.Error(v)
+	}
+}

@@ -20,9 +20,7 @@
 // The engine owns read loops, retries and restarts.
 //
 // A panic in a factory, a function or an argument check is turned into an
-// error of the rule using it. Panics in a connector's Connect, Read, Write,
-// Lookup or Close are not caught: they take the daemon down, so return
-// errors instead.
+// error of the rule using it. Connectors should return errors, not panic.
 package sdk
 
 import (

@@ -3,12 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rekuiper/rekuiper/internal/client"
 	"github.com/rekuiper/rekuiper/internal/config"
@@ -22,7 +27,16 @@ type remoteArgs struct {
 }
 
 // valueFlags take a value; every other flag is a switch.
-var valueFlags = map[string]bool{"host": true, "port": true, "f": true, "r": true, "p": true, "s": true}
+var valueFlags = map[string]bool{"host": true, "port": true, "f": true, "r": true, "p": true, "s": true, "token": true, "cacert": true}
+
+// Environment variables read by every command that talks to kuiperd.
+const (
+	// TokenEnv holds the JWT sent when -token is not given.
+	TokenEnv = "KUIPER_TOKEN"
+	// CACertEnv names a PEM file of CA certificates trusted for HTTPS when
+	// -cacert is not given.
+	CACertEnv = "KUIPER_CACERT"
+)
 
 func parseRemote(args []string) (remoteArgs, error) {
 	ra := remoteArgs{flags: map[string]string{}}
@@ -60,7 +74,9 @@ func (ra remoteArgs) has(name string) bool {
 }
 
 // newClient resolves the daemon address: -host/-port flags over
-// etc/client.yaml (found through $KuiperBaseKey) over 127.0.0.1:9081.
+// etc/client.yaml (found through $KuiperBaseKey) over 127.0.0.1:9081. It
+// speaks HTTPS with -https or a CA file (-cacert or $KUIPER_CACERT) and
+// sends the token of -token or $KUIPER_TOKEN.
 func newClient(ra remoteArgs) (*client.Client, error) {
 	environ := os.Environ()
 	paths := config.ResolvePaths(config.LoadOptions{Environ: environ})
@@ -79,7 +95,35 @@ func newClient(ra remoteArgs) (*client.Client, error) {
 		}
 		port = n
 	}
-	return client.New(fmt.Sprintf("http://%s:%d", host, port), nil), nil
+	scheme, hc := "http", (*http.Client)(nil)
+	cafile := ra.flags["cacert"]
+	if cafile == "" {
+		cafile = os.Getenv(CACertEnv)
+	}
+	if ra.has("https") || cafile != "" {
+		scheme = "https"
+		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		if cafile != "" {
+			pem, err := os.ReadFile(cafile)
+			if err != nil {
+				return nil, fmt.Errorf("read CA certificates: %w", err)
+			}
+			tc.RootCAs = x509.NewCertPool()
+			if !tc.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("read CA certificates: no PEM certificate in %s", cafile)
+			}
+		}
+		hc = &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{TLSClientConfig: tc}}
+	}
+	c := client.New(fmt.Sprintf("%s://%s", scheme, net.JoinHostPort(host, strconv.Itoa(port))), hc)
+	token := ra.flags["token"]
+	if token == "" {
+		token = os.Getenv(TokenEnv)
+	}
+	if token != "" {
+		c = c.WithToken(strings.TrimSpace(token))
+	}
+	return c, nil
 }
 
 // remote runs fn with a client and prints its error; it returns the exit

@@ -4,30 +4,47 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/rekuiper/rekuiper/internal/conformance"
 	"github.com/rekuiper/rekuiper/internal/function"
 )
 
-// runTest implements `kuiper test [-v] [-compat FILE] PATH...`.
+// The repository's conformance corpus and compatibility notes: `kuiper test`
+// without a PATH, run from a checkout's root, replays them.
+const (
+	repoCorpus = "internal/conformance/testdata"
+	repoCompat = "docs/compatibility.md"
+)
+
+// runTest implements `kuiper test [-v] [-compat FILE] [PATH...]`.
 func runTest(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	verbose := fs.Bool("v", false, "print every case, not only failures")
 	compat := fs.String("compat", "", "compatibility notes listing documented differences (case IDs in back-quotes)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: kuiper test [-v] [-compat FILE] PATH...")
+		fmt.Fprintln(stderr, "usage: kuiper test [-v] [-compat FILE] [PATH...]")
 		fmt.Fprintln(stderr, "Replays rule test files (or folders of them) on a virtual clock and compares the emissions.")
+		fmt.Fprintf(stderr, "Without PATH, in a rekuiper checkout: the conformance corpus in %s, with -compat %s.\n", repoCorpus, repoCompat)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return 2
+	args = fs.Args()
+	if len(args) == 0 {
+		if _, err := os.Stat(repoCorpus); err != nil {
+			fmt.Fprintf(stderr, "kuiper test: no PATH given and no conformance corpus at ./%s (run it from a rekuiper checkout, or name test files)\n", repoCorpus)
+			fs.Usage()
+			return 2
+		}
+		args = []string{repoCorpus}
+		if *compat == "" {
+			*compat = repoCompat
+		}
 	}
-	paths, err := conformance.Discover(fs.Args()...)
+	paths, err := conformance.Discover(args...)
 	if err != nil {
 		fmt.Fprintf(stderr, "kuiper test: %v\n", err)
 		return 2

@@ -39,6 +39,17 @@ func TestKuiperTest(t *testing.T) {
 			}
 		}
 	})
+	t.Run("without a path it replays the repository's corpus", func(t *testing.T) {
+		t.Chdir(filepath.Join("..", ".."))
+		var out, errb bytes.Buffer
+		if code := run([]string{"test"}, &out, &errb); code != 0 {
+			t.Fatalf("exit %d, stdout %s, stderr %s", code, out.String(), errb.String())
+		}
+		summary := out.String()
+		if !strings.Contains(summary, " 0 failed") || strings.Contains(summary, " 0 passed") {
+			t.Fatalf("unexpected summary: %s", summary)
+		}
+	})
 	t.Run("usage errors exit 2", func(t *testing.T) {
 		var out, errb bytes.Buffer
 		if code := run([]string{"test"}, &out, &errb); code != 2 {

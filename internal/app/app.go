@@ -4,6 +4,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -21,9 +23,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/rekuiper/rekuiper/internal/auth"
 	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/certs"
+	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/config"
+	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
+	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/metrics"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
@@ -81,6 +88,19 @@ func Run(ctx context.Context, opts Options) (err error) {
 	for _, w := range cfg.Warnings {
 		logger.Warn("config", "warning", w)
 	}
+	applyMemoryLimit(cfg.Basic.MemoryLimitBytes, opts.Environ, logger)
+	exposure := securityWarnings(cfg)
+	for _, w := range exposure {
+		logger.Warn("security", "warning", w)
+	}
+	var restTLS *tls.Config
+	if f := cfg.Basic.RestTLS; f.Certfile != "" {
+		r, err := certs.NewReloader(f.Certfile, f.Keyfile, logger)
+		if err != nil {
+			return fmt.Errorf("basic.restTls: %w", err)
+		}
+		restTLS = r.Config()
+	}
 
 	store, err := catalog.Open(ctx, cfg.SqlitePath(), catalog.Options{})
 	if err != nil {
@@ -91,6 +111,22 @@ func Run(ctx context.Context, opts Options) (err error) {
 			err = fmt.Errorf("close catalog: %w", cerr)
 		}
 	}()
+	defaults := rule.OptionsFromConfig(cfg.Rule)
+	if err := defaults.Validate(); err != nil {
+		return fmt.Errorf("config rule section: %w", err)
+	}
+	crashed, err := previousCrash(cfg.Paths.Data)
+	if err != nil {
+		return err
+	}
+	if crashed != "" {
+		logger.Error("the previous kuiperd crashed; its report is in crash.prev.log", "crash", crashed)
+	}
+	stopRecording, err := recordCrashes(cfg.Paths.Data)
+	if err != nil {
+		return err
+	}
+	defer stopRecording()
 	cat, err := catalog.New(ctx, store)
 	if err != nil {
 		return err
@@ -106,7 +142,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 		Catalog:  cat,
 		Runner:   runner,
 		Logger:   logger,
-		Defaults: rule.OptionsFromConfig(cfg.Rule),
+		Defaults: defaults,
+		Crashed:  crashed,
 		Cleanup: func(ctx context.Context, id string) error {
 			return removeRuleData(cfg.Paths.Data, id)
 		},
@@ -115,11 +152,24 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if r, ok := runner.(interface{ Connections() *connection.Registry }); ok {
 		conns = r.Connections()
 	}
-	api := server.New(server.Options{
+	var checker server.StreamChecker
+	if c, ok := runner.(server.StreamChecker); ok {
+		checker = c
+	}
+	sopts := server.Options{
 		Catalog: cat, Rules: mgr, Config: cfg, Environ: opts.Environ, Logger: logger, Version: opts.Version, Commit: opts.Commit,
-		Connections: conns,
-	})
+		Connections: conns, Streams: checker, Warnings: exposure,
+	}
+	if r, ok := runner.(interface{ ConnectorRegistry() *connector.Registry }); ok {
+		sopts.Connectors = r.ConnectorRegistry()
+	}
+	if r, ok := runner.(interface{ FunctionRegistry() *function.Registry }); ok {
+		sopts.Functions = r.FunctionRegistry()
+	}
+	api := server.New(sopts)
 
+	// /metrics and pprof on the REST port sit behind the API's checks
+	// (authentication, origin), as in eKuiper.
 	var handler http.Handler = api
 	if cfg.Basic.Prometheus {
 		stopMetrics, h, err := servePrometheus(cfg, mgr, logger)
@@ -128,19 +178,13 @@ func Run(ctx context.Context, opts Options) (err error) {
 		}
 		defer stopMetrics()
 		if h != nil {
-			mux := http.NewServeMux()
-			mux.Handle("/metrics", h)
-			mux.Handle("/", api)
-			handler = mux
+			api.Mount("/metrics", h)
 		}
 	}
 
 	if cfg.Basic.Pprof {
 		if cfg.Basic.PprofIP == cfg.Basic.RestIP && cfg.Basic.PprofPort == cfg.Basic.RestPort {
-			mux := http.NewServeMux()
-			mux.Handle("/debug/pprof/", pprofHandler())
-			mux.Handle("/", handler)
-			handler = mux
+			api.Mount("/debug/pprof/", pprofHandler())
 		} else if stopPprof, err := servePprof(cfg); err != nil {
 			// A debugging aid must not keep the daemon from starting
 			// (another kuiperd may hold the port).
@@ -163,15 +207,22 @@ func Run(ctx context.Context, opts Options) (err error) {
 		WriteTimeout:      5 * time.Minute,
 		IdleTimeout:       60 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		TLSConfig:         restTLS,
 	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	scheme := "http"
+	if restTLS != nil {
+		scheme = "https"
+		go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { serveErr <- srv.Serve(ln) }()
+	}
 
 	if err := mgr.Load(ctx); err != nil {
 		srv.Close()
 		return err
 	}
-	url := "http://" + ln.Addr().String()
+	url := scheme + "://" + ln.Addr().String()
 	fmt.Fprintf(opts.Stdout, "Serving kuiper (version - %s), restful api on %s\n", opts.Version, url)
 	logger.Info("rest api listening", "addr", url, "catalog", cfg.SqlitePath())
 	if opts.Ready != nil {
@@ -194,6 +245,22 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// securityWarnings lists what exposes the daemon: listeners anyone on the
+// network can use without credentials, and authentication that no token
+// can pass because etc/mgmt holds no public key.
+func securityWarnings(cfg *config.Config) []string {
+	warns := cfg.ExposureWarnings()
+	if !cfg.Basic.Authentication {
+		return warns
+	}
+	dir := filepath.Join(cfg.Paths.Etc, auth.KeyDir)
+	keys, _ := filepath.Glob(filepath.Join(dir, "*.pub"))
+	if len(keys) == 0 {
+		warns = append(warns, fmt.Sprintf("basic.authentication is on but %s holds no public key (*.pub): every request but / and /ping is refused", dir))
+	}
+	return warns
 }
 
 // removeRuleData removes data/rule_<id> (the rule's checkpoints and state)
@@ -231,8 +298,23 @@ func newLogger(cfg *config.Config, stdout io.Writer) (*slog.Logger, func(), erro
 		if err != nil {
 			return nil, nil, err
 		}
+		rot.rotateEvery(time.Duration(cfg.Basic.RotateTime)*time.Hour, clock.Wall{})
 		writers = append(writers, rot)
 		closeFn = func() { rot.Close() } //nolint:errcheck // at exit
+	}
+	var sys slog.Handler
+	if cfg.Basic.Syslog.Enable {
+		h, closeSys, err := newSyslogHandler(cfg.Basic.Syslog)
+		if err != nil {
+			closeFn()
+			return nil, nil, err
+		}
+		sys = h
+		closeFile := closeFn
+		closeFn = func() { closeFile(); closeSys() }
+		if len(writers) == 0 {
+			return slog.New(sys), closeFn, nil
+		}
 	}
 	if len(writers) == 0 {
 		return slog.New(slog.DiscardHandler), closeFn, nil
@@ -246,7 +328,11 @@ func newLogger(cfg *config.Config, stdout io.Writer) (*slog.Logger, func(), erro
 			return a
 		}
 	}
-	return slog.New(slog.NewTextHandler(io.MultiWriter(writers...), hopts)), closeFn, nil
+	var h slog.Handler = slog.NewTextHandler(io.MultiWriter(writers...), hopts)
+	if sys != nil {
+		h = slog.NewMultiHandler(h, sys)
+	}
+	return slog.New(h), closeFn, nil
 }
 
 var errNoRunner = errors.New("no runner factory")
@@ -303,4 +389,21 @@ func servePrometheus(cfg *config.Config, mgr *rulemgr.Manager, logger *slog.Logg
 	}()
 	logger.Info("prometheus metrics listening", "addr", ln.Addr().String())
 	return func() { srv.Close() }, nil, nil
+}
+
+// applyMemoryLimit sets the Go runtime's soft memory limit from
+// basic.memoryLimit, unless GOMEMLIMIT is set in environ (the runtime has
+// read it already, and the environment wins).
+func applyMemoryLimit(limit int64, environ []string, logger *slog.Logger) {
+	if limit <= 0 {
+		return
+	}
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "GOMEMLIMIT="); ok && v != "" {
+			logger.Info("basic.memoryLimit not applied: GOMEMLIMIT is set", "GOMEMLIMIT", v)
+			return
+		}
+	}
+	debug.SetMemoryLimit(limit)
+	logger.Info("soft memory limit set", "bytes", limit)
 }

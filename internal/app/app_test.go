@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/rulemgr/rulemgrtest"
@@ -106,5 +107,34 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(base, "log", "stream.log"))
 	if err != nil || !strings.Contains(string(b), "shutting down") {
 		t.Fatalf("log: %v %s", err, b)
+	}
+}
+
+// TestRotatorByAge checks basic.rotateTime: a write to a file opened at
+// least rotateTime ago goes to a new file.
+func TestRotatorByAge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "stream.log")
+	r, err := newRotator(path, 0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	clk := clock.NewVirtual(0)
+	r.rotateEvery(time.Hour, clk)
+	fmt.Fprintln(r, "first")
+	clk.AdvanceTo((59 * time.Minute).Milliseconds(), nil)
+	fmt.Fprintln(r, "same file")
+	clk.AdvanceTo(time.Hour.Milliseconds(), nil)
+	fmt.Fprintln(r, "new file")
+	old, err := os.ReadFile(path + ".1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(old) != "first\nsame file\n" || string(cur) != "new file\n" {
+		t.Fatalf("rotated %q, current %q", old, cur)
 	}
 }

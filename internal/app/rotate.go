@@ -5,6 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
+
+	"github.com/rekuiper/rekuiper/internal/clock"
 )
 
 // rotator is an io.WriteCloser over a log file that rotates by size: when a
@@ -16,9 +19,24 @@ type rotator struct {
 	maxSize int64
 	keep    int
 
-	mu   sync.Mutex
-	f    *os.File
-	size int64
+	// every rotates a file that has been written to for this long (0:
+	// never); clk tells the time.
+	every time.Duration
+	clk   clock.Clock
+
+	mu     sync.Mutex
+	f      *os.File
+	size   int64
+	opened time.Time
+}
+
+// rotateEvery makes r also rotate by age (basic.rotateTime): a write to a
+// file opened at least d ago starts a new one.
+func (r *rotator) rotateEvery(d time.Duration, clk clock.Clock) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.every, r.clk = d, clk
+	r.opened = clk.Now()
 }
 
 // newRotator opens (appending to) path, creating its folder.
@@ -44,6 +62,9 @@ func (r *rotator) open() error {
 		return fmt.Errorf("stat log file: %w", err)
 	}
 	r.f, r.size = f, st.Size()
+	if r.clk != nil {
+		r.opened = r.clk.Now()
+	}
 	return nil
 }
 
@@ -54,7 +75,9 @@ func (r *rotator) Write(p []byte) (int, error) {
 	if r.f == nil {
 		return 0, os.ErrClosed
 	}
-	if r.maxSize > 0 && r.size > 0 && r.size+int64(len(p)) > r.maxSize {
+	bySize := r.maxSize > 0 && r.size+int64(len(p)) > r.maxSize
+	byAge := r.every > 0 && !r.clk.Now().Before(r.opened.Add(r.every))
+	if r.size > 0 && (bySize || byAge) {
 		if err := r.rotate(); err != nil {
 			return 0, err
 		}

@@ -23,6 +23,7 @@ const DefaultAddr = "127.0.0.1:0"
 // the mochi server and stop at Close.
 type Broker struct {
 	srv       *mqtt.Server
+	ln        *guardedListener
 	addr      string
 	closeOnce sync.Once
 	closeErr  error
@@ -43,7 +44,8 @@ func Start(ctx context.Context, addr string) (*Broker, error) {
 		_ = ln.Close()
 		return nil, fmt.Errorf("add auth hook: %w", err)
 	}
-	if err := srv.AddListener(newGuardedListener("tcp", ln, srv)); err != nil {
+	gl := newGuardedListener("tcp", ln, srv)
+	if err := srv.AddListener(gl); err != nil {
 		_ = ln.Close()
 		return nil, fmt.Errorf("add listener: %w", err)
 	}
@@ -51,7 +53,7 @@ func Start(ctx context.Context, addr string) (*Broker, error) {
 		_ = srv.Close()
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	b := &Broker{srv: srv, addr: ln.Addr().String()}
+	b := &Broker{srv: srv, ln: gl, addr: ln.Addr().String()}
 	if ctx != nil && ctx.Done() != nil {
 		context.AfterFunc(ctx, func() { _ = b.Close() })
 	}

@@ -52,17 +52,18 @@ func dialers(addr string, n int, stop <-chan struct{}) *sync.WaitGroup {
 	return &wg
 }
 
-// accepting reports whether something listens on addr. A dial to a
-// loopback port nobody listens on can connect to itself (TCP simultaneous
-// open, when the kernel picks the destination port as the source port);
-// that is not a listener.
-func accepting(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
-	if err != nil {
+// stopsAccepting waits up to d for the broker's accept loop to end, which
+// it does only once its listening socket is closed. (Dialling the port to
+// find out is unreliable: other processes on the machine may bind the
+// freed ephemeral port, and a dial to a closed loopback port can connect to
+// itself.)
+func stopsAccepting(b *Broker, d time.Duration) bool {
+	select {
+	case <-b.ln.served:
+		return true
+	case <-time.After(d):
 		return false
 	}
-	defer c.Close()
-	return c.LocalAddr().String() != c.RemoteAddr().String()
 }
 
 // TestCloseWhileClientsConnect closes the broker, by cancel and by Close,
@@ -95,7 +96,7 @@ func TestCloseWhileClientsConnect(t *testing.T) {
 		close(stop)
 		wg.Wait()
 		cancel()
-		if accepting(b.Addr()) {
+		if !stopsAccepting(b, 5*time.Second) {
 			t.Fatalf("round %d: still accepting after Close", round)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/listeners"
+	"github.com/mochi-mqtt/server/v2/packets"
 )
 
 // guardedListener is the TCP listener the embedded broker serves on in
@@ -22,6 +23,15 @@ import (
 // between its accept loop and every handler goroutine.
 // TestMochiListenerRace reproduces it against mochi alone.
 //
+// A second mochi bug makes Close deadlock: the CloseFn it hands its
+// listeners, Server.closeListenerClients, calls Clients.GetByListener, which
+// takes the clients' read lock and then takes it again in Clients.Len; a
+// connecting or leaving client that asks for the write lock in between
+// (Clients.Add, Clients.Delete) blocks both for good. Close therefore does
+// not call that CloseFn: it takes the clients with one read lock
+// (Clients.GetAll) and disconnects them itself, as mochi would.
+// TestCloseWhileClientsConnect catches both.
+//
 // This listener closes that window: under mu, Serve takes the server's
 // ClientsWg for each accepted connection before it starts the handler and
 // only while the listener is open, and Close marks the listener closed under
@@ -33,18 +43,20 @@ import (
 type guardedListener struct {
 	id  string
 	ln  net.Listener
+	srv *mqtt.Server
 	wg  *sync.WaitGroup // the server's Listeners.ClientsWg
 	log *slog.Logger
 
 	mu     sync.Mutex
 	closed bool
 	conns  map[net.Conn]struct{}
+	served chan struct{} // closed when Serve returned
 }
 
 var _ listeners.Listener = (*guardedListener)(nil)
 
 func newGuardedListener(id string, ln net.Listener, srv *mqtt.Server) *guardedListener {
-	return &guardedListener{id: id, ln: ln, wg: &srv.Listeners.ClientsWg, conns: map[net.Conn]struct{}{}}
+	return &guardedListener{id: id, ln: ln, srv: srv, wg: &srv.Listeners.ClientsWg, conns: map[net.Conn]struct{}{}, served: make(chan struct{})}
 }
 
 func (l *guardedListener) ID() string       { return l.id }
@@ -58,6 +70,7 @@ func (l *guardedListener) Init(log *slog.Logger) error {
 
 // Serve accepts until the listener is closed.
 func (l *guardedListener) Serve(establish listeners.EstablishFn) {
+	defer close(l.served)
 	for {
 		conn, err := l.ln.Accept()
 		if err != nil {
@@ -87,10 +100,12 @@ func (l *guardedListener) handle(establish listeners.EstablishFn, conn net.Conn)
 	_ = conn.Close()
 }
 
-// Close stops accepting, lets the server disconnect its clients gracefully,
-// then closes every connection still open (handlers that had not finished
-// their CONNECT). It is called once by mochi's Server.Close.
-func (l *guardedListener) Close(closeClients listeners.CloseFn) {
+// Close stops accepting, disconnects the server's clients of this listener
+// gracefully (DISCONNECT "server shutting down" to MQTT 5 clients), then
+// closes every connection still open (handlers that had not finished their
+// CONNECT). It is called once by mochi's Server.Close; closeClients is not
+// used (see the type's comment).
+func (l *guardedListener) Close(_ listeners.CloseFn) {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -99,7 +114,11 @@ func (l *guardedListener) Close(closeClients listeners.CloseFn) {
 	l.closed = true
 	l.mu.Unlock()
 	_ = l.ln.Close()
-	closeClients(l.id)
+	for _, cl := range l.srv.Clients.GetAll() {
+		if cl.Net.Listener == l.id && !cl.Closed() {
+			_ = l.srv.DisconnectClient(cl, packets.ErrServerShuttingDown)
+		}
+	}
 	l.mu.Lock()
 	for c := range l.conns {
 		_ = c.Close()

@@ -72,6 +72,18 @@ func migrations() []migration {
 				updated_at INTEGER NOT NULL
 			) STRICT`,
 		},
+	}, {
+		version: 2,
+		name:    "rule start markers",
+		stmts: []string{
+			// A row is written before a rule starts and deleted once it
+			// has run for a moment or stopped; one left at boot means the
+			// process died while that rule was starting.
+			`CREATE TABLE rule_starts (
+				id         TEXT PRIMARY KEY,
+				started_at INTEGER NOT NULL
+			) STRICT`,
+		},
 	}}
 }
 

@@ -18,8 +18,9 @@ import (
 
 // Client talks to one kuiperd. It is safe for concurrent use.
 type Client struct {
-	base string
-	http *http.Client
+	base  string
+	http  *http.Client
+	token string
 }
 
 // New returns a client of the daemon at baseURL ("http://127.0.0.1:9081").
@@ -29,6 +30,15 @@ func New(baseURL string, httpClient *http.Client) *Client {
 		httpClient = &http.Client{Timeout: 5 * time.Minute}
 	}
 	return &Client{base: baseURL, http: httpClient}
+}
+
+// WithToken returns a copy of c that sends token (a JWT) in the
+// Authorization header of every request, as eKuiper expects it: the token
+// alone, without a scheme.
+func (c *Client) WithToken(token string) *Client {
+	cp := *c
+	cp.token = token
+	return &cp
 }
 
 // BaseURL returns the daemon's address.
@@ -76,6 +86,9 @@ func (c *Client) Do(ctx context.Context, method, path string, body any) (int, []
 	}
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", c.token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

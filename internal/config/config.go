@@ -70,7 +70,14 @@ type Basic struct {
 	EnableRestAuditLog      bool           `yaml:"enableRestAuditLog" json:"enableRestAuditLog"`
 	EnablePrivateNet        bool           `yaml:"enablePrivateNet" json:"enablePrivateNet"`
 	AllowExternalFileAccess bool           `yaml:"allowExternalFileAccess" json:"allowExternalFileAccess"`
+	CORS                    []string       `yaml:"cors" json:"cors,omitempty"`
 	Connection              map[string]any `yaml:"connection" json:"connection,omitempty"`
+	// MemoryLimit is a soft memory limit for the Go runtime (bytes, or an
+	// integer with a unit: "512MiB"); empty for none. The GOMEMLIMIT
+	// environment variable, when set, wins. A rekuiper extension.
+	MemoryLimit string `yaml:"memoryLimit" json:"memoryLimit,omitempty"`
+	// MemoryLimitBytes is MemoryLimit parsed by Validate.
+	MemoryLimitBytes int64 `yaml:"-" json:"-"`
 }
 
 // Syslog is `basic.syslog`.
@@ -270,7 +277,8 @@ const DefaultSqliteName = "sqliteKV.db"
 // Default returns the configuration with eKuiper's defaults, as the shipped
 // etc/kuiper.yaml sets them (where eKuiper's code fallback differs from its
 // shipped file, the file wins: gracefulShutdownTimeout 10s,
-// allowExternalFileAccess true).
+// allowExternalFileAccess true), except that the REST API and the push
+// endpoint server listen on loopback only and pprof is off.
 func Default() *Config {
 	return &Config{
 		Basic: Basic{
@@ -283,11 +291,10 @@ func Default() *Config {
 			RotateCount:             3,
 			IP:                      "0.0.0.0",
 			Port:                    20498,
-			RestIP:                  "0.0.0.0",
+			RestIP:                  "127.0.0.1",
 			RestPort:                9081,
 			Timezone:                "Local",
 			PrometheusPort:          20499,
-			Pprof:                   true,
 			PprofIP:                 "127.0.0.1",
 			PprofPort:               6060,
 			PluginHosts:             "https://packages.emqx.io",
@@ -315,7 +322,7 @@ func Default() *Config {
 			MaxDiskCache:         1024000,
 			BufferPageSize:       256,
 		},
-		Source: SourceConfig{HTTPServerIP: "0.0.0.0", HTTPServerPort: 10081},
+		Source: SourceConfig{HTTPServerIP: "127.0.0.1", HTTPServerPort: 10081},
 		Store: StoreConfig{
 			Type:         "sqlite",
 			ExtStateType: "sqlite",

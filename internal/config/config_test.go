@@ -47,7 +47,9 @@ func TestDefaults(t *testing.T) {
 		got, want any
 	}{
 		{"restPort", d.Basic.RestPort, 9081},
-		{"restIp", d.Basic.RestIP, "0.0.0.0"},
+		{"restIp", d.Basic.RestIP, "127.0.0.1"},
+		{"httpServerIp", d.Source.HTTPServerIP, "127.0.0.1"},
+		{"pprof", d.Basic.Pprof, false},
 		{"logLevel", d.Basic.LogLevel, "info"},
 		{"fileLog", d.Basic.FileLog, true},
 		{"consoleLog", d.Basic.ConsoleLog, false},
@@ -130,7 +132,7 @@ func TestLoadFile(t *testing.T) {
 		if cfg.Basic.RestPort != 9999 || !cfg.Basic.ConsoleLog {
 			t.Errorf("basic %+v", cfg.Basic)
 		}
-		if cfg.Basic.RestIP != "0.0.0.0" || !cfg.Basic.FileLog {
+		if cfg.Basic.RestIP != "127.0.0.1" || !cfg.Basic.FileLog {
 			t.Errorf("defaults of a partial section lost: %+v", cfg.Basic)
 		}
 		if cfg.Rule.LateTolerance.Std() != 2500*time.Millisecond || cfg.Rule.CheckpointInterval.Std() != time.Minute {
@@ -182,6 +184,8 @@ func TestLoadFile(t *testing.T) {
 		{"port", "basic:\n  restPort: 70000\n", []string{"basic.restPort"}},
 		{"timezone", "basic:\n  timezone: Mars/Olympus\n", []string{"basic.timezone"}},
 		{"cron without duration", "rule:\n  cron: '* * * * *'\n", []string{"needs a duration"}},
+		{"memory limit unit", "basic:\n  memoryLimit: 512 parsecs\n", []string{"basic.memoryLimit", "512 parsecs"}},
+		{"memory limit tiny", "basic:\n  memoryLimit: 1MiB\n", []string{"basic.memoryLimit", "1MiB", "16MiB"}},
 	}
 	for _, tc := range errCases {
 		t.Run("error "+tc.name, func(t *testing.T) {
@@ -213,18 +217,19 @@ func TestEnvOverrides(t *testing.T) {
 		check func(c *Config) bool
 	}{
 		{"KUIPER__BASIC__RESTPORT=9082", func(c *Config) bool { return c.Basic.RestPort == 9082 }},
+		{"KUIPER__BASIC__MEMORYLIMIT=512MiB", func(c *Config) bool { return c.Basic.MemoryLimitBytes == 512<<20 }},
+		{"KUIPER__BASIC__MEMORYLIMIT=100000000", func(c *Config) bool { return c.Basic.MemoryLimitBytes == 100000000 }},
 		{"KUIPER__basic__RestIp=127.0.0.1", func(c *Config) bool { return c.Basic.RestIP == "127.0.0.1" }},
 		{"KUIPER__BASIC__PROMETHEUS=true", func(c *Config) bool { return c.Basic.Prometheus }},
 		{"KUIPER__BASIC__ROTATESIZE=2048", func(c *Config) bool { return c.Basic.RotateSize == 2048 }},
 		{"KUIPER__BASIC__RULEPATROLINTERVAL=30s", func(c *Config) bool { return c.Basic.RulePatrolInterval.Std() == 30*time.Second }},
 		{"KUIPER__BASIC__SYSLOG__TAG=x", func(c *Config) bool { return c.Basic.Syslog.Tag == "x" }},
-		{"KUIPER__BASIC__RESTTLS__CERTFILE=/c.pem", func(c *Config) bool { return c.Basic.RestTLS.Certfile == "/c.pem" }},
+		{"KUIPER__BASIC__CORS=https://a.example, http://b.example:8080", func(c *Config) bool {
+			return reflect.DeepEqual(c.Basic.CORS, []string{"https://a.example", "http://b.example:8080"})
+		}},
 		{"KUIPER__RULE__LATETOLERANCE=1500", func(c *Config) bool { return c.Rule.LateTolerance.Std() == 1500*time.Millisecond }},
 		{"KUIPER__RULE__RESTARTSTRATEGY__ATTEMPTS=5", func(c *Config) bool { return c.Rule.RestartStrategy.Attempts == 5 }},
 		{"KUIPER__RULE__RESTARTSTRATEGY__JITTERFACTOR=0.5", func(c *Config) bool { return c.Rule.RestartStrategy.JitterFactor == 0.5 }},
-		{"KUIPER__RULE__PLANOPTIMIZESTRATEGY__OPTIMIZECONTROL__DISABLEOPTIMIZERULES=a, b", func(c *Config) bool {
-			return reflect.DeepEqual(c.Rule.PlanOptimizeStrategy.OptimizeControl.DisableOptimizeRules, []string{"a", "b"})
-		}},
 		{`KUIPER__RULE__CRONDATETIMERANGE=[{"begin":"2024-01-01 00:00:00","end":"2024-01-02 00:00:00"}]`, func(c *Config) bool {
 			return len(c.Rule.CronDatetimeRange) == 1 && c.Rule.CronDatetimeRange[0].End == "2024-01-02 00:00:00"
 		}},
@@ -253,6 +258,12 @@ func TestEnvOverrides(t *testing.T) {
 			}
 		})
 	}
+	t.Run("list override parsed, then refused as unsupported", func(t *testing.T) {
+		_, err := Load(LoadOptions{EtcDir: shippedEtc, Environ: []string{"KUIPER__RULE__PLANOPTIMIZESTRATEGY__OPTIMIZECONTROL__DISABLEOPTIMIZERULES=a, b"}})
+		if err == nil || !strings.Contains(err.Error(), "rule.planOptimizeStrategy") || !strings.Contains(err.Error(), "DisableOptimizeRules:[a b]") {
+			t.Fatalf("err %v", err)
+		}
+	})
 	t.Run("env beats file", func(t *testing.T) {
 		cfg, err := Load(LoadOptions{BaseDir: writeConfig(t, "basic:\n  restPort: 1000\n"), Environ: []string{"KUIPER__BASIC__RESTPORT=2000", "OTHER=1"}})
 		if err != nil || cfg.Basic.RestPort != 2000 {
@@ -333,4 +344,26 @@ func TestDuration(t *testing.T) {
 			t.Error("bool accepted")
 		}
 	})
+}
+
+func TestParseByteSize(t *testing.T) {
+	for in, want := range map[string]int64{"": 0, "123": 123, "512MiB": 512 << 20, "2GB": 2e9, "64 KiB": 64 << 10, "7B": 7, "1TiB": 1 << 40} {
+		if got, err := ParseByteSize(in); err != nil || got != want {
+			t.Errorf("ParseByteSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"-1", "1.5GiB", "12 mib", "MiB", "9223372036854775807KiB"} {
+		if got, err := ParseByteSize(in); err == nil {
+			t.Errorf("ParseByteSize(%q) = %d; want an error", in, got)
+		}
+	}
+}
+
+func TestParseDurationOutOfRange(t *testing.T) {
+	if d, err := ParseDuration("9223372036854775807"); err == nil {
+		t.Fatalf("2^63 ms parsed as %s", d)
+	}
+	if d, err := ParseDuration("9223372036854"); err != nil || d.Std() != 9223372036854*time.Millisecond {
+		t.Fatalf("largest ms: %s, %v", d, err)
+	}
 }

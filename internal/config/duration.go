@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +31,9 @@ func ParseDuration(s string) (Duration, error) {
 		return 0, nil
 	}
 	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if ms > math.MaxInt64/int64(time.Millisecond) || ms < math.MinInt64/int64(time.Millisecond) {
+			return 0, fmt.Errorf("invalid duration %q: out of range", s)
+		}
 		return Duration(time.Duration(ms) * time.Millisecond), nil
 	}
 	d, err := time.ParseDuration(s)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/rekuiper/rekuiper/internal/payload"
 )
 
 // BaseDirEnv is the environment variable naming the base folder, as in
@@ -188,13 +190,25 @@ func (c *Config) Validate() ([]string, error) {
 		warns = append(warns, fmt.Sprintf("basic.rulePatrolInterval %s is below the minimum, using 1s", c.Basic.RulePatrolInterval))
 		c.Basic.RulePatrolInterval = Duration(time.Second)
 	}
+	if n, err := ParseByteSize(c.Basic.MemoryLimit); err != nil {
+		bad("basic.memoryLimit: %w", err)
+	} else if n != 0 && n < MinMemoryLimit {
+		bad("basic.memoryLimit %q: must be at least %d bytes (16MiB)", c.Basic.MemoryLimit, MinMemoryLimit)
+	} else {
+		c.Basic.MemoryLimitBytes = n
+	}
+	if _, err := payload.ParseAESKey(c.Basic.AESKey); err != nil {
+		bad("%w", err)
+	}
 	if c.Basic.GracefulShutdownTimeout < 0 {
 		bad("basic.gracefulShutdownTimeout %s: must not be negative", c.Basic.GracefulShutdownTimeout)
 	}
 	if c.Basic.RotateTime < 0 || c.Basic.MaxAge < 0 || c.Basic.RotateSize < 0 || c.Basic.RotateCount < 0 {
 		bad("basic log rotation settings must not be negative")
 	}
+	errs = append(errs, c.validateSecurity()...)
 	errs = append(errs, c.Rule.validate("rule")...)
+	errs = append(errs, c.unsupported()...)
 	errs = append(errs, c.Sink.validate("sink")...)
 	for _, s := range []struct{ key, typ string }{{"store.type", c.Store.Type}, {"store.extStateType", c.Store.ExtStateType}} {
 		if !strings.EqualFold(s.typ, "sqlite") {

@@ -1,6 +1,5 @@
-// Package conformance loads rule test cases (the format of
-// shared/conformance/FORMAT.md) and replays them through the engine on a
-// virtual clock. `go test` runs the corpus with it, and `kuiper test` runs
+// Package conformance loads rule test cases (the format docs/kuiper-test.md
+// describes) and replays them through the engine on a virtual clock. `go test` runs the corpus with it, and `kuiper test` runs
 // users' own rule test files.
 package conformance
 
@@ -35,6 +34,9 @@ type Case struct {
 	Notes          string             `json:"notes"`
 	Skip           string             `json:"skip"`
 	Quirk          string             `json:"quirk"`
+	// OracleError is set instead of Expected when eKuiper refused or could
+	// not run the rule (written by the differential oracle).
+	OracleError string `json:"oracle_error"`
 
 	// Path is the file the case came from.
 	Path string `json:"-"`

@@ -17,6 +17,10 @@ func TestCorpusRestoreAtEveryEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	documented, err := DocumentedQuirks("../../docs/compatibility.md")
+	if err != nil {
+		t.Fatal(err)
+	}
 	funcs := function.Builtins()
 	cuts := 0
 	for _, path := range paths {
@@ -34,7 +38,12 @@ func TestCorpusRestoreAtEveryEvent(t *testing.T) {
 		t.Run(c.ID(), func(t *testing.T) {
 			want, err := Replay(c, variant, funcs)
 			if err != nil {
-				t.Fatalf("uninterrupted replay: %v", err)
+				// A rule rekuiper refuses at creation (where eKuiper fails
+				// per row) has nothing to restore; it must be documented.
+				if !documented[c.ID()] {
+					t.Fatalf("uninterrupted replay: %v", err)
+				}
+				return
 			}
 			for cut := range c.Timeline {
 				got, err := ReplayWithRestart(c, variant, funcs, cut)

@@ -85,7 +85,7 @@ func (r *Runner) RunCase(c *Case) []Result {
 	return out
 }
 
-var caseRef = regexp.MustCompile("`((?:Test|gen_)[A-Za-z0-9_]+/[A-Za-z0-9_.-]+)`")
+var caseRef = regexp.MustCompile("`((?:Test|gen_|diff_|rand_)[A-Za-z0-9_]+/[A-Za-z0-9_.-]+)`")
 
 // DocumentedQuirks reads the case IDs named in backquotes in a
 // compatibility document.

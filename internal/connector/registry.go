@@ -51,6 +51,16 @@ type Deps struct {
 	// set for sinks and for sources read by one rule only (qos >= 1); nil
 	// for sources shared between rules.
 	State api.State
+	// SessionID is a stable name for what a source has read, set for a
+	// source read by one rule at qos >= 1: it is derived from the node
+	// (the daemon's data folder identity), the rule and the stream, and is
+	// the same after a restart. A connector whose server can keep the
+	// position for a named client (an MQTT persistent session) uses it
+	// when the user configured no identity of their own. Empty otherwise.
+	SessionID string
+	// AESKey is basic.aesKey decoded (nil when unset), for sinks that
+	// encrypt their own byte stream (the file sink).
+	AESKey []byte
 }
 
 // HTTPMux lets push sources serve endpoints on the daemon's HTTP server.

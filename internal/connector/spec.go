@@ -49,7 +49,20 @@ type Prop struct {
 	Secret bool
 	// Doc is a one-line description for generated docs and the UI.
 	Doc string
+	// Max, when set, is the largest value accepted for an int, float or
+	// duration property (in any form the type accepts). Properties that
+	// size memory or time declare one, so that a typo cannot allocate
+	// gigabytes; docs/limits.md lists them.
+	Max any
 }
+
+// Bounds shared by the connectors' properties that size memory.
+const (
+	// MaxBufferLength bounds a connector's bufferLength (messages queued).
+	MaxBufferLength = 1 << 20
+	// MaxBatchSize bounds a sink's batchSize (records held per batch).
+	MaxBatchSize = 100_000
+)
 
 // Spec is the property specification of one connector. It drives
 // validation before any constructor runs, and masking of secrets.
@@ -58,6 +71,10 @@ type Spec struct {
 	// Kind selects which engine-level properties Validate ignores; Register
 	// sets it. The zero value ignores none.
 	Kind Kind
+	// WritesRows marks a sink that writes the rows of a message, not its
+	// encoded payload (memory, sql, redis): the payload properties
+	// compression and encryption are refused for it.
+	WritesRows bool
 }
 
 // Kind is what a connector is registered as.
@@ -97,7 +114,7 @@ func EngineProps(k Kind) []string {
 	case KindSource:
 		return source
 	case KindLookup:
-		return append(source, "key", "cache", "cacheTtl", "cacheMissingKey")
+		return append(source, "key", "cache", "cacheTtl", "cacheMissingKey", "lookup")
 	case KindSink:
 		return []string{
 			"sendSingle", "dataTemplate", "fields", "excludeFields", "dataField",
@@ -112,6 +129,44 @@ func EngineProps(k Kind) []string {
 		}
 	}
 	return nil
+}
+
+// unimplemented lists eKuiper's engine-level properties that rekuiper does
+// not implement for a connector that does not declare them itself, with the
+// values that mean "off" (compared in their printed form) and why: any
+// other value is refused rather than ignored.
+var unimplemented = map[Kind]map[string]struct {
+	off []string
+	why string
+}{
+	KindSource: {
+		"decompression":     {[]string{""}, "this source does not decompress payloads"},
+		"mergeField":        {[]string{""}, "no merging of source records"},
+		"merger":            {[]string{""}, "no merging of source records"},
+		"payloadFormat":     {[]string{""}, "no nested payload decoding"},
+		"payloadSchemaId":   {[]string{""}, "no nested payload decoding"},
+		"payloadDelimiter":  {[]string{""}, "no nested payload decoding"},
+		"payloadBatchField": {[]string{""}, "no nested payload decoding"},
+		"payloadField":      {[]string{""}, "no nested payload decoding"},
+	},
+	KindSink: {
+		"concurrency":    {[]string{"0", "1"}, "a sink writes from one goroutine"},
+		"runAsync":       {[]string{"false"}, "sinks write in order; use the sink cache to decouple"},
+		"batchSize":      {[]string{"0", "1"}, "this sink sends one message per emission (sendSingle: one per row)"},
+		"lingerInterval": {[]string{"0", "0s", ""}, "this sink does not batch"},
+	},
+}
+
+// unimplementedProblem returns why an engine property the connector does
+// not declare cannot be accepted with value v, or "".
+func unimplementedProblem(k Kind, name string, v any) string {
+	for n, u := range unimplemented[k] {
+		if !strings.EqualFold(n, name) || v == nil || slices.Contains(u.off, fmt.Sprint(v)) {
+			continue
+		}
+		return fmt.Sprintf("property %q: %v is not supported (%s)", n, v, u.why)
+	}
+	return ""
 }
 
 // check verifies the spec itself: unique non-empty names, known types,
@@ -139,6 +194,16 @@ func (s *Spec) check() error {
 				return fmt.Errorf("property %q enum value %d: %w", p.Name, j, err)
 			}
 			p.Enum[j] = v
+		}
+		if p.Max != nil {
+			if p.Type != TypeInt && p.Type != TypeFloat && p.Type != TypeDuration {
+				return fmt.Errorf("property %q: Max on a %s property", p.Name, p.Type)
+			}
+			m, err := convert(p.Type, p.Max)
+			if err != nil {
+				return fmt.Errorf("property %q max: %w", p.Name, err)
+			}
+			p.Max = m
 		}
 		if p.Default != nil {
 			v, err := p.normalize(p.Default)
@@ -175,6 +240,8 @@ func (s Spec) Validate(props map[string]any) (map[string]any, error) {
 		if !ok {
 			if !engine[lk] {
 				unknown = append(unknown, k)
+			} else if why := unimplementedProblem(s.Kind, k, props[k]); why != "" {
+				problems = append(problems, why)
 			}
 			continue
 		}
@@ -232,10 +299,14 @@ func (s Spec) Mask(props map[string]any) map[string]any {
 	return out
 }
 
-// normalize converts v to the property's type and checks the enum.
+// normalize converts v to the property's type and checks the bound and the
+// enum.
 func (p *Prop) normalize(v any) (any, error) {
 	c, err := convert(p.Type, v)
 	if err != nil {
+		return nil, err
+	}
+	if err := p.checkMax(c); err != nil {
 		return nil, err
 	}
 	if len(p.Enum) == 0 {
@@ -257,6 +328,29 @@ func (p *Prop) normalize(v any) (any, error) {
 		allowed[i] = fmt.Sprint(e)
 	}
 	return nil, fmt.Errorf("%v is not one of %s", c, strings.Join(allowed, ", "))
+}
+
+// checkMax refuses a converted value above p.Max.
+func (p *Prop) checkMax(c any) error {
+	if p.Max == nil {
+		return nil
+	}
+	over := false
+	switch x := c.(type) {
+	case int64:
+		m, _ := p.Max.(int64)
+		over = x > m
+	case float64:
+		m, _ := p.Max.(float64)
+		over = x > m
+	case time.Duration:
+		m, _ := p.Max.(time.Duration)
+		over = x > m
+	}
+	if over {
+		return fmt.Errorf("%v exceeds the maximum %v", c, p.Max)
+	}
+	return nil
 }
 
 // convert turns a configuration value (from JSON, YAML, SQL WITH options or
@@ -373,8 +467,7 @@ func toDuration(v any) (time.Duration, error) {
 	case string:
 		s := strings.TrimSpace(x)
 		if ms, err := strconv.ParseFloat(s, 64); err == nil {
-			d = time.Duration(ms * float64(time.Millisecond))
-			break
+			return msDuration(ms)
 		}
 		parsed, err := time.ParseDuration(s)
 		if err != nil {
@@ -386,7 +479,7 @@ func toDuration(v any) (time.Duration, error) {
 		if err != nil {
 			return 0, err
 		}
-		d = time.Duration(ms * float64(time.Millisecond))
+		return msDuration(ms)
 	default:
 		return 0, fmt.Errorf("cannot convert %T to duration", v)
 	}
@@ -394,6 +487,19 @@ func toDuration(v any) (time.Duration, error) {
 		return 0, fmt.Errorf("negative duration %s", d)
 	}
 	return d, nil
+}
+
+// msDuration converts milliseconds to a duration, refusing negative, NaN
+// and out-of-range values (about 292 years) instead of wrapping.
+func msDuration(ms float64) (time.Duration, error) {
+	ns := ms * float64(time.Millisecond)
+	if ns != ns || ns < 0 {
+		return 0, fmt.Errorf("negative duration %v ms", ms)
+	}
+	if ns >= 9223372036854775807 {
+		return 0, fmt.Errorf("duration %v ms out of range", ms)
+	}
+	return time.Duration(ns), nil
 }
 
 func toFloatMS(v any) (float64, error) {

@@ -3,6 +3,7 @@ package connector
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -111,7 +112,7 @@ func TestEnginePropsByKind(t *testing.T) {
 		prop    string
 		allowed bool
 	}{
-		{KindSource, "decompression", true},
+		{KindSource, "format", true},
 		{KindSource, "sendSingle", false},
 		{KindSink, "sendSingle", true},
 		{KindSink, "resendInterval", true},
@@ -126,6 +127,46 @@ func TestEnginePropsByKind(t *testing.T) {
 				t.Fatalf("err = %v, want allowed=%v", err, tc.allowed)
 			}
 		})
+	}
+}
+
+// TestUnimplementedEnginePropsRefused checks that engine properties
+// rekuiper does not implement for a connector are refused when set to
+// anything but "off", and accepted when the connector declares them.
+func TestUnimplementedEnginePropsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		kind Kind
+		prop string
+		v    any
+		want string // "" accepted
+	}{
+		{KindSource, "decompression", "gzip", `property "decompression": gzip is not supported`},
+		{KindSource, "decompression", "", ""},
+		{KindSource, "payloadFormat", "json", `property "payloadFormat"`},
+		{KindSource, "mergeField", "id", `property "mergeField"`},
+		{KindSink, "concurrency", int64(1), ""},
+		{KindSink, "concurrency", 4, `property "concurrency": 4 is not supported`},
+		{KindSink, "runAsync", false, ""},
+		{KindSink, "runAsync", true, `property "runAsync"`},
+		{KindSink, "batchSize", 10, `property "batchSize"`},
+		{KindSink, "lingerInterval", "1s", `property "lingerInterval"`},
+	} {
+		t.Run(fmt.Sprintf("%s/%s=%v", tc.kind, tc.prop, tc.v), func(t *testing.T) {
+			_, err := Spec{Kind: tc.kind}.Validate(map[string]any{tc.prop: tc.v})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	declared := Spec{Kind: KindSink, Props: []Prop{{Name: "batchSize", Type: TypeInt}}}
+	if _, err := declared.Validate(map[string]any{"batchSize": 10}); err != nil {
+		t.Fatalf("declared batchSize refused: %v", err)
 	}
 }
 
@@ -316,4 +357,49 @@ func TestMux(t *testing.T) {
 			t.Fatalf("re-handle: %v", err)
 		}
 	})
+}
+
+func TestPropMax(t *testing.T) {
+	s := Spec{Kind: KindSource, Props: []Prop{
+		{Name: "bufferLength", Type: TypeInt, Default: 1024, Max: MaxBufferLength},
+		{Name: "ratio", Type: TypeFloat, Max: 1},
+		{Name: "timeout", Type: TypeDuration, Default: "5s", Max: "1h"},
+	}}
+	if err := s.check(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Validate(map[string]any{"bufferLength": MaxBufferLength, "ratio": 1, "timeout": "1h"}); err != nil {
+		t.Fatalf("values at their bounds: %v", err)
+	}
+	for _, c := range []struct {
+		props map[string]any
+		want  string
+	}{
+		{map[string]any{"bufferLength": 1000000000000}, `property "bufferLength": 1000000000000 exceeds the maximum 1048576`},
+		{map[string]any{"BUFFERLENGTH": "2000000"}, `property "bufferLength": 2000000 exceeds the maximum 1048576`},
+		{map[string]any{"ratio": 1.5}, `property "ratio": 1.5 exceeds the maximum 1`},
+		{map[string]any{"timeout": 7200000}, `property "timeout": 2h0m0s exceeds the maximum 1h0m0s`},
+	} {
+		_, err := s.Validate(c.props)
+		if !errors.Is(err, ErrInvalidProps) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v; want %q", c.props, err, c.want)
+		}
+	}
+	bad := Spec{Props: []Prop{{Name: "name", Type: TypeString, Max: 3}}}
+	if err := bad.check(); err == nil {
+		t.Error("Max on a string property accepted")
+	}
+}
+
+func TestDurationOutOfRange(t *testing.T) {
+	s := Spec{Kind: KindSource, Props: []Prop{{Name: "interval", Type: TypeDuration}}}
+	for _, v := range []any{int64(9223372036854775807), 1e300, "9223372036854775807", -1} {
+		if got, err := s.Validate(map[string]any{"interval": v}); err == nil {
+			t.Errorf("interval %v accepted as %v", v, got["interval"])
+		}
+	}
+	got, err := s.Validate(map[string]any{"interval": "1500"})
+	if err != nil || got["interval"] != 1500*time.Millisecond {
+		t.Errorf("interval \"1500\" = %v, %v", got["interval"], err)
+	}
 }

@@ -5,12 +5,8 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
@@ -27,6 +23,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector/sqldb"
 	"github.com/rekuiper/rekuiper/internal/engine"
 	"github.com/rekuiper/rekuiper/internal/function"
+	"github.com/rekuiper/rekuiper/internal/payload"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/stream"
 )
@@ -41,6 +38,13 @@ type Runner struct {
 // Connections reports the connections the rules' connectors hold (read by
 // the REST server for GET /connections).
 func (r *Runner) Connections() *connection.Registry { return r.conns }
+
+// ConnectorRegistry is the registry of the connector types rules may use
+// (read by the REST server's /metadata routes).
+func (r *Runner) ConnectorRegistry() *connector.Registry { return r.Registry }
+
+// FunctionRegistry is the registry of the functions rules may call.
+func (r *Runner) FunctionRegistry() *function.Registry { return r.Funcs }
 
 // NewRunner wires the engine: the connector registry, the connection
 // registry (shared clients and their status), the shared push endpoint
@@ -92,14 +96,24 @@ func newRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger, ex
 		}
 		loc = l
 	}
-	mux := connector.NewMux()
-	stopPush := servePush(cfg, mux, logger)
+	nodeID, err := loadNodeID(cfg.Paths.Data)
+	if err != nil {
+		return nil, nil, err
+	}
+	aesKey, err := payload.ParseAESKey(cfg.Basic.AESKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	push, err := newPushServer(cfg, logger)
+	if err != nil {
+		return nil, nil, err
+	}
 	rn := &engine.Runner{
 		Catalog:  cat,
 		Registry: reg,
 		Deps: connector.Deps{
-			Logger: logger, Clock: clock.Wall{}, Memory: membus.New(), HTTP: mux, DataDir: cfg.Paths.Data,
-			Connections: conns,
+			Logger: logger, Clock: clock.Wall{}, Memory: membus.New(), HTTP: push, DataDir: cfg.Paths.Data,
+			Connections: conns, AESKey: aesKey,
 		},
 		Paths:                     cfg.Paths,
 		Environ:                   cfg.Environ,
@@ -111,9 +125,14 @@ func newRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger, ex
 		Checkpoints:               &checkpoint.Store{Dir: cfg.Paths.Data},
 		DefaultCheckpointInterval: cfg.Rule.CheckpointInterval.Std(),
 		SinkDefaults:              cfg.Sink,
+		NodeID:                    nodeID,
+	}
+	if err := rn.StartLookupTables(context.Background()); err != nil {
+		logger.Warn("memory lookup tables not started", "err", err)
 	}
 	release := func() {
-		stopPush()
+		rn.CloseLookupTables(context.Background())
+		push.Close()
 		if err := pool.Close(); err != nil {
 			logger.Warn("close mqtt connections", "err", err)
 		}
@@ -143,28 +162,4 @@ func newConnections(pool *mqtt.Pool) (*connection.Registry, error) {
 		}
 	}
 	return conns, nil
-}
-
-// servePush serves push endpoints (httppush, websocket server) on
-// source.httpServerIp:httpServerPort. A port that cannot be bound is logged,
-// not fatal: rules without push sources do not need it.
-func servePush(cfg *config.Config, mux http.Handler, logger *slog.Logger) func() {
-	addr := net.JoinHostPort(cfg.Source.HTTPServerIP, strconv.Itoa(cfg.Source.HTTPServerPort))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		logger.Warn("push endpoint server not started", "addr", addr, "err", err)
-		return func() {}
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("push endpoint server failed", "err", err)
-		}
-	}()
-	logger.Info("push endpoint server listening", "addr", ln.Addr().String())
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx) //nolint:errcheck // best effort at exit
-	}
 }

@@ -5,6 +5,7 @@ package engine
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/rekuiper/rekuiper/api"
@@ -12,6 +13,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/eval"
 	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/operator"
+	"github.com/rekuiper/rekuiper/internal/panics"
 	"github.com/rekuiper/rekuiper/internal/planner"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/runtime"
@@ -57,6 +59,10 @@ type Spec struct {
 	OnSinkAck  func(id uint64, sink int)
 	// UserState, when set, is the extensions' state checkpointed with the rule.
 	UserState operator.Stateful
+	// OnPanic is told when an operator or sink goroutine panicked (see
+	// runtime.Config.OnPanic); Logger receives the panic's stack.
+	OnPanic func(*panics.Error)
+	Logger  *slog.Logger
 }
 
 // Built is a planned rule ready to start.
@@ -111,6 +117,8 @@ func BuildStmt(s Spec, stmt *ast.SelectStmt) (*Built, error) {
 		State:        state,
 		OnSnapshot:   s.OnSnapshot,
 		OnSinkAck:    s.OnSinkAck,
+		OnPanic:      s.OnPanic,
+		Logger:       s.Logger,
 	})
 	return &Built{Plan: plan, Rule: r, Stmt: stmt}, nil
 }

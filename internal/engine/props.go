@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -24,20 +25,28 @@ func sourceType(def *ast.CreateStreamStmt) string {
 // stream's CONF_KEY section, then by confKeys stored through the REST API,
 // then DATASOURCE, then the EXTRA JSON object.
 func (rn *Runner) sourceProps(def *ast.CreateStreamStmt) (string, map[string]any, error) {
+	typ, props, _, err := rn.sourcePropsConn(def)
+	return typ, props, err
+}
+
+// sourcePropsConn is sourceProps that also returns the stream's
+// connectionSelector ("" when it has none).
+func (rn *Runner) sourcePropsConn(def *ast.CreateStreamStmt) (string, map[string]any, string, error) {
 	typ := sourceType(def)
 	key, _ := def.Option("CONF_KEY")
 	if key == "" {
 		key = "default"
 	}
 	props := map[string]any{}
+	found := strings.EqualFold(key, "default")
 	if rn.Paths.Etc != "" {
 		keys, _, err := config.LoadConfKeys(rn.Paths.SourceConfFile(typ), rn.Environ)
 		if err != nil {
-			return "", nil, fmt.Errorf("stream %s: %w", def.Name, err)
+			return "", nil, "", fmt.Errorf("stream %s: %w", def.Name, err)
 		}
-		if p, ok := keys.Resolve(key); ok {
-			maps.Copy(props, p)
-		}
+		p, ok := keys.Resolve(key)
+		maps.Copy(props, p)
+		found = found || ok
 	}
 	if rn.Catalog != nil {
 		if ck, err := rn.Catalog.ConfKey(catalog.ConfSource, typ, "default"); err == nil {
@@ -46,8 +55,13 @@ func (rn *Runner) sourceProps(def *ast.CreateStreamStmt) (string, map[string]any
 		if key != "default" {
 			if ck, err := rn.Catalog.ConfKey(catalog.ConfSource, typ, key); err == nil {
 				maps.Copy(props, ck.Props)
+				found = true
 			}
 		}
+	}
+	if !found {
+		return "", nil, "", fmt.Errorf("stream %s: CONF_KEY %q is not a confKey of source type %s (neither in %s nor stored over REST)",
+			def.Name, key, typ, rn.confFileName(typ))
 	}
 	if ds, ok := def.Option("DATASOURCE"); ok {
 		props["datasource"] = ds
@@ -55,14 +69,15 @@ func (rn *Runner) sourceProps(def *ast.CreateStreamStmt) (string, map[string]any
 	if extra, ok := def.Option("EXTRA"); ok && extra != "" {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(extra), &m); err != nil {
-			return "", nil, fmt.Errorf("stream %s: EXTRA is not a JSON object: %w", def.Name, err)
+			return "", nil, "", fmt.Errorf("stream %s: EXTRA is not a JSON object: %w", def.Name, err)
 		}
 		maps.Copy(props, m)
 	}
+	sel, _ := props["connectionSelector"].(string)
 	if err := rn.resolveConnection(typ, props); err != nil {
-		return "", nil, fmt.Errorf("stream %s: %w", def.Name, err)
+		return "", nil, "", fmt.Errorf("stream %s: %w", def.Name, err)
 	}
-	return typ, props, nil
+	return typ, props, sel, nil
 }
 
 // resolveConnection replaces a connectionSelector with the properties of
@@ -81,7 +96,9 @@ func (rn *Runner) resolveConnection(typ string, props map[string]any) error {
 		id = k
 	}
 	conn, err := rn.Catalog.Connection(id)
-	if err != nil {
+	if errors.Is(err, catalog.ErrNotFound) {
+		return fmt.Errorf("connectionSelector %q: unknown connection %q (see GET /connections)", sel, id)
+	} else if err != nil {
 		return fmt.Errorf("connectionSelector %q: %w", sel, err)
 	}
 	if !strings.EqualFold(conn.Type, typ) {

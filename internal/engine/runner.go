@@ -46,6 +46,12 @@ type Runner struct {
 	DefaultCheckpointInterval time.Duration
 	// SinkDefaults are the sink cache defaults of kuiper.yaml `sink:`.
 	SinkDefaults config.SinkDefaults
+	// NodeID identifies this daemon in names kept by other systems (the
+	// derived MQTT client id of a rule at qos >= 1); it must be the same
+	// after a restart. Empty uses the data folder's path.
+	NodeID string
+
+	memTables memoryTables
 }
 
 var _ rulemgr.Runner = (*Runner)(nil)
@@ -100,6 +106,9 @@ func (rn *Runner) prepare(def *rule.Def) (*prepared, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: stream %s is not a CREATE STREAM statement", ErrInvalid, n)
 		}
+		if err := rn.CheckStream(context.Background(), cs); err != nil {
+			return nil, fmt.Errorf("%w: rule %s reads %w", ErrInvalid, def.ID, err)
+		}
 		p.defs[n] = cs
 		fmt.Fprintf(h, "stream:%s\n", s.SQL)
 	}
@@ -146,6 +155,9 @@ func (rn *Runner) Start(ctx context.Context, def *rule.Def) (rulemgr.Running, er
 	}
 	rr := &running{rn: rn, def: def, sinks: p.sinks, done: make(chan struct{}), logger: rn.Logger.With("rule", def.ID)}
 	for _, s := range p.sinks {
+		s.fail = rr.fail
+	}
+	for _, s := range p.sinks {
 		if err := s.sink.Connect(ctx); err != nil {
 			rr.closeSinks()
 			return nil, fmt.Errorf("connect sink %s of rule %s: %w", s.name, def.ID, err)
@@ -166,7 +178,9 @@ func (rn *Runner) Start(ctx context.Context, def *rule.Def) (rulemgr.Running, er
 		})
 		rr.coord = coord
 	}
-	built, err := BuildStmt(rn.spec(def, p, coord), p.stmt)
+	spec := rn.spec(def, p, coord)
+	spec.OnPanic, spec.Logger = rr.fail, rn.Logger
+	built, err := BuildStmt(spec, p.stmt)
 	if err != nil {
 		rr.closeSinks()
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -179,6 +193,11 @@ func (rn *Runner) Start(ctx context.Context, def *rule.Def) (rulemgr.Running, er
 		} else {
 			rr.logger.Info("restored checkpoint", "id", restored.ID)
 		}
+	}
+	if err := rr.connectLookups(ctx); err != nil {
+		_ = rr.closeLookups(context.Background())
+		rr.closeSinks()
+		return nil, err
 	}
 	built.Rule.Start()
 	if err := rr.attach(p, restored); err != nil {

@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/checkpoint"
 	"github.com/rekuiper/rekuiper/internal/format"
 	"github.com/rekuiper/rekuiper/internal/operator"
+	"github.com/rekuiper/rekuiper/internal/panics"
 	"github.com/rekuiper/rekuiper/internal/row"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
@@ -29,19 +31,26 @@ type running struct {
 	coord  *checkpoint.Coordinator
 	logger *slog.Logger
 
-	mu       sync.Mutex
-	inputs   []*input
-	ended    int // stream inputs that reached their end
-	streams  int // stream inputs (not tables)
-	err      error
-	done     chan struct{}
-	stopOnce sync.Once
+	mu      sync.Mutex
+	inputs  []*input
+	ended   int // stream inputs that reached their end
+	streams int // stream inputs (not tables)
+	err     error
+	done    chan struct{}
+
+	lookups      []openLookup
+	lookupCtx    context.Context
+	lookupCancel context.CancelFunc
+	stopOnce     sync.Once
 }
 
 var _ rulemgr.Running = (*running)(nil)
 
 type input struct {
-	name     string
+	name string
+	// conn names the source after its connection as eKuiper does
+	// ("<connectionSelector>/<datasource>"); "" without a selector.
+	conn     string
 	key      string
 	table    bool
 	sub      *stream.Subscription
@@ -62,9 +71,17 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 	var committers, followers []checkpoint.Committer
 	source := 0
 	for _, in := range rr.built.Plan.Inputs {
-		typ, props, err := rr.rn.sourceProps(in.Def)
+		if in.Lookup {
+			continue // queried by its LookupJoin, see connectLookups
+		}
+		typ, props, sel, err := rr.rn.sourcePropsConn(in.Def)
 		if err != nil {
 			return err
+		}
+		conn := ""
+		if sel != "" {
+			ds, _ := props["datasource"].(string)
+			conn = sel + "/" + ds
 		}
 		perRule := rr.def.Options.Qos > 0 && !in.Table
 		key := propsKey(typ, props) + "|" + in.Name
@@ -98,7 +115,11 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 			if perRule {
 				state = p.state
 			}
-			return rr.rn.newSubscription(in.Def, typ, props, wrap, state)
+			sessionID := ""
+			if perRule {
+				sessionID = rr.rn.sessionID(rr.def.ID, in.Name)
+			}
+			return rr.rn.newSubscription(in.Def, typ, props, wrap, state, sessionID)
 		})
 		if err != nil {
 			return fmt.Errorf("stream %s of rule %s: %w", in.Name, rr.def.ID, err)
@@ -116,7 +137,7 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 			source++
 			rr.streams++
 		}
-		ri := &input{name: in.Name, key: ckKey, table: isTable, sub: sub, release: release}
+		ri := &input{name: in.Name, conn: conn, key: ckKey, table: isTable, sub: sub, release: release}
 		ri.consumer = sub.Attach(rr.consumer(ri, idx, port))
 		rr.mu.Lock()
 		rr.inputs = append(rr.inputs, ri)
@@ -188,7 +209,14 @@ func (u *upstreamCommit) CheckpointCommitted(cp *checkpoint.Checkpoint) error {
 	u.next = off
 	if !u.busy {
 		u.busy = true
-		go u.drain()
+		// A panic in the source's commit is logged; the next checkpoint
+		// tries again.
+		panics.Go("commit offset upstream", func(e *panics.Error) {
+			u.logger.Error("commit offset upstream panicked", "source", u.key, "err", e.Error(), "stack", string(e.Stack))
+			u.mu.Lock()
+			u.busy = false
+			u.mu.Unlock()
+		}, u.drain)
 	}
 	return nil
 }
@@ -229,6 +257,11 @@ func (rr *running) consumer(in *input, source, port int) *stream.Consumer {
 		},
 		End: func(err error) {
 			if in.table {
+				// A table's source ending is not the rule's end; its
+				// source panicking is.
+				if pe := (*panics.Error)(nil); errors.As(err, &pe) {
+					rr.fail(pe)
+				}
 				return
 			}
 			rr.mu.Lock()
@@ -245,12 +278,33 @@ func (rr *running) consumer(in *input, source, port int) *stream.Consumer {
 	}
 }
 
+// fail stops the rule by error: a goroutine of it panicked (the panic is
+// already logged with its stack). The first error wins.
+func (rr *running) fail(err *panics.Error) {
+	rr.mu.Lock()
+	if rr.err == nil {
+		rr.err = err
+	}
+	rr.mu.Unlock()
+	go rr.Stop(context.Background())
+}
+
+// sessionID names what a rule has read from a stream, for sources that keep
+// a position upstream (connector.Deps.SessionID).
+func (rn *Runner) sessionID(ruleID, streamName string) string {
+	node := rn.NodeID
+	if node == "" {
+		node = rn.Paths.Data
+	}
+	return node + "\x00" + ruleID + "\x00" + streamName
+}
+
 // sourceLogDir is where a rule's durable source log for a stream lives.
 func (rn *Runner) sourceLogDir(ruleID, streamName string) string {
 	return filepath.Join(rn.Paths.Data, "rule_"+ruleID, "sourcelog", streamName)
 }
 
-func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props map[string]any, wrap func(api.Source) (api.Source, error), state api.State) (*stream.Subscription, error) {
+func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props map[string]any, wrap func(api.Source) (api.Source, error), state api.State, sessionID string) (*stream.Subscription, error) {
 	entry, ok := rn.Registry.Source(typ)
 	if !ok {
 		return nil, fmt.Errorf("unknown source type %q (TYPE of stream %s)", typ, def.Name)
@@ -261,6 +315,7 @@ func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props m
 	}
 	deps := rn.Deps
 	deps.State = state
+	deps.SessionID = sessionID
 	src, err := entry.New(valid, deps)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", def.Name, err)
@@ -300,7 +355,12 @@ func newDecoder(def *ast.CreateStreamStmt) (format.Decoder, error) {
 func (rr *running) Stop(ctx context.Context) error {
 	var err error
 	rr.stopOnce.Do(func() {
-		err = rr.shutdown(ctx)
+		// Stopping runs connector code (Close); a panic there must not
+		// take the process down, nor leave Done open.
+		if perr := panics.Call("stop rule "+rr.def.ID, func() { err = rr.shutdown(ctx) }); perr != nil {
+			rr.logger.Error("rule stop panicked", "err", perr.Error(), "stack", string(perr.Stack))
+			err = perr
+		}
 		close(rr.done)
 	})
 	return err
@@ -320,7 +380,11 @@ func (rr *running) shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	if rr.lookupCancel != nil {
+		rr.lookupCancel() // a lookup in flight must not hold up Stop
+	}
 	rr.built.Rule.Stop()
+	errs = append(errs, rr.closeLookups(ctx))
 	errs = append(errs, rr.closeSinks())
 	return errors.Join(errs...)
 }
@@ -360,6 +424,22 @@ func (rr *running) Metrics() map[string]any {
 		out[prefix+"connection_last_connected_time"] = st.LastConnected
 		out[prefix+"connection_last_disconnected_time"] = st.LastDisconnected
 		out[prefix+"connection_last_disconnected_message"] = st.LastError
+		// The last failure of the source: a record that did not decode
+		// or a lost connection, whichever came last.
+		exc, excTime := st.LastDecodeError, st.LastDecodeErrorTime
+		if st.LastError != "" && st.LastDisconnected > excTime {
+			exc, excTime = st.LastError, st.LastDisconnected
+		}
+		out[prefix+"last_exception"] = exc
+		out[prefix+"last_exception_time"] = excTime
+		if in.conn != "" {
+			// eKuiper names a source on a named connection after it.
+			cp := "source_" + in.conn + "_0_"
+			out[cp+"connection_status"] = connStatus(st.State)
+			out[cp+"connection_last_connected_time"] = st.LastConnected
+			out[cp+"connection_last_disconnected_time"] = st.LastDisconnected
+			out[cp+"connection_last_disconnected_message"] = st.LastError
+		}
 	}
 	r := rr.built.Rule
 	for i, op := range rr.built.Plan.Ops {
@@ -373,8 +453,19 @@ func (rr *running) Metrics() map[string]any {
 		for k, v := range r.SinkMetrics[i].Snapshot() {
 			out[prefix+k] = v
 		}
+		if s.conn != nil {
+			state, conn, disc, msg := s.conn.Status()
+			out[prefix+"connection_status"] = connStatus(state)
+			out[prefix+"connection_last_connected_time"] = millisOf(conn)
+			out[prefix+"connection_last_disconnected_time"] = millisOf(disc)
+			out[prefix+"connection_last_disconnected_message"] = msg
+		}
 		if s.cache != nil {
 			st := s.cache.Stats()
+			// Delivered records only: taken by the sink at once or
+			// replayed from the cache; cached and dropped ones are
+			// counted apart below.
+			out[prefix+"records_out_total"] = st.Delivered + st.Replayed
 			out[prefix+"cache_records_cached_total"] = st.Cached
 			out[prefix+"cache_records_replayed_total"] = st.Replayed
 			out[prefix+"cache_records_dropped_total"] = st.Dropped
@@ -398,6 +489,13 @@ func (rr *running) Metrics() map[string]any {
 		out["checkpoint_last_error"] = st.LastError
 	}
 	return out
+}
+
+func millisOf(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 func connStatus(state string) int64 {

@@ -5,15 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"strings"
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/checkpoint"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/format"
 	"github.com/rekuiper/rekuiper/internal/output"
+	"github.com/rekuiper/rekuiper/internal/panics"
+	"github.com/rekuiper/rekuiper/internal/payload"
 	"github.com/rekuiper/rekuiper/internal/runtime"
 	"github.com/rekuiper/rekuiper/internal/sinkcache"
+	"github.com/rekuiper/rekuiper/internal/stream"
 )
 
 // sinkNode adapts a connector sink to the runtime: it shapes each emission
@@ -24,8 +29,21 @@ type sinkNode struct {
 	typ    string
 	sink   api.Sink
 	shaper *output.Shaper
-	cache  *sinkcache.Cache // set when enableCache is on
+	// transform compresses and encrypts each payload (nil: neither).
+	transform *payload.Transformer
+	cache     *sinkcache.Cache // set when enableCache is on
+	// conn reports the connector's connection, when it tracks one.
+	conn   stream.ConnStatus
 	logger *slog.Logger
+	// fail stops the rule after a panic in the sink cache's goroutine; set
+	// by Start before the sink is connected.
+	fail func(*panics.Error)
+}
+
+func (s *sinkNode) panicked(e *panics.Error) {
+	if s.fail != nil {
+		s.fail(e)
+	}
 }
 
 var (
@@ -44,6 +62,11 @@ func (s *sinkNode) Collect(ctx context.Context, rows []map[string]any) error {
 		return fmt.Errorf("shape output for sink %s: %w", s.name, err)
 	}
 	for _, m := range msgs {
+		if s.transform != nil {
+			if m.Payload, err = s.transform.Apply(m.Payload); err != nil {
+				return fmt.Errorf("sink %s: %w", s.name, err)
+			}
+		}
 		if err := s.sink.Write(ctx, m); err != nil {
 			if errors.Is(err, api.ErrRetryable) {
 				return fmt.Errorf("sink %s (retryable): %w", s.name, err)
@@ -99,7 +122,18 @@ func (rn *Runner) buildSink(ruleID string, qos int, index int, typ string, actio
 	if err != nil {
 		return nil, fmt.Errorf("action %d: %w", index, err)
 	}
-	shaper, err := output.NewShaper(props)
+	shaperProps := props
+	if entry.Spec.Has(output.PropHasHeader) {
+		// The sink writes the header once per file itself (the file
+		// sink); the encoder must not repeat it in every payload.
+		shaperProps = maps.Clone(props)
+		delete(shaperProps, output.PropHasHeader)
+	}
+	shaper, err := output.NewShaper(shaperProps)
+	if err != nil {
+		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
+	}
+	transform, err := payloadTransform(entry.Spec, typ, props, rn.Deps.AESKey)
 	if err != nil {
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
 	}
@@ -109,6 +143,10 @@ func (rn *Runner) buildSink(ruleID string, qos int, index int, typ string, actio
 	cacheCfg, err := cacheBase.WithProps(props) // validates
 	if err != nil {
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
+	}
+	if transform != nil && cacheCfg.EnableCache && cacheCfg.ResendIndicatorField != "" {
+		// Replays re-encode the rows with the indicator field as JSON.
+		return nil, fmt.Errorf("action %d (%s): resendIndicatorField cannot be combined with compression or encryption", index, typ)
 	}
 	if qos >= 2 && entry.Spec.Has("transactionalID") {
 		if _, set := props["transactionalID"]; !set {
@@ -130,11 +168,12 @@ func (rn *Runner) buildSink(ruleID string, qos int, index int, typ string, actio
 	if err != nil {
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
 	}
-	node := &sinkNode{name: name, typ: typ, sink: sink, shaper: shaper, logger: rn.Logger}
+	node := &sinkNode{name: name, typ: typ, sink: sink, shaper: shaper, transform: transform, logger: rn.Logger}
+	node.conn, _ = sink.(stream.ConnStatus)
 	if !cacheCfg.EnableCache {
 		return node, nil
 	}
-	cdeps := sinkcache.Deps{Clock: rn.Clock, Logger: rn.Logger, Reshape: reshape}
+	cdeps := sinkcache.Deps{Clock: rn.Clock, Logger: rn.Logger, Reshape: reshape, OnPanic: node.panicked}
 	if cacheCfg.ResendAlterQueue && cacheCfg.ResendDestination != "" {
 		alt, err := newSink(withDestination(props, cacheCfg.ResendDestination))
 		if err != nil {
@@ -148,6 +187,31 @@ func (rn *Runner) buildSink(ruleID string, qos int, index int, typ string, actio
 	}
 	node.sink, node.cache = cache, cache
 	return node, nil
+}
+
+// payloadTransform returns what compresses and encrypts an action's
+// payloads: its compression and encryption properties, except those the
+// connector declares and applies itself (the file sink's stream, Kafka's
+// batch compression). Sinks that write rows refuse both.
+func payloadTransform(spec connector.Spec, typ string, props map[string]any, key []byte) (*payload.Transformer, error) {
+	var methods [2]string
+	for i, name := range []string{"compression", "encryption"} {
+		v, ok := props[name]
+		if !ok || v == nil || v == "" {
+			continue
+		}
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("sink property %s: must be a string, got %T", name, v)
+		}
+		if spec.WritesRows {
+			return nil, fmt.Errorf("sink property %s: the %s sink writes rows, not encoded payloads; %s does not apply", name, typ, name)
+		}
+		if !spec.Has(name) {
+			methods[i] = strings.ToLower(s)
+		}
+	}
+	return payload.NewTransformer(methods[0], methods[1], key)
 }
 
 // withDestination points a copy of a sink's properties at the replay

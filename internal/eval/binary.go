@@ -42,6 +42,11 @@ func (c *Compiler) compileBinary(n *ast.BinaryExpr) (Expr, error) {
 			if err != nil {
 				return nil, err
 			}
+			if _, isArray := v.([]any); isArray {
+				// An array (of objects, say, as arr[0:2]->a gives) has no
+				// keys: an error, as in eKuiper; other non-objects give nil.
+				return nil, fmt.Errorf("-> %s: %s is not an object", name, value.Describe(v))
+			}
 			return arrow(v, name), nil
 		}, nil
 	case token.BETWEEN, token.NOTBETWEEN:
@@ -199,9 +204,20 @@ func (c *Compiler) compileIn(n *ast.BinaryExpr) (Expr, error) {
 		if v == nil {
 			return false, nil
 		}
+		switch v.(type) {
+		case []any, map[string]any:
+			return nil, fmt.Errorf("IN is an invalid operation for %s", value.Describe(v))
+		}
+		// Each item is compared as =, in order, until one matches: an item
+		// that does not compare with the value (a number and a string,
+		// say) is an error, as in eKuiper.
 		found := false
 		for _, it := range arr {
-			if value.Equal(v, it) {
+			eq, err := value.Compare(value.Eq, v, it)
+			if err != nil {
+				return nil, fmt.Errorf("evaluate in expression: %w", err)
+			}
+			if eq {
 				found = true
 				break
 			}

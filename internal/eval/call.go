@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/rekuiper/rekuiper/internal/function"
@@ -83,7 +84,7 @@ func (c *Compiler) compileCall(n *ast.Call) (Expr, error) {
 	case function.Analytic:
 		return c.compileAnalytic(n, def, args)
 	}
-	scalar := def.Scalar
+	scalar, nilOnEmpty := def.Scalar, def.NilOnEmpty
 	return func(ctx *Ctx) (any, error) {
 		vals := make([]any, len(args))
 		for i, a := range args {
@@ -92,6 +93,9 @@ func (c *Compiler) compileCall(n *ast.Call) (Expr, error) {
 				return nil, err
 			}
 			vals[i] = v
+		}
+		if nilOnEmpty && slices.ContainsFunc(vals, emptyArg) {
+			return nil, nil
 		}
 		return scalar(ctx.Env, vals)
 	}, nil
@@ -256,12 +260,12 @@ func (s *AnalyticSite) Eval(ctx *Ctx) (any, error) {
 	vals = append(vals, s.extra...)
 	valid := true
 	if s.when != nil {
-		w, err := s.when(ctx)
-		if err != nil {
-			return nil, err
+		// A WHEN that fails (comparing a string with a number, say) leaves
+		// the row accepted, as eKuiper does; nil or false rejects it.
+		if w, err := s.when(ctx); err == nil {
+			b, _ := w.(bool)
+			valid = b
 		}
-		b, _ := w.(bool)
-		valid = b
 	}
 	pkey := ""
 	if len(s.partition) > 0 {
@@ -286,7 +290,7 @@ func (s *AnalyticSite) Eval(ctx *Ctx) (any, error) {
 }
 
 func (c *Compiler) compileAnalytic(n *ast.Call, def *function.Def, args []Expr) (Expr, error) {
-	site := &AnalyticSite{ID: len(c.sites), fn: def.Analytic, args: args, store: c.Analytic}
+	site := &AnalyticSite{ID: len(c.sites) + c.projected, fn: def.Analytic, args: args, store: c.Analytic}
 	site.key = fmt.Sprintf("$analytic:%d", site.ID)
 	if multiColumn[def.Name] {
 		names := make([]any, 0, len(n.Args))
@@ -310,6 +314,12 @@ func (c *Compiler) compileAnalytic(n *ast.Call, def *function.Def, args []Expr) 
 			}
 			site.when = x
 		}
+	}
+	if multiColumn[def.Name] {
+		// changed_cols compares the rows the SELECT outputs, so it is not
+		// evaluated before WHERE with the other analytic functions.
+		c.projected++
+		return site.Eval, nil
 	}
 	c.sites = append(c.sites, site)
 	return site.Eval, nil
@@ -366,4 +376,17 @@ func nonBoolDesc(v any) string {
 		return fmt.Sprintf("int(%d)", i)
 	}
 	return value.Describe(v)
+}
+
+// emptyArg reports nil, an empty array and an empty object.
+func emptyArg(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case []any:
+		return len(x) == 0
+	case map[string]any:
+		return len(x) == 0
+	}
+	return false
 }

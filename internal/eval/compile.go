@@ -41,9 +41,12 @@ type Compiler struct {
 	aliasExprs map[string]Expr
 	compiling  map[string]bool
 	sites      []*AnalyticSite
-	hasAgg     bool
-	aggSites   []*AggSite
-	aggIndex   map[string]*AggSite
+	// projected counts the analytic sites evaluated only where the row is
+	// projected (changed_cols), after WHERE, as eKuiper evaluates them.
+	projected int
+	hasAgg    bool
+	aggSites  []*AggSite
+	aggIndex  map[string]*AggSite
 }
 
 // NewCompiler returns a compiler over funcs for the given streams.
@@ -330,7 +333,11 @@ func (c *Compiler) compileCase(n *ast.CaseExpr) (Expr, error) {
 			}
 			hit := false
 			if subject != nil {
-				hit = sv != nil && cv != nil && value.Equal(sv, cv)
+				// Compared as =: values of kinds that do not compare (a
+				// number and a string, say) are an error, as in eKuiper.
+				if hit, err = value.Compare(value.Eq, sv, cv); err != nil {
+					return nil, fmt.Errorf("evaluate case expression: %w", err)
+				}
 			} else if b, ok := cv.(bool); ok {
 				hit = b
 			} else if cv != nil {

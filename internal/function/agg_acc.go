@@ -3,6 +3,7 @@ package function
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 
 	"github.com/rekuiper/rekuiper/internal/value"
@@ -141,7 +142,11 @@ func (s *numSum) add(v any) error {
 		case s.float:
 			s.f += float64(x)
 		default:
-			s.i += x
+			sum := s.i + x
+			if (sum > s.i) != (x > 0) {
+				return fmt.Errorf("%w: sum %d + %d does not fit in bigint", value.ErrOverflow, s.i, x)
+			}
+			s.i = sum
 		}
 		return nil
 	case float64:

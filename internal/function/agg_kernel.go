@@ -98,7 +98,7 @@ func aggAddNumber(sum, v any) (any, error) {
 		case nil:
 			return x, nil
 		case int64:
-			return s + x, nil
+			return value.Arith(value.Add, s, x) // an overflow is an error, not a wrap
 		case float64:
 			return s + float64(x), nil
 		}
@@ -305,6 +305,10 @@ func aggMergeKernel() aggKernel {
 		},
 		result: func(st State) any {
 			acc, _ := st[aggKeyValue].(map[string]any)
+			if acc == nil {
+				// No object was merged: nil, as in eKuiper, not {}.
+				return nil
+			}
 			out := make(map[string]any, len(acc))
 			maps.Copy(out, acc)
 			return out

@@ -36,8 +36,9 @@ func aggSortedNumbers(col []any) ([]float64, error) {
 	return xs, nil
 }
 
-// aggMedian is the middle value, or the mean of the two middle values for an
-// even count; nil for no values. Always float64.
+// aggMedian is the middle value as it is (an integer stays an integer, as in
+// eKuiper), or the float mean of the two middle values for an even count;
+// nil for no values.
 func aggMedian(_ Env, cols [][]any) (any, error) {
 	xs, err := aggSortedNumbers(cols[0])
 	if err != nil {
@@ -48,7 +49,13 @@ func aggMedian(_ Env, cols [][]any) (any, error) {
 	case n == 0:
 		return nil, nil
 	case n%2 == 1:
-		return xs[n/2], nil
+		mid := xs[n/2]
+		for _, v := range cols[0] {
+			if i, ok := v.(int64); ok && float64(i) == mid {
+				return i, nil
+			}
+		}
+		return mid, nil
 	}
 	return (xs[n/2-1] + xs[n/2]) / 2, nil
 }

@@ -19,7 +19,8 @@ const (
 // state keeps the last `offset` accepted values ([]any, oldest first). The
 // answer is the value `offset` accepted rows back, or the default while fewer
 // rows have been accepted. A valid row is accepted after answering, unless it
-// is nil and ignoreNull is true.
+// is nil and ignoreNull is true, which it is by default (as in eKuiper: a nil
+// value is not a step of the history).
 func analyticLag(_ Env, st State, valid bool, args []any) (any, error) {
 	offset := int64(1)
 	if len(args) > 1 {
@@ -27,13 +28,16 @@ func analyticLag(_ Env, st State, valid bool, args []any) (any, error) {
 		if !ok || o < 1 {
 			return nil, fmt.Errorf("the offset should be a positive integer but got %s", value.Describe(args[1]))
 		}
+		if o > MaxLagOffset {
+			return nil, boundError("lag", "offset", o, MaxLagOffset)
+		}
 		offset = o
 	}
 	var dflt any
 	if len(args) > 2 {
 		dflt = args[2]
 	}
-	ignoreNull := false
+	ignoreNull := true
 	if len(args) > 3 {
 		b, ok := args[3].(bool)
 		if !ok {
@@ -168,12 +172,24 @@ func analyticChangedCols(_ Env, st State, valid bool, args []any) (any, error) {
 	}
 	for i, v := range vals {
 		name := names[i].(string)
-		if ignoreNull && v == nil {
+		if m, ok := v.(map[string]any); ok && name == "*" {
+			// `*` stands for every column of the row, each tracked on its
+			// own, as eKuiper expands it.
+			for _, k := range objectSortedKeys(m) {
+				changedColsStep(st, out, prefix, k, m[k], ignoreNull)
+			}
 			continue
 		}
-		if analyticChanged(st, analyticKeyColPre+name, v) {
-			out[prefix+name] = v
-		}
+		changedColsStep(st, out, prefix, name, v, ignoreNull)
 	}
 	return out, nil
+}
+
+func changedColsStep(st State, out map[string]any, prefix, name string, v any, ignoreNull bool) {
+	if ignoreNull && v == nil {
+		return
+	}
+	if analyticChanged(st, analyticKeyColPre+name, v) {
+		out[prefix+name] = v
+	}
 }

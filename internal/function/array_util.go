@@ -110,7 +110,7 @@ func arrayIntArg(v any, ordinal string) (int64, error) {
 		return x, nil
 	case float64:
 		if value.IsIntegral(x) {
-			return int64(x), nil
+			return value.FloatToInt(x)
 		}
 	}
 	return 0, fmt.Errorf("%s argument should be int", ordinal)

@@ -1,6 +1,7 @@
 package function
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,10 +11,11 @@ import (
 // datetimeFormat renders t with a Java-style pattern (eKuiper's
 // format_time). Letters, repeated n times:
 //
-//	G era (AD)            y year (yy: two digits, otherwise padded to n)
+//	G era (AD)            y or Y year (yy: two digits, yyyy: four; other
+//	                      counts are an error, as in eKuiper)
 //	M month (1, 01, Jan, January for n = 1, 2, 3, 4+)
-//	d day of month        D day of year          E weekday (Mon; EEEE Monday)
-//	H hour 0-23           k hour 1-24            K hour 0-11     h hour 1-12
+//	d day of month        D day of year          E weekday (EEE Mon; EEEE Monday)
+//	H hour 0-23 (HH only) k hour 1-24            K hour 0-11     h hour 1-12
 //	m minute              s second               a AM/PM
 //	S fraction of second, n digits, preceded by a '.' unless the pattern
 //	  already wrote one (eKuiper writes the dot itself: "ssSSS" gives
@@ -63,9 +65,31 @@ func datetimeFormat(t time.Time, pattern string) (string, error) {
 			n++
 		}
 		i += n
+		if err := datetimeCheckField(c, n); err != nil {
+			return "", fmt.Errorf("invalid time format %s: %w", pattern, err)
+		}
 		datetimeWriteField(&b, t, c, n)
 	}
 	return b.String(), nil
+}
+
+// datetimeCheckField refuses the letter counts eKuiper refuses.
+func datetimeCheckField(c rune, n int) error {
+	switch c {
+	case 'y', 'Y':
+		if n != 2 && n != 4 {
+			return fmt.Errorf("%c must be written 2 or 4 times", c)
+		}
+	case 'H':
+		if n != 2 {
+			return errors.New("only HH is supported for H")
+		}
+	case 'E':
+		if n < 3 {
+			return errors.New("E must be written 3 or 4 times")
+		}
+	}
+	return nil
 }
 
 func datetimePad(b *strings.Builder, v, n int) {
@@ -84,7 +108,7 @@ func datetimeWriteField(b *strings.Builder, t time.Time, c rune, n int) {
 		} else {
 			b.WriteString("BC")
 		}
-	case 'y':
+	case 'y', 'Y':
 		if n == 2 {
 			datetimePad(b, t.Year()%100, 2)
 		} else {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
+	"github.com/rekuiper/rekuiper/internal/value"
 )
 
 // registerAnalytic registers the stateful functions. Each call site (and
@@ -56,14 +57,37 @@ func registerAnalytic(r *Registry) {
 	}
 	r.MustAdd(
 		an("inc_count", 1, 1, aggCountKernel().incremental()),
-		an("inc_sum", 1, 1, aggSumKernel().incremental()),
+		an("inc_sum", 1, 1, incFloatSum(aggSumKernel().incremental())),
 		an("inc_avg", 1, 1, aggAvgKernel().incremental()),
 		an("inc_max", 1, 1, aggExtremeKernel(1).incremental()),
 		an("inc_min", 1, 1, aggExtremeKernel(-1).incremental()),
-		an("inc_merge_agg", 1, 1, aggMergeKernel().incremental()),
+		an("inc_merge_agg", 1, 1, incObjectsOnly(aggMergeKernel().incremental())),
 		an("inc_collect", 1, 1, aggCollectKernel().incremental()),
 		an("inc_last_value", 2, 2, aggLastValueKernel().incremental()),
 	)
+}
+
+// incFloatSum makes inc_sum's running sum a float, as eKuiper's is (sum()
+// over a window keeps integers integral).
+func incFloatSum(f AnalyticFunc) AnalyticFunc {
+	return func(env Env, st State, valid bool, args []any) (any, error) {
+		v, err := f(env, st, valid, args)
+		if i, ok := v.(int64); ok {
+			return float64(i), err
+		}
+		return v, err
+	}
+}
+
+// incObjectsOnly refuses a non-object argument of inc_merge_agg, as eKuiper
+// does, instead of skipping it (nil is still skipped).
+func incObjectsOnly(f AnalyticFunc) AnalyticFunc {
+	return func(env Env, st State, valid bool, args []any) (any, error) {
+		if _, ok := args[0].(map[string]any); !ok && args[0] != nil {
+			return nil, fmt.Errorf("inc_merge_agg: the argument should be an object, got %s", value.Describe(args[0]))
+		}
+		return f(env, st, valid, args)
+	}
 }
 
 // analyticValidateLag checks lag's literal offset (a positive integer) and
@@ -74,6 +98,9 @@ func analyticValidateLag(args []ast.Expr) error {
 		case *ast.IntegerLit:
 			if x.Val < 1 {
 				return fmt.Errorf("the offset should be a positive integer but got %d", x.Val)
+			}
+			if x.Val > MaxLagOffset {
+				return boundError("lag", "offset", x.Val, MaxLagOffset)
 			}
 		case *ast.NumberLit, *ast.StringLit, *ast.BoolLit, *ast.TimeUnitLit:
 			return fmt.Errorf("expect int type for parameter 2")

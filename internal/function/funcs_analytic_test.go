@@ -235,7 +235,7 @@ func TestAnalyticCorpus(t *testing.T) {
 		{"inc_collect_merge_direct/collect", "inc_collect", analyticSteps([]map[string]any{{"v": int64(1)}, {"v": int64(5)}, {"v": int64(2)}},
 			arg("$v")), []any{[]any{int64(1)}, []any{int64(1), int64(5)}, []any{int64(1), int64(5), int64(2)}}},
 		{"inc_sum_avg/sum", "inc_sum", analyticSteps(fx, arg("$w")),
-			[]any{int64(10), int64(10), int64(40), int64(80), int64(130), int64(190), int64(250)}},
+			[]any{10.0, 10.0, 40.0, 80.0, 130.0, 190.0, 250.0}},
 		{"inc_sum_avg/avg", "inc_avg", analyticWith(analyticSteps(fx, arg("$v")), nil, func(i int) bool { return i != 1 }),
 			[]any{1.0, 1.0, 1.0, 2.5, 10.0 / 3, 3.75, 3.3}},
 	}

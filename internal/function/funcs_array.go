@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 
+	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/value"
 )
 
@@ -40,8 +42,11 @@ func registerArray(r *Registry) {
 		&Def{Name: "array_concat", Kind: Scalar, MinArgs: 1, MaxArgs: -1, Scalar: arrayConcat},
 		&Def{Name: "array_join", Kind: Scalar, MinArgs: 2, MaxArgs: 3, Scalar: arrayJoin},
 		&Def{Name: "array_map", Kind: Scalar, MinArgs: 2, MaxArgs: 2, Scalar: arrayMap(r)},
-		&Def{Name: "repeat", Kind: Scalar, MinArgs: 2, MaxArgs: 2, Scalar: arrayRepeat},
-		&Def{Name: "sequence", Kind: Scalar, MinArgs: 2, MaxArgs: 3, Scalar: arraySequence},
+		&Def{
+			Name: "repeat", Kind: Scalar, MinArgs: 2, MaxArgs: 2, Scalar: arrayRepeat,
+			Validate: boundedArg(nil, "repeat", "count", 1, MaxBuiltElements),
+		},
+		&Def{Name: "sequence", Kind: Scalar, MinArgs: 2, MaxArgs: 3, Scalar: arraySequence, Validate: arrayValidateSequence},
 		&Def{Name: "kvpair_array_to_obj", Kind: Scalar, MinArgs: 1, MaxArgs: 1, Scalar: arrayKVPairsToObject},
 	)
 }
@@ -360,15 +365,25 @@ func arrayJoin(_ Env, args []any) (any, error) {
 			return nil, fmt.Errorf("third argument should be string")
 		}
 	}
-	parts := make([]string, len(arr))
-	for i, v := range arr {
+	// As eKuiper: numbers and booleans are written out, a nil element
+	// becomes the replacement or, without one, is left out.
+	parts := make([]string, 0, len(arr))
+	for _, v := range arr {
 		switch x := v.(type) {
 		case nil:
-			parts[i] = repl
+			if repl != "" {
+				parts = append(parts, repl)
+			}
 		case string:
-			parts[i] = x
+			parts = append(parts, x)
+		case int64:
+			parts = append(parts, strconv.FormatInt(x, 10))
+		case float64:
+			parts = append(parts, strconv.FormatFloat(x, 'f', -1, 64))
+		case bool:
+			parts = append(parts, strconv.FormatBool(x))
 		default:
-			return nil, fmt.Errorf("array elements should be string")
+			return nil, fmt.Errorf("array elements should be string, number or bool, got %s", value.Describe(v))
 		}
 	}
 	return strings.Join(parts, delim), nil
@@ -418,13 +433,58 @@ func arrayRepeat(_ Env, args []any) (any, error) {
 		return nil, err
 	}
 	if n < 0 || n > arrayMaxSequence {
-		return nil, fmt.Errorf("second argument should be between 0 and %d", arrayMaxSequence)
+		return nil, fmt.Errorf("repeat: second argument should be between 0 and %d, got %d", arrayMaxSequence, n)
 	}
 	out := make([]any, n)
 	for i := range out {
 		out[i] = args[0]
 	}
 	return out, nil
+}
+
+// sequenceLen is the number of elements of sequence(start, stop, step);
+// ok is false when it exceeds arrayMaxSequence. It computes in uint64 so
+// that no span of int64 values wraps around.
+func sequenceLen(start, stop, step int64) (n int64, ok bool) {
+	var span, stride uint64
+	switch {
+	case step > 0 && stop >= start:
+		span, stride = uint64(stop)-uint64(start), uint64(step)
+	case step < 0 && stop <= start:
+		span, stride = uint64(start)-uint64(stop), uint64(-(step+1))+1
+	default:
+		return 0, true
+	}
+	if span/stride >= arrayMaxSequence {
+		return 0, false
+	}
+	return int64(span/stride + 1), true
+}
+
+// arrayValidateSequence refuses at creation a sequence of literals longer
+// than the bound.
+func arrayValidateSequence(args []ast.Expr) error {
+	lits := make([]int64, len(args))
+	for i, a := range args {
+		lit, ok := a.(*ast.IntegerLit)
+		if !ok {
+			return nil
+		}
+		lits[i] = lit.Val
+	}
+	step := int64(1)
+	if lits[1] < lits[0] {
+		step = -1
+	}
+	if len(lits) == 3 {
+		if step = lits[2]; step == 0 {
+			return nil
+		}
+	}
+	if _, ok := sequenceLen(lits[0], lits[1], step); !ok {
+		return fmt.Errorf("sequence: %d to %d by %d would have more than %d elements", lits[0], lits[1], step, arrayMaxSequence)
+	}
+	return nil
 }
 
 // arraySequence is the integers from start to stop inclusive by step
@@ -455,12 +515,12 @@ func arraySequence(_ Env, args []any) (any, error) {
 			return nil, fmt.Errorf("invalid step: should not be zero")
 		}
 	}
-	n := (stop-start)/step + 1
-	if n <= 0 {
-		return []any{}, nil
+	n, ok := sequenceLen(start, stop, step)
+	if !ok {
+		return nil, fmt.Errorf("sequence: %d to %d by %d would have more than %d elements", start, stop, step, arrayMaxSequence)
 	}
-	if n > arrayMaxSequence {
-		return nil, fmt.Errorf("sequence would have more than %d elements", arrayMaxSequence)
+	if n == 0 {
+		return []any{}, nil
 	}
 	out := make([]any, n)
 	for i := range out {

@@ -120,11 +120,11 @@ func TestDatetimeLocation(t *testing.T) {
 func TestDatetimeFormatPatterns(t *testing.T) {
 	tm := time.Date(2024, 3, 5, 0, 7, 9, 45_600_000, time.FixedZone("CET", 3600))
 	cases := []struct{ pattern, want string }{
-		{"y yy yyy yyyy", "2024 24 2024 2024"},
+		{"yy yyyy YY YYYY", "24 2024 24 2024"},
 		{"M MM MMM MMMM", "3 03 Mar March"},
 		{"d dd D DDD", "5 05 65 065"},
-		{"E EEEE", "Tue Tuesday"},
-		{"H HH k K h hh a", "0 00 24 0 12 12 AM"},
+		{"EEE EEEE", "Tue Tuesday"},
+		{"HH k K h hh a", "00 24 0 12 12 AM"},
 		{"m mm s ss", "7 07 9 09"},
 		{"ss.S", "09.0"},
 		{"ss.SS", "09.04"},
@@ -135,6 +135,11 @@ func TestDatetimeFormatPatterns(t *testing.T) {
 		{"'at' HH 'o''clock' ''", "at 00 o'clock '"},
 		{"yyyy-MM-dd'T'HH:mm", "2024-03-05T00:07"},
 		{"Q", "Q"},
+	}
+	for _, bad := range []string{"y", "yyy", "yyyyy", "Y-MM", "H:mm", "E", "EE"} {
+		if got, err := datetimeFormat(tm, bad); err == nil {
+			t.Errorf("datetimeFormat(%q) = %q, want an error (eKuiper refuses the pattern)", bad, got)
+		}
 	}
 	for _, c := range cases {
 		t.Run(c.pattern, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/cmplx"
 	"math/rand/v2"
 
 	"github.com/rekuiper/rekuiper/internal/value"
@@ -23,7 +24,7 @@ func registerMath(r *Registry) {
 		},
 		mathAliased(mathUnary("ceiling", math.Ceil), "ceil"),
 		mathUnary("floor", math.Floor),
-		mathUnary("sqrt", math.Sqrt),
+		mathDomain(mathUnary("sqrt", math.Sqrt), "the argument must be a positive number but got %v"),
 		mathUnary("exp", math.Exp),
 		mathUnary("acos", math.Acos),
 		mathUnary("asin", math.Asin),
@@ -36,9 +37,10 @@ func registerMath(r *Registry) {
 		mathUnary("tanh", math.Tanh),
 		mathUnary("radians", func(d float64) float64 { return d * (math.Pi / 180) }),
 		mathUnary("degrees", func(r float64) float64 { return r * (180 / math.Pi) }),
-		// ln and log: log of zero is -Inf, which no sink can encode; like a
-		// negative argument it gives nil.
-		mathUnary("ln", func(x float64) float64 { return mathFiniteOrNaN(math.Log(x)) }),
+		// ln and log: log of zero is -Inf, which no sink can encode: nil. A
+		// negative argument is an error, as in eKuiper and SQL engines.
+		mathDomain(mathUnary("ln", func(x float64) float64 { return mathFiniteOrNaN(math.Log(x)) }),
+			"the argument must be a strictly positive number but got %v"),
 		&Def{
 			Name: "log", Kind: Scalar, MinArgs: 1, MaxArgs: 2,
 			Validate: mathValidateArgs(mathNumber),
@@ -135,6 +137,9 @@ func mathLog(_ Env, args []any) (any, error) {
 		return nil, err
 	}
 	if len(args) == 1 {
+		if a < 0 {
+			return nil, fmt.Errorf("the argument must be a strictly positive number but got %v", a)
+		}
 		return mathFloatResult(mathFiniteOrNaN(math.Log10(a))), nil
 	}
 	x, err := mathToFloat(args[1])
@@ -142,7 +147,11 @@ func mathLog(_ Env, args []any) (any, error) {
 		return nil, err
 	}
 	// log(b, x): base first, as in MySQL and eKuiper.
-	return mathFloatResult(mathFiniteOrNaN(math.Log(x) / math.Log(a))), nil
+	r := math.Log(x) / math.Log(a)
+	if math.IsNaN(r) {
+		return nil, fmt.Errorf("the argument must be a strictly positive number but got %v", a)
+	}
+	return mathFloatResult(mathFiniteOrNaN(r)), nil
 }
 
 func mathSign(_ Env, args []any) (any, error) {
@@ -170,11 +179,13 @@ func mathCot(_ Env, args []any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := math.Sin(x)
-	if s == 0 {
+	// The complex cotangent, as eKuiper computes it, so results agree to
+	// the last bit.
+	r := real(cmplx.Cot(complex(x, 0)))
+	if math.IsInf(r, 0) {
 		return nil, errors.New("out-of-range error")
 	}
-	return mathFloatResult(math.Cos(x) / s), nil
+	return mathFloatResult(r), nil
 }
 
 // mathBinary builds a two-argument float function.

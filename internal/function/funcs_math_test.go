@@ -249,9 +249,10 @@ func TestMathCorpus(t *testing.T) {
 
 func TestMathBehaviour(t *testing.T) {
 	cases := []mathCase{
-		{"domain", "sqrt", []any{int64(-1)}, nil, ""},
+		{"domain", "sqrt", []any{int64(-1)}, nil, "must be a positive number"},
 		{"domain", "ln", []any{int64(0)}, nil, ""},
-		{"domain", "log", []any{int64(-5)}, nil, ""},
+		{"domain", "ln", []any{-0.5}, nil, "must be a strictly positive number"},
+		{"domain", "log", []any{int64(-5)}, nil, "must be a strictly positive number"},
 		{"domain", "log", []any{int64(1), int64(8)}, nil, ""},
 		{"domain", "acos", []any{int64(2)}, nil, ""},
 		{"domain", "mod", []any{int64(5), int64(0)}, nil, ""},

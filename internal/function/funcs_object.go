@@ -305,7 +305,11 @@ func objectPickPath(src, dst map[string]any, path []string) {
 // objectSize is the number of keys.
 func objectSize(_ Env, args []any) (any, error) {
 	m, isNil, err := objectArg(args, "the first argument should be map[string]any, got %v")
-	if isNil || err != nil {
+	if isNil {
+		// The size of no object is 0, as in eKuiper.
+		return int64(0), nil
+	}
+	if err != nil {
 		return nil, err
 	}
 	return int64(len(m)), nil

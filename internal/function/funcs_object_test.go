@@ -66,7 +66,7 @@ func TestObjectFunctions(t *testing.T) {
 			want: map[string]any{"a": int64(1), "c": map[string]any{"y": int64(2)}}},
 		{name: "pick whole then nested", fn: "object_pick", args: []any{m, []any{"c", "c.x"}},
 			want: map[string]any{"c": map[string]any{"x": int64(1), "y": int64(2)}}},
-		{name: "object_size nil", fn: "object_size", args: []any{nil}, want: nil},
+		{name: "object_size nil", fn: "object_size", args: []any{nil}, want: int64(0)},
 		{name: "obj_to_kvpair sorted", fn: "obj_to_kvpair_array", args: []any{map[string]any{"b": int64(2), "a": int64(1)}},
 			want: []any{map[string]any{"key": "a", "value": int64(1)}, map[string]any{"key": "b", "value": int64(2)}}},
 		{name: "zip nil item", fn: "zip", args: []any{[]any{nil, []any{"a", int64(1)}}}, want: map[string]any{"a": int64(1)}},

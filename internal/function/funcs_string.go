@@ -163,11 +163,11 @@ func stringPredicate(name string, f func(s, t string) bool) *Def {
 	}
 }
 
-// stringPad builds lpad/rpad: (s, n) adds n spaces.
+// stringPad builds lpad/rpad: (s, n) adds n spaces, at most MaxPadLength.
 func stringPad(name string, join func(s, pad string) string) *Def {
 	return &Def{
 		Name: name, Kind: Scalar, MinArgs: 2, MaxArgs: 2,
-		Validate: mathValidateArgs(mathString, mathInt),
+		Validate: boundedArg(mathValidateArgs(mathString, mathInt), name, "padding length", 1, MaxPadLength),
 		Scalar: func(_ Env, args []any) (any, error) {
 			if mathHasNil(args) {
 				return nil, nil
@@ -178,6 +178,9 @@ func stringPad(name string, join func(s, pad string) string) *Def {
 			}
 			if n < 0 {
 				return nil, fmt.Errorf("the padding length must not be negative, got %d", n)
+			}
+			if n > MaxPadLength {
+				return nil, boundError(name, "padding length", n, MaxPadLength)
 			}
 			return join(value.ToString(args[0]), strings.Repeat(" ", int(n))), nil
 		},

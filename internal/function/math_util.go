@@ -125,7 +125,7 @@ func mathToInt(v any) (int64, error) {
 		return x, nil
 	case float64:
 		if value.IsIntegral(x) {
-			return int64(x), nil
+			return value.FloatToInt(x)
 		}
 	}
 	return 0, fmt.Errorf("cannot convert %s to int", value.Describe(v))
@@ -156,6 +156,21 @@ func mathUnary(name string, f func(float64) float64) *Def {
 			return mathFloatResult(f(x)), nil
 		},
 	}
+}
+
+// mathDomain makes d, a unary float function, refuse a negative argument
+// with the error format (one %v for the argument).
+func mathDomain(d *Def, format string) *Def {
+	f := d.Scalar
+	d.Scalar = func(env Env, args []any) (any, error) {
+		if args[0] != nil {
+			if x, err := mathToFloat(args[0]); err == nil && x < 0 {
+				return nil, fmt.Errorf(format, x)
+			}
+		}
+		return f(env, args)
+	}
+	return d
 }
 
 // mathRound rounds v to prec decimal places, half away from zero, working on

@@ -78,6 +78,10 @@ type Def struct {
 	// ReadsClock marks functions whose value depends on when they are
 	// evaluated (the engine clock), not only on their arguments.
 	ReadsClock bool
+	// NilOnEmpty: a scalar whose result is nil, without calling it, when
+	// any argument is nil, an empty array or an empty object (eKuiper's
+	// rule for most of its functions; keys({}) is nil, not []).
+	NilOnEmpty bool
 	// Exactly one of these is set, according to Kind.
 	Scalar    ScalarFunc
 	Aggregate AggregateFunc
@@ -164,7 +168,26 @@ func Builtins() *Registry {
 	for _, register := range families {
 		register(r)
 	}
+	for _, name := range nilOnEmpty {
+		if d, ok := r.Lookup(name); ok && d.Kind == Scalar {
+			d.NilOnEmpty = true
+		}
+	}
 	return r
+}
+
+// nilOnEmpty lists the scalar functions eKuiper answers nil for when an
+// argument is nil, an empty array or an empty object.
+var nilOnEmpty = []string{
+	"abs", "acos", "array_distinct", "array_flatten", "array_intersect", "array_join", "array_map",
+	"array_max", "array_min", "array_sort", "asin", "atan", "atan2", "bitand", "bitnot", "bitor",
+	"bitxor", "cast", "ceiling", "chr", "conv", "convert_tz", "cos", "cosh", "cot", "crc32", "dec2hex",
+	"decode", "degrees", "element_at", "encode", "erase", "exp", "floor", "format", "format_time",
+	"from_days", "from_unix_time", "hex2dec", "items", "keys", "kvpair_array_to_obj", "ln", "log",
+	"lower", "lpad", "ltrim", "md5", "mod", "obj_to_kvpair_array", "object", "power", "radians",
+	"regexp_replace", "regexp_substr", "repeat", "reverse", "round", "rpad", "rtrim", "sequence",
+	"sha1", "sha256", "sha384", "sha512", "sign", "sin", "sinh", "split_value", "sqrt", "substring",
+	"tan", "tanh", "to_json", "to_seconds", "trim", "trunc", "upper", "values", "zip",
 }
 
 // families lists the registration function of each family file.
@@ -180,4 +203,5 @@ var families = []func(*Registry){
 	registerMisc,
 	registerAggregate,
 	registerAnalytic,
+	registerTestOnly,
 }

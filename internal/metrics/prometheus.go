@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -76,6 +77,15 @@ func (c *Collector) collectRule(ch chan<- prometheus.Metric, st rulemgr.Status) 
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
+		if msg, isText := st.Metrics[k].(string); isText && strings.HasSuffix(k, "_last_exception") && msg != "" {
+			if kind, op, inst, _, ok := splitKey(k); ok {
+				// The text as a label of a constant 1: one series per node.
+				desc := prometheus.NewDesc("kuiper_"+kind+"_last_exception_info", "rekuiper "+kind+" last error, in the exception label.",
+					[]string{"rule", "type", "op", "op_instance", "exception"}, nil)
+				ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, 1, st.ID, kind, op, inst, truncate(msg, maxExceptionLabel))
+			}
+			continue
+		}
 		f, ok := number(st.Metrics[k])
 		if !ok {
 			continue
@@ -115,6 +125,20 @@ func splitKey(k string) (kind, op, inst, metric string, ok bool) {
 		}
 	}
 	return "", "", "", "", false
+}
+
+// maxExceptionLabel bounds the exception label (bytes).
+const maxExceptionLabel = 256
+
+// truncate cuts s to at most n bytes on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func valueType(metric string) prometheus.ValueType {

@@ -59,8 +59,16 @@ kuiper_source_records_in_total{op="demo",op_instance="0",rule="r1",type="source"
 	if err != nil {
 		t.Fatal(err)
 	}
-	// status, two rule counts, 4 numeric metrics
-	if n != 7 {
-		t.Fatalf("gathered %d metrics, want 7", n)
+	// status, two rule counts, 4 numeric metrics, 1 last exception
+	if n != 8 {
+		t.Fatalf("gathered %d metrics, want 8", n)
+	}
+	wantExc := `
+# HELP kuiper_op_last_exception_info rekuiper op last error, in the exception label.
+# TYPE kuiper_op_last_exception_info gauge
+kuiper_op_last_exception_info{exception="boom",op="1_filter",op_instance="0",rule="r1",type="op"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(wantExc), "kuiper_op_last_exception_info"); err != nil {
+		t.Fatal(err)
 	}
 }

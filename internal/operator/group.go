@@ -59,6 +59,11 @@ func (g *GroupBy) Process(ctx *Context, it Item, emit Emit) error {
 		}
 		grp.Rows = append(grp.Rows, r)
 	}
+	if len(groups) == 0 {
+		// A grouped window with no rows has no groups and emits nothing,
+		// as in eKuiper (an ungrouped one still emits its one row).
+		return nil
+	}
 	set.Groups = groups
 	it.Set = &set
 	emit(it)

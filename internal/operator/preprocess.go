@@ -156,7 +156,9 @@ func toEpochMS(v any, loc *time.Location) (int64, error) {
 // does. Unlike eKuiper, a BIGINT column refuses a float with a fraction
 // instead of truncating it (docs/compatibility.md).
 func convertTo(v any, dt *ast.DataType, loc *time.Location) (any, error) {
-	if dt == nil {
+	if dt == nil || v == nil && dt.Kind == token.STRUCT {
+		// A null struct is accepted, as eKuiper accepts it (a null BIGINT,
+		// say, is not).
 		return v, nil
 	}
 	switch dt.Kind {

@@ -154,7 +154,11 @@ func (w *Window) emitFolded(start, end, trigger int64, emit Emit) error {
 			set.Groups = append(set.Groups, g.group())
 		}
 	}
-	if len(w.Fold.Dims) == 0 && len(set.Groups) == 0 {
+	if len(set.Groups) == 0 {
+		if len(w.Fold.Dims) > 0 {
+			// No groups: nothing to emit, as GroupBy does.
+			return nil
+		}
 		set.Groups = []*row.Group{w.Fold.newGroup("", nil).group()}
 	}
 	emit(Item{Kind: Data, Set: set})

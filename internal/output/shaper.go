@@ -186,6 +186,9 @@ func (s *Shaper) shape(single bool, row map[string]any, rows []map[string]any) (
 		if err := s.tmpl.Execute(&s.buf, v); err != nil {
 			return api.SinkMessage{}, fmt.Errorf("execute sink property dataTemplate: %w", err)
 		}
+		if bytes.Contains(s.buf.Bytes(), []byte(noValue)) {
+			return api.SinkMessage{}, checkNoValue(PropDataTemplate, s.buf.String())
+		}
 		out := bytes.Clone(s.buf.Bytes())
 		if s.dataField == "" && len(s.fields) == 0 && len(s.exclude) == 0 {
 			return api.SinkMessage{Rows: s.templateRows(out, rows), Payload: out}, nil

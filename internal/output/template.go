@@ -82,5 +82,23 @@ func (p *PropTemplate) Render(row map[string]any) (string, error) {
 	if err := p.tmpl.Execute(&sb, row); err != nil {
 		return "", fmt.Errorf("render sink property %s: %w", p.tmpl.Name(), err)
 	}
-	return sb.String(), nil
+	out := sb.String()
+	if err := checkNoValue(p.tmpl.Name(), out); err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
+// noValue is what text/template prints for a missing map key or a nil
+// value.
+const noValue = "<no value>"
+
+// checkNoValue refuses template output that printed a missing or null
+// field, such as a topic "alerts/<no value>" from a misspelled key.
+// Conditionals over missing fields ({{if .x}}) stay allowed.
+func checkNoValue(name, out string) error {
+	if strings.Contains(out, noValue) {
+		return fmt.Errorf("render sink property %s: the template printed a missing or null field (%q)", name, out)
+	}
+	return nil
 }

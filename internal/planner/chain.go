@@ -1,7 +1,9 @@
 package planner
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/rekuiper/rekuiper/internal/eval"
 	"github.com/rekuiper/rekuiper/internal/function"
@@ -42,6 +44,15 @@ func (b *builder) chain() ([]operator.Operator, error) {
 		} else if join != nil {
 			ops = append(ops, join)
 		}
+		lookups, err := b.lookupJoins()
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, lookups...)
+		if where == nil && b.calls("last_hit_count", "last_hit_time") {
+			// Every row is a hit: a filter that keeps all of them counts them.
+			where = alwaysTrue
+		}
 		if where != nil {
 			ops = append(ops, &operator.Filter{Cond: where})
 		}
@@ -52,7 +63,10 @@ func (b *builder) chain() ([]operator.Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	pushDown := where != nil && len(s.Joins) == 0 && !b.opts.IsEventTime && win.Spec.Kind != operator.Count
+	// A WHERE that calls aggregates runs after the window, over its rows
+	// (eKuiper's semantics).
+	whereAgg := where != nil && b.comp.IsAggregate(s.Where)
+	pushDown := where != nil && !whereAgg && len(s.Joins) == 0 && !b.opts.IsEventTime && win.Spec.Kind != operator.Count
 	if pushDown {
 		ops = append(ops, &operator.Filter{Cond: where})
 	}
@@ -62,8 +76,13 @@ func (b *builder) chain() ([]operator.Operator, error) {
 	} else if join != nil {
 		ops = append(ops, join)
 	}
+	lookups, err := b.lookupJoins()
+	if err != nil {
+		return nil, err
+	}
+	ops = append(ops, lookups...)
 	if where != nil && !pushDown {
-		ops = append(ops, &operator.Filter{Cond: where})
+		ops = append(ops, &operator.Filter{Cond: where, OverWindow: whereAgg})
 	}
 	var dims []eval.Expr
 	if b.grouped {
@@ -81,6 +100,9 @@ func (b *builder) chain() ([]operator.Operator, error) {
 			return nil, err
 		}
 		having = &operator.Having{Cond: cond, Grouped: b.grouped}
+	} else if b.calls("last_agg_hit_count", "last_agg_hit_time") {
+		// Every window emitted is a hit: a HAVING that keeps all counts them.
+		having = &operator.Having{Cond: alwaysTrue, Grouped: b.grouped}
 	}
 	var order operator.Operator
 	if len(s.OrderBy) > 0 {
@@ -156,7 +178,8 @@ func (b *builder) project(fields []operator.ProjField) *operator.Project {
 func (b *builder) fields() ([]operator.ProjField, error) {
 	var out []operator.ProjField
 	srf := 0
-	for i, f := range b.stmt.Fields {
+	unnamed := 0
+	for _, f := range b.stmt.Fields {
 		if w, ok := f.Expr.(*ast.Wildcard); ok {
 			pf := operator.ProjField{Wildcard: true, Except: map[string]bool{}}
 			if w.Stream != "" {
@@ -175,7 +198,7 @@ func (b *builder) fields() ([]operator.ProjField, error) {
 			out = append(out, pf)
 			continue
 		}
-		name := fieldName(f, i)
+		name := fieldName(f, &unnamed)
 		var x eval.Expr
 		var err error
 		if f.Alias != "" {
@@ -228,7 +251,7 @@ func (b *builder) checkFunctionPlacement() error {
 			return true
 		})
 	}
-	check("WHERE", s.Where, false)
+	check("WHERE", s.Where, s.Window != nil)
 	for _, d := range s.Dimensions {
 		check("GROUP BY", d, false)
 	}
@@ -246,6 +269,9 @@ func (b *builder) join() (operator.Operator, error) {
 	j := &operator.Join{Left: s.From.Name, LeftTable: b.inputs[0].Table, LeftInput: b.inputs[0].Port}
 	for i, spec := range s.Joins {
 		in := b.inputs[i+1]
+		if in.Lookup {
+			continue // see lookupJoins
+		}
 		js := operator.JoinSpec{Type: spec.Type, Stream: spec.Name, Table: in.Table, Input: in.Port}
 		if spec.Type == ast.CrossJoin && spec.On != nil {
 			return nil, errAt(spec.On, "CROSS JOIN must not have an ON condition")
@@ -268,6 +294,9 @@ func (b *builder) join() (operator.Operator, error) {
 		}
 		j.Joins = append(j.Joins, js)
 	}
+	if len(j.Joins) == 0 && !j.LeftTable {
+		return nil, nil // only lookup joins
+	}
 	return j, nil
 }
 
@@ -280,4 +309,33 @@ func (b *builder) isColumn(ref *ast.FieldRef, self string) bool {
 	}
 	_, aliased := b.comp.Aliases[ref.Name]
 	return !aliased || ref.Name == self
+}
+
+// alwaysTrue is the condition of a filter that keeps every row.
+func alwaysTrue(*eval.Ctx) (any, error) { return true, nil }
+
+// calls reports whether the SELECT list, WHERE, HAVING or ORDER BY calls
+// one of the named functions.
+func (b *builder) calls(names ...string) bool {
+	found := false
+	visit := func(e ast.Expr) {
+		if e == nil {
+			return
+		}
+		ast.Walk(e, func(x ast.Expr) bool {
+			if c, ok := x.(*ast.Call); ok && slices.Contains(names, strings.ToLower(c.Name)) {
+				found = true
+			}
+			return !found
+		})
+	}
+	for _, f := range b.stmt.Fields {
+		visit(f.Expr)
+	}
+	visit(b.stmt.Where)
+	visit(b.stmt.Having)
+	for _, o := range b.stmt.OrderBy {
+		visit(o.Expr)
+	}
+	return found
 }

@@ -34,6 +34,9 @@ type Input struct {
 	Table bool
 	// Port is 0 for streams; tables are fed on their own port.
 	Port int
+	// Lookup marks a lookup table (KIND="lookup"): it is not read as an
+	// input but queried by the plan's LookupJoin operators.
+	Lookup bool
 }
 
 // Plan is a rule's operator chain and the inputs that feed it.
@@ -85,6 +88,12 @@ func Build(stmt *ast.SelectStmt, defs map[string]*ast.CreateStreamStmt, opts Opt
 	if err := b.resolveInputs(defs); err != nil {
 		return nil, err
 	}
+	if err := b.checkNames(); err != nil {
+		return nil, err
+	}
+	if err := b.checkLookups(); err != nil {
+		return nil, err
+	}
 	if err := b.validate(); err != nil {
 		return nil, err
 	}
@@ -133,7 +142,7 @@ func (b *builder) resolveInputs(defs map[string]*ast.CreateStreamStmt) error {
 			return errAt(n, "stream %s not found", name)
 		}
 		table := def.Kind == ast.KindTable
-		in := Input{Name: name, Def: def, Table: table}
+		in := Input{Name: name, Def: def, Table: table, Lookup: IsLookup(def)}
 		if table {
 			in.Port = port
 		}
@@ -223,11 +232,15 @@ func intArg(w *ast.Window, i int) (int64, error) {
 	return lit.Val, nil
 }
 
-func fieldName(f ast.Field, i int) string {
+// fieldName is f's output name; unnamed fields are numbered in order among
+// the unnamed ones (kuiper_field_0, kuiper_field_1, ...), as eKuiper does,
+// with *unnamed counting them.
+func fieldName(f ast.Field, unnamed *int) string {
 	if n := f.Name(); n != "" {
 		return n
 	}
-	return "kuiper_field_" + strconv.Itoa(i)
+	*unnamed++
+	return "kuiper_field_" + strconv.Itoa(*unnamed-1)
 }
 
 func lower(s string) string { return strings.ToLower(s) }

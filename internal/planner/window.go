@@ -8,6 +8,14 @@ import (
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 )
 
+// Bounds of window sizes: a time window longer than a year, or a count
+// window longer than a million rows, is refused at creation (it would hold
+// rows for that long, and the length in milliseconds must not overflow).
+const (
+	MaxWindowMS    = 366 * 24 * 3600 * 1000
+	MaxCountWindow = 1_000_000
+)
+
 func (b *builder) window() (*operator.Window, error) {
 	w := b.stmt.Window
 	spec := operator.WindowSpec{EventTime: b.opts.IsEventTime, Unit: 1}
@@ -24,7 +32,13 @@ func (b *builder) window() (*operator.Window, error) {
 	}
 	arg := func(i int) (int64, error) {
 		v, err := intArg(w, i)
-		return v * max(unit, 1), err
+		if err != nil {
+			return 0, err
+		}
+		if v > MaxWindowMS/max(unit, 1) {
+			return 0, errAt(w.Args[i], "%s argument %d %s exceeds the limit of 366 days", w.Type, v, w.Unit)
+		}
+		return v * max(unit, 1), nil
 	}
 	switch w.Type {
 	case ast.TumblingWindow:
@@ -63,6 +77,9 @@ func (b *builder) window() (*operator.Window, error) {
 		n, err := intArg(w, 0)
 		if err != nil {
 			return nil, err
+		}
+		if n > MaxCountWindow {
+			return nil, errAt(w.Args[0], "COUNTWINDOW length %d exceeds the limit of %d rows", n, MaxCountWindow)
 		}
 		spec.Length = int(n)
 		if len(w.Args) > 1 {

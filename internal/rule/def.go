@@ -53,8 +53,11 @@ type Def struct {
 	Options Options
 	// Triggered is the wanted state given at creation (default true).
 	Triggered bool
-	Tags      []string
-	Version   string
+	// TriggeredSet reports whether the JSON gave triggered explicitly; an
+	// update honours it then and keeps the rule's wanted state otherwise.
+	TriggeredSet bool
+	Tags         []string
+	Version      string
 	// Raw is the JSON as given; methods that change a field (tags, secrets)
 	// return a Def whose Raw reflects the change.
 	Raw json.RawMessage
@@ -93,6 +96,9 @@ func ParseDef(data []byte, defaults Options) (*Def, error) {
 				return nil, fmt.Errorf("%w: field %q: %v", ErrMalformed, f.name, err)
 			}
 		}
+	}
+	if raw, ok := top["triggered"]; ok && !isNull(raw) {
+		d.TriggeredSet = true
 	}
 	if raw, ok := top["temp"]; ok && !isNull(raw) {
 		var temp bool

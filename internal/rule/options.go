@@ -5,6 +5,7 @@ package rule
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -26,6 +27,9 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	var ms int64
 	if err := json.Unmarshal(b, &ms); err != nil {
 		return fmt.Errorf("invalid duration %s: want a string like \"5s\" or milliseconds", b)
+	}
+	if ms > math.MaxInt64/int64(time.Millisecond) || ms < math.MinInt64/int64(time.Millisecond) {
+		return fmt.Errorf("invalid duration %d ms: out of range", ms)
 	}
 	*d = Duration(time.Duration(ms) * time.Millisecond)
 	return nil
@@ -85,8 +89,36 @@ type DatetimeRange struct {
 	EndTimestamp   int64  `json:"endTimestamp,omitempty"`
 }
 
-// Validate checks option ranges.
+// Upper bounds of the rule options that size memory or time. A larger value
+// is refused at create and validate time (docs/limits.md lists them).
+const (
+	// MaxBufferLength bounds bufferLength: each channel of the rule holds
+	// up to this many batches.
+	MaxBufferLength = 1 << 20
+	// MaxLateTolerance bounds lateTolerance: event-time rules keep rows
+	// that long.
+	MaxLateTolerance = Duration(24 * time.Hour)
+	// MaxCheckpointInterval bounds checkpointInterval.
+	MaxCheckpointInterval = Duration(24 * time.Hour)
+	// MinCheckpointInterval is the shortest checkpointInterval (0 means the
+	// default): a shorter one spends the rule's time writing checkpoints.
+	MinCheckpointInterval = Duration(10 * time.Millisecond)
+	// MaxRestartAttempts bounds restartStrategy.attempts.
+	MaxRestartAttempts = 1_000_000
+	// MaxRestartDelay bounds restartStrategy.delay and maxDelay.
+	MaxRestartDelay = Duration(24 * time.Hour)
+	// MaxRestartMultiplier bounds restartStrategy.multiplier.
+	MaxRestartMultiplier = 100
+	// MaxForceExitTimeout bounds forceExitTimeout.
+	MaxForceExitTimeout = Duration(time.Hour)
+)
+
+// Validate checks option ranges and refuses options rekuiper does not
+// implement. Errors name the option, the value and the bound.
 func (o *Options) Validate() error {
+	if err := o.unsupported(); err != nil {
+		return err
+	}
 	switch o.SourceLogSync {
 	case "", "none", "periodic", "always":
 	default:
@@ -97,18 +129,52 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("invalid rule option qos %d: must be 0, 1 or 2", o.Qos)
 	case o.BufferLength < 0:
 		return fmt.Errorf("invalid rule option bufferLength %d: must not be negative", o.BufferLength)
+	case o.BufferLength > MaxBufferLength:
+		return fmt.Errorf("invalid rule option bufferLength %d: must be at most %d", o.BufferLength, MaxBufferLength)
 	case o.Concurrency < 0:
 		return fmt.Errorf("invalid rule option concurrency %d: must not be negative", o.Concurrency)
 	case o.LateTolerance < 0:
 		return fmt.Errorf("invalid rule option lateTolerance %s: must not be negative", time.Duration(o.LateTolerance))
-	case o.RestartStrategy.Attempts < 0:
-		return fmt.Errorf("invalid rule option restartStrategy.attempts %d: must not be negative", o.RestartStrategy.Attempts)
-	case o.RestartStrategy.JitterFactor < 0 || o.RestartStrategy.JitterFactor >= 1:
-		if o.RestartStrategy.JitterFactor != 0 {
-			return fmt.Errorf("invalid rule option restartStrategy.jitterFactor %v: must be in [0, 1)", o.RestartStrategy.JitterFactor)
-		}
+	case o.LateTolerance > MaxLateTolerance:
+		return durationBound("lateTolerance", o.LateTolerance, MaxLateTolerance)
+	case o.CheckpointInterval < 0:
+		return fmt.Errorf("invalid rule option checkpointInterval %s: must not be negative", time.Duration(o.CheckpointInterval))
+	case o.CheckpointInterval > 0 && o.CheckpointInterval < MinCheckpointInterval:
+		return fmt.Errorf("invalid rule option checkpointInterval %s: must be at least %s", time.Duration(o.CheckpointInterval), time.Duration(MinCheckpointInterval))
+	case o.CheckpointInterval > MaxCheckpointInterval:
+		return durationBound("checkpointInterval", o.CheckpointInterval, MaxCheckpointInterval)
+	case o.ForceExitTimeout < 0:
+		return fmt.Errorf("invalid rule option forceExitTimeout %s: must not be negative", time.Duration(o.ForceExitTimeout))
+	case o.ForceExitTimeout > MaxForceExitTimeout:
+		return durationBound("forceExitTimeout", o.ForceExitTimeout, MaxForceExitTimeout)
+	}
+	return o.RestartStrategy.validate()
+}
+
+func (r RestartStrategy) validate() error {
+	switch {
+	case r.Attempts < 0:
+		return fmt.Errorf("invalid rule option restartStrategy.attempts %d: must not be negative", r.Attempts)
+	case r.Attempts > MaxRestartAttempts:
+		return fmt.Errorf("invalid rule option restartStrategy.attempts %d: must be at most %d", r.Attempts, MaxRestartAttempts)
+	case r.JitterFactor < 0 || r.JitterFactor >= 1:
+		return fmt.Errorf("invalid rule option restartStrategy.jitterFactor %v: must be in [0, 1)", r.JitterFactor)
+	case r.Multiplier < 0 || r.Multiplier > MaxRestartMultiplier || r.Multiplier != r.Multiplier:
+		return fmt.Errorf("invalid rule option restartStrategy.multiplier %v: must be in [0, %d]", r.Multiplier, MaxRestartMultiplier)
+	case r.Delay < 0:
+		return fmt.Errorf("invalid rule option restartStrategy.delay %s: must not be negative", time.Duration(r.Delay))
+	case r.Delay > MaxRestartDelay:
+		return durationBound("restartStrategy.delay", r.Delay, MaxRestartDelay)
+	case r.MaxDelay < 0:
+		return fmt.Errorf("invalid rule option restartStrategy.maxDelay %s: must not be negative", time.Duration(r.MaxDelay))
+	case r.MaxDelay > MaxRestartDelay:
+		return durationBound("restartStrategy.maxDelay", r.MaxDelay, MaxRestartDelay)
 	}
 	return nil
+}
+
+func durationBound(name string, v, bound Duration) error {
+	return fmt.Errorf("invalid rule option %s %s: must be at most %s", name, time.Duration(v), time.Duration(bound))
 }
 
 // ParseOptions overlays a JSON options object onto base.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/panics"
 	"github.com/rekuiper/rekuiper/internal/rule"
 )
 
@@ -28,6 +29,7 @@ const (
 	evRetry                    // backoff timer of generation gen fired
 	evCronStart                // cron firing of generation gen
 	evCronEnd                  // cron run of generation gen reached its duration
+	evSettled                  // run generation gen ran StartSettle: clear its start marker
 )
 
 type command struct {
@@ -65,6 +67,7 @@ type actor struct {
 	runStart time.Time
 	runStop  chan struct{} // closed to release the current run's watcher
 	timers   []clock.Timer
+	marked   bool // the catalog holds a start marker for this rule
 }
 
 // call sends c and waits for its reply. A command that reaches a deleted
@@ -135,7 +138,7 @@ func (a *actor) loop() {
 		if c.ctx == nil {
 			c.ctx = context.Background()
 		}
-		err, exit := a.handle(c)
+		err, exit := a.safeHandle(c)
 		if c.reply != nil {
 			c.reply <- err
 		}
@@ -143,6 +146,17 @@ func (a *actor) loop() {
 			return
 		}
 	}
+}
+
+// safeHandle is handle with a panic turned into an error of this rule (its
+// status says so); the rule's goroutine and the process go on.
+func (a *actor) safeHandle(c command) (err error, exit bool) {
+	if perr := panics.Call("rule "+a.id, func() { err, exit = a.handle(c) }); perr != nil {
+		a.m.log.Error("rule command panicked", "rule", a.id, "err", perr.Error(), "stack", string(perr.Stack))
+		a.set(func() { a.state, a.message = StateStoppedByError, perr.Error() })
+		return perr, false
+	}
+	return err, exit
 }
 
 func (a *actor) handle(c command) (err error, exit bool) {
@@ -210,6 +224,10 @@ func (a *actor) handle(c command) (err error, exit bool) {
 			a.halt(context.Background(), StateScheduled)
 			a.scheduleNext()
 		}
+	case evSettled:
+		if c.gen == a.gen && a.run != nil {
+			a.unmark()
+		}
 	}
 	return nil, false
 }
@@ -245,19 +263,22 @@ func (a *actor) startRun() bool {
 	gen := a.gen
 	a.set(func() { a.state, a.message, a.nextStart = StateStarting, "", 0 })
 	ctx, cancel := context.WithTimeout(context.Background(), a.m.cfg.StartTimeout)
-	run, err := a.m.cfg.Runner.Start(ctx, a.def)
+	a.mark(ctx)
+	run, err := a.safeStart(ctx)
 	cancel()
 	now := a.now()
 	if err != nil {
 		a.m.log.Warn("rule start failed", "rule", a.id, "err", err)
 		a.set(func() { a.state, a.message, a.lastStop = StateStoppedByError, err.Error(), now.UnixMilli() })
 		a.scheduleRetry()
+		a.unmark()
 		return false
 	}
 	stop := make(chan struct{})
 	a.runStop, a.runStart = stop, now
 	a.set(func() { a.state, a.run, a.lastStart = StateRunning, run, now.UnixMilli() })
 	a.m.log.Info("rule started", "rule", a.id)
+	a.after(a.m.cfg.StartSettle, evSettled)
 	go func() {
 		select {
 		case <-run.Done():
@@ -279,6 +300,7 @@ func (a *actor) ended() {
 	ranFor := now.Sub(a.runStart)
 	close(a.runStop)
 	a.gen++
+	a.unmark()
 	a.set(func() { a.run, a.lastStop = nil, now.UnixMilli() })
 	rs := a.def.Options.RestartStrategy
 	if ranFor >= max(time.Duration(rs.MaxDelay), time.Duration(rs.Delay)) && ranFor > 0 {
@@ -323,7 +345,11 @@ func (a *actor) halt(ctx context.Context, final State) {
 			deadline = dl
 		}
 		sctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
-		if err := run.Stop(sctx); err != nil {
+		var err error
+		if perr := panics.Call("stop rule "+a.id, func() { err = run.Stop(sctx) }); perr != nil {
+			a.m.log.Error("rule stop panicked", "rule", a.id, "err", perr.Error(), "stack", string(perr.Stack))
+		}
+		if err != nil {
 			a.m.log.Warn("rule stop", "rule", a.id, "err", err)
 		}
 		cancel()
@@ -332,10 +358,44 @@ func (a *actor) halt(ctx context.Context, final State) {
 		a.set(func() { a.run, a.lastStop = nil, now.UnixMilli() })
 		a.m.log.Info("rule stopped", "rule", a.id)
 	}
+	a.unmark()
 	a.set(func() { a.state, a.nextStart = final, 0 })
 	if final != StateStoppedByError {
 		a.set(func() { a.message = "" })
 	}
+}
+
+// safeStart starts the rule; a panic while building or starting it is an
+// error of this rule, logged with its stack.
+func (a *actor) safeStart(ctx context.Context) (run Running, err error) {
+	if perr := panics.Call("start rule "+a.id, func() { run, err = a.m.cfg.Runner.Start(ctx, a.def) }); perr != nil {
+		a.m.log.Error("rule start panicked", "rule", a.id, "err", perr.Error(), "stack", string(perr.Stack))
+		return nil, perr
+	}
+	return run, err
+}
+
+// mark writes the rule's start marker before it starts: if the process
+// dies before the marker is cleared (the rule ran StartSettle, or stopped),
+// the next boot leaves the rule stopped. A failed write is logged; the
+// rule starts regardless.
+func (a *actor) mark(ctx context.Context) {
+	if err := a.m.cfg.Catalog.MarkRuleStarting(ctx, a.id, a.now()); err != nil {
+		a.m.log.Warn("write rule start marker", "rule", a.id, "err", err)
+		return
+	}
+	a.marked = true
+}
+
+func (a *actor) unmark() {
+	if !a.marked {
+		return
+	}
+	if err := a.m.cfg.Catalog.ClearRuleStarting(context.Background(), a.id); err != nil {
+		a.m.log.Warn("clear rule start marker", "rule", a.id, "err", err)
+		return
+	}
+	a.marked = false
 }
 
 func (a *actor) stopTimers() {
@@ -435,15 +495,22 @@ func (a *actor) update(ctx context.Context, def *rule.Def) error {
 			return fmt.Errorf("update rule %s: %w", a.id, err)
 		}
 	}
+	wanted := a.wanted
+	if def.TriggeredSet {
+		wanted = catalog.RuleStopped
+		if def.Triggered {
+			wanted = catalog.RuleRunning
+		}
+	}
 	_, err := a.m.cfg.Catalog.PutRule(ctx, catalog.Rule{
-		ID: a.id, Definition: def.Raw, State: a.wanted, Version: def.Version, Tags: def.Tags,
+		ID: a.id, Definition: def.Raw, State: wanted, Version: def.Version, Tags: def.Tags,
 	}, catalog.Replace)
 	if err != nil {
 		return fmt.Errorf("update rule %s: %w", a.id, err)
 	}
 	a.halt(ctx, StateStopped)
 	a.loadErr = nil
-	a.set(func() { a.def = def })
+	a.set(func() { a.def, a.wanted = def, wanted })
 	a.m.log.Info("rule updated", "rule", a.id)
 	if a.wanted == catalog.RuleRunning {
 		a.resetRestarts()

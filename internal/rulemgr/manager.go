@@ -12,6 +12,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/panics"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/sql/parser"
 )
@@ -35,6 +36,13 @@ type Config struct {
 	// StopTimeout bounds Running.Stop when the rule's forceExitTimeout is
 	// unset. Default 5s.
 	StopTimeout time.Duration
+	// StartSettle is how long a rule must run before its start marker is
+	// cleared (see Load). Default 5s.
+	StartSettle time.Duration
+	// Crashed is the first line of the crash report the previous process
+	// left ("fatal error: runtime: out of memory"), "" when it did not crash
+	// (a clean stop, kill -9, power loss).
+	Crashed string
 }
 
 // Manager runs the rules of a catalog. Each rule has one goroutine owned by
@@ -70,6 +78,9 @@ func New(cfg Config) *Manager {
 	if cfg.StopTimeout <= 0 {
 		cfg.StopTimeout = 5 * time.Second
 	}
+	if cfg.StartSettle <= 0 {
+		cfg.StartSettle = 5 * time.Second
+	}
 	return &Manager{cfg: cfg, log: cfg.Logger, actors: map[string]*actor{}}
 }
 
@@ -85,11 +96,22 @@ func (m *Manager) ParseDef(data []byte) (*rule.Def, error) {
 // whose wanted state is running; stopped rules stay stopped. Starts happen
 // in the background. A stored definition that no longer decodes leaves its
 // rule stopped by error with the reason.
+//
+// A rule whose start marker is still in the catalog was starting when the
+// process died. When the process crashed (Config.Crashed), that rule is not
+// started again, which could crash the daemon in a loop: its wanted state
+// becomes stopped and its status says why; starting it by hand works as
+// usual. When the process was killed from outside (kill -9, power loss)
+// the markers are cleared and the rules start as usual.
 func (m *Manager) Load(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return ErrClosed
+	}
+	marks, err := m.cfg.Catalog.RuleStartMarks(ctx)
+	if err != nil {
+		return fmt.Errorf("load rules: %w", err)
 	}
 	for _, r := range m.cfg.Catalog.Rules() {
 		if _, ok := m.actors[r.ID]; ok {
@@ -100,9 +122,28 @@ func (m *Manager) Load(ctx context.Context) error {
 			def = &rule.Def{ID: r.ID, Raw: r.Definition, Tags: r.Tags, Version: r.Version}
 			err = fmt.Errorf("load rule %s: %w", r.ID, err)
 		}
+		crashed, wasStarting := marks[r.ID]
+		wasStarting = wasStarting && m.cfg.Crashed != ""
+		if wasStarting && r.State == catalog.RuleRunning {
+			if _, perr := m.cfg.Catalog.SetRuleState(ctx, r.ID, catalog.RuleStopped); perr != nil {
+				return fmt.Errorf("load rule %s: %w", r.ID, perr)
+			}
+			r.State = catalog.RuleStopped
+		}
 		a := m.spawnLocked(def, r.State, err)
+		if wasStarting {
+			msg := fmt.Sprintf("not started at boot: the daemon crashed (%s) while this rule was starting (at %s); start it again once the cause is fixed",
+				m.cfg.Crashed, crashed.UTC().Format(time.RFC3339))
+			m.log.Error("rule left stopped: the daemon crashed while it was starting", "rule", r.ID, "since", crashed, "crash", m.cfg.Crashed)
+			a.set(func() { a.state, a.message = StateStoppedByError, msg })
+		}
 		if r.State == catalog.RuleRunning {
 			a.post(command{kind: cmdBegin})
+		}
+	}
+	for id := range marks {
+		if err := m.cfg.Catalog.ClearRuleStarting(ctx, id); err != nil {
+			return fmt.Errorf("load rules: %w", err)
 		}
 	}
 	return nil
@@ -115,7 +156,12 @@ func (m *Manager) Validate(ctx context.Context, def *rule.Def) error {
 	if _, err := Sources(def.SQL, m.cfg.Catalog); err != nil {
 		return err
 	}
-	if err := m.cfg.Runner.Validate(ctx, def); err != nil {
+	var err error
+	if perr := panics.Call("validate rule "+def.ID, func() { err = m.cfg.Runner.Validate(ctx, def) }); perr != nil {
+		m.log.Error("rule validation panicked", "rule", def.ID, "err", perr.Error(), "stack", string(perr.Stack))
+		err = perr
+	}
+	if err != nil {
 		if errors.Is(err, rule.ErrInvalid) {
 			return err
 		}

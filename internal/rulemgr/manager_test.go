@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -50,6 +51,13 @@ const t0 = int64(1_700_000_000_000) // 2023-11-14T22:13:20Z
 
 func newEnv(t *testing.T, path string) *env {
 	t.Helper()
+	return newEnvAfter(t, path, "")
+}
+
+// newEnvAfter is newEnv for a boot after a crash that left report crashed
+// ("" for no crash).
+func newEnvAfter(t *testing.T, path, crashed string) *env {
+	t.Helper()
 	if path == "" {
 		path = filepath.Join(t.TempDir(), "sqliteKV.db")
 	}
@@ -68,7 +76,7 @@ func newEnv(t *testing.T, path string) *env {
 	}
 	e := &env{t: t, path: path, store: fs, cat: cat, runner: rulemgrtest.New(), clock: clock.NewVirtual(t0)}
 	e.mgr = rulemgr.New(rulemgr.Config{
-		Catalog: cat, Runner: e.runner, Clock: e.clock, Rand: func() float64 { return 0.5 },
+		Catalog: cat, Runner: e.runner, Clock: e.clock, Rand: func() float64 { return 0.5 }, Crashed: crashed,
 		Cleanup: func(ctx context.Context, id string) error {
 			e.mu.Lock()
 			e.clean = append(e.clean, id)
@@ -506,5 +514,113 @@ func TestCronSchedule(t *testing.T) {
 	time.Sleep(5 * time.Millisecond)
 	if e.runner.Starts("c1") != 1 || e.status("c1").State != rulemgr.StateStopped {
 		t.Fatal("stopped cron rule kept firing")
+	}
+}
+
+// TestStartMarkerClearedOnceSettled: a rule's start marker is in the
+// catalog from before its start until it ran StartSettle (5s by default),
+// and is cleared when it stops.
+func TestStartMarkerClearedOnceSettled(t *testing.T) {
+	e := newEnv(t, "")
+	ctx := context.Background()
+	marks := func() map[string]time.Time {
+		m, err := e.cat.RuleStartMarks(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	e.create(simpleRule("a", ""))
+	e.create(simpleRule("b", ""))
+	eventually(t, "rules running", func() bool {
+		return e.status("a").State == rulemgr.StateRunning && e.status("b").State == rulemgr.StateRunning
+	})
+	if m := marks(); len(m) != 2 {
+		t.Fatalf("markers of freshly started rules = %v; want a and b", m)
+	}
+	if err := e.mgr.Stop(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := marks()["b"]; ok {
+		t.Fatal("a stopped rule kept its start marker")
+	}
+	e.clock.AdvanceTo(t0+5_000, nil)
+	eventually(t, "marker of a settled rule cleared", func() bool { return len(marks()) == 0 })
+	if e.status("a").State != rulemgr.StateRunning {
+		t.Fatalf("a: %+v", e.status("a"))
+	}
+}
+
+// TestStartMarkerLeftAtBootStopsTheRule simulates a daemon that crashed
+// while a rule was starting: a marker left in the catalog and a crash
+// report. At the next boot that rule is stopped with the reason, every
+// other rule runs, and a user start runs it again. After a kill from
+// outside (no crash report) the same marker starts the rule as usual.
+func TestStartMarkerLeftAtBootStopsTheRule(t *testing.T) {
+	for _, crashed := range []string{"fatal error: runtime: out of memory", ""} {
+		t.Run(fmt.Sprintf("crashed=%q", crashed), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "sqliteKV.db")
+			e := newEnv(t, path)
+			ctx := context.Background()
+			e.create(simpleRule("crasher", ""))
+			e.create(simpleRule("other", ""))
+			e.create(simpleRule("idle", `,"triggered":false`))
+			if err := e.mgr.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range []string{"crasher", "deleted-meanwhile"} {
+				if err := e.cat.MarkRuleStarting(ctx, id, time.UnixMilli(t0)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.store.Close()
+
+			e2 := newEnvAfter(t, path, crashed)
+			eventually(t, "other running", func() bool { return e2.status("other").State == rulemgr.StateRunning })
+			if e2.status("idle").State != rulemgr.StateStopped {
+				t.Fatalf("idle: %v", e2.status("idle").State)
+			}
+			if crashed == "" {
+				eventually(t, "crasher running after a kill", func() bool { return e2.status("crasher").State == rulemgr.StateRunning })
+				return
+			}
+			st := e2.status("crasher")
+			if st.State != rulemgr.StateStoppedByError || !strings.Contains(st.Message, "crashed (fatal error: runtime: out of memory) while this rule was starting") {
+				t.Fatalf("crasher after boot: %v %q", st.State, st.Message)
+			}
+			if got := e2.runner.Starts("crasher"); got != 0 {
+				t.Fatalf("crasher was started %d times at boot", got)
+			}
+			if e2.wanted("crasher") != catalog.RuleStopped {
+				t.Fatal("crasher's wanted state is still running: the next boot would start it")
+			}
+			if m, err := e2.cat.RuleStartMarks(ctx); err != nil || len(m) != 1 || m["other"].IsZero() {
+				t.Fatalf("markers after boot = %v, %v; want only other's own (still settling)", m, err)
+			}
+			if err := e2.mgr.Start(ctx, "crasher"); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "crasher started by hand", func() bool { return e2.status("crasher").State == rulemgr.StateRunning })
+		})
+	}
+}
+
+// TestStartPanicIsARuleError: a Runner whose Start panics leaves that rule
+// stopped by error with the panic in its message; the manager goes on.
+func TestStartPanicIsARuleError(t *testing.T) {
+	e := newEnv(t, "")
+	e.runner.SetFailStart(func(d *rule.Def) error {
+		if d.ID == "bad" {
+			var m map[string]int
+			m["x"] = 1 // assignment to a nil map
+		}
+		return nil
+	})
+	e.create(simpleRule("bad", ""))
+	e.create(simpleRule("good", ""))
+	eventually(t, "good running", func() bool { return e.status("good").State == rulemgr.StateRunning })
+	st := e.status("bad")
+	if st.State != rulemgr.StateStoppedByError || !strings.HasPrefix(st.Message, "panic: start rule bad: assignment to entry in nil map") {
+		t.Fatalf("bad: %v %q", st.State, st.Message)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/eval"
 	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/operator"
+	"github.com/rekuiper/rekuiper/internal/panics"
 )
 
 // Sink receives a rule's emissions, one call per emission, from the sink's
@@ -69,6 +70,11 @@ type Config struct {
 	// OnSinkAck is called by sink i once everything before barrier id was
 	// delivered (or durably cached).
 	OnSinkAck func(id uint64, sink int)
+	// OnPanic is called once, from the panicking goroutine, when an
+	// operator or sink panics. The panic is logged with its stack; the
+	// goroutine then discards what reaches it, so nothing blocks, and the
+	// owner is expected to stop the rule.
+	OnPanic func(err *panics.Error)
 }
 
 // Snapshot is the state of a rule's operators at one barrier.
@@ -105,6 +111,12 @@ type Rule struct {
 
 	OpMetrics   []*Metrics
 	SinkMetrics []*Metrics
+
+	// curOp is the operator the operator goroutine is in (for the panic
+	// message); failed is set there after a panic.
+	curOp     int
+	opsFailed bool
+	panicOnce sync.Once
 }
 
 // New prepares a rule; nothing runs until Start.
@@ -230,7 +242,10 @@ func (r *Rule) runOps(started chan<- struct{}) {
 		c.Timers = timers{r: r, target: i}
 		ctxs[i] = &c
 		if s, ok := op.(operator.Starter); ok {
-			s.Start(ctxs[i])
+			if err := panics.Call("operator "+op.Name()+" start", func() { s.Start(ctxs[i]) }); err != nil {
+				r.panicked(err)
+				r.opsFailed = true
+			}
 		}
 	}
 	close(started)
@@ -245,24 +260,59 @@ func (r *Rule) runOps(started chan<- struct{}) {
 		}
 	}
 	al := &aligner{r: r, ctxs: ctxs, barriers: map[uint64]map[int]bool{}, blocked: map[int]bool{}}
+	for !r.opLoop(al) {
+	}
+}
+
+// opLoop runs the operator goroutine's loop until the rule stops (true),
+// or until an operator panics (false: the caller calls it again, and from
+// then on items are discarded).
+func (r *Rule) opLoop(al *aligner) (stopped bool) {
+	defer panics.Catch("", func(e *panics.Error) {
+		e.Where = "operator"
+		if r.curOp < len(r.cfg.Ops) {
+			e.Where += " " + r.cfg.Ops[r.curOp].Name()
+			r.OpMetrics[r.curOp].RecordException(e.Error(), r.nowMS())
+		} else {
+			e.Where = "rule output"
+		}
+		r.opsFailed = true
+		r.cfg.Tracker.Done()
+		r.panicked(e)
+	})
+	dispatch := func(it *operator.Item) {
+		if !r.opsFailed {
+			al.dispatch(*it)
+		}
+		r.cfg.Tracker.Done()
+	}
 	for {
 		select {
 		case it := <-r.in:
-			al.dispatch(*it)
-			r.cfg.Tracker.Done()
+			dispatch(it)
 		case <-r.quit:
 			// Soft stop: process what was already accepted, then exit.
 			for {
 				select {
 				case it := <-r.in:
-					al.dispatch(*it)
-					r.cfg.Tracker.Done()
+					dispatch(it)
 				default:
-					return
+					return true
 				}
 			}
 		}
 	}
+}
+
+// panicked logs a recovered panic with its stack and reports the first one
+// to the rule's owner.
+func (r *Rule) panicked(e *panics.Error) {
+	r.cfg.Logger.Error("rule goroutine panicked", "rule", r.cfg.ID, "err", e.Error(), "stack", string(e.Stack))
+	r.panicOnce.Do(func() {
+		if r.cfg.OnPanic != nil {
+			r.cfg.OnPanic(e)
+		}
+	})
 }
 
 // aligner routes items to the operator chain and aligns checkpoint barriers
@@ -381,7 +431,9 @@ func (r *Rule) process(ctxs []*operator.Context, i int, it operator.Item) {
 		m.RecordsIn.Add(1)
 	}
 	start := time.Now()
+	r.curOp = i
 	err := op.Process(ctxs[i], it, r.emits[i])
+	r.curOp = i
 	m.ProcessLatency.Store(time.Since(start).Microseconds())
 	m.LastInvocation.Store(r.nowMS())
 	if err != nil {
@@ -394,6 +446,7 @@ func (r *Rule) process(ctxs []*operator.Context, i int, it operator.Item) {
 }
 
 func (r *Rule) toSinks(it operator.Item) {
+	r.curOp = len(r.cfg.Ops)
 	if it.Kind != operator.Data && it.Kind != operator.Error && it.Kind != operator.Barrier {
 		return
 	}
@@ -422,8 +475,27 @@ const sinkItemChunk = 32
 
 func (r *Rule) runSink(i int) {
 	defer r.sinksDone.Done()
+	failed := false
+	for !r.sinkLoop(i, &failed) {
+		failed = true
+	}
+}
+
+// sinkLoop delivers to sink i until its channel closes (true) or the sink
+// panics (false). Once failed, items are discarded so that the operator
+// goroutine never blocks on a dead sink.
+func (r *Rule) sinkLoop(i int, failed *bool) (closed bool) {
 	sink, m := r.cfg.Sinks[i], r.SinkMetrics[i]
+	defer panics.Catch("sink "+sink.Name(), func(e *panics.Error) {
+		m.RecordException(e.Error(), r.nowMS())
+		r.cfg.Tracker.Done()
+		r.panicked(e)
+	})
 	for it := range r.sinkIn[i] {
+		if *failed {
+			r.cfg.Tracker.Done()
+			continue
+		}
 		if it.Kind == operator.Barrier {
 			r.sinkBarrier(i, it.Barrier)
 			r.cfg.Tracker.Done()
@@ -444,6 +516,7 @@ func (r *Rule) runSink(i int) {
 		m.LastInvocation.Store(r.nowMS())
 		r.cfg.Tracker.Done()
 	}
+	return true
 }
 
 // sinkBarrier acknowledges barrier id for sink i once everything before it

@@ -245,8 +245,8 @@ func (s *Server) deleteConnection(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	if refs := s.connectionRefs(old); len(refs) > 0 {
-		return fmt.Errorf("connection %s is referenced by rules %s: %w", id, strings.Join(refs, ", "), errReferenced)
+	if u := s.connectionUsers(old); !u.empty() {
+		return referenced("connection "+id, u)
 	}
 	if err := s.cat.DeleteConnection(r.Context(), id); err != nil {
 		return fmt.Errorf("delete connection %s: %w", id, err)
@@ -366,6 +366,12 @@ func (s *Server) storeConfKey(ctx context.Context, c, typ, key string, props map
 func (s *Server) deleteConfKey(c string) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		typ, key := strings.ToLower(r.PathValue("type")), r.PathValue("key")
+		if _, err := s.cat.ConfKey(confCategory(c), typ, key); err != nil {
+			return fmt.Errorf("delete conf key %s/%s: %w", typ, key, err)
+		}
+		if u := s.confKeyUsers(confCategory(c), typ, key); !u.empty() {
+			return referenced(fmt.Sprintf("confKey %s/%s", typ, key), u)
+		}
 		if err := s.cat.DeleteConfKey(r.Context(), confCategory(c), typ, key); err != nil {
 			return fmt.Errorf("delete conf key %s/%s: %w", typ, key, err)
 		}

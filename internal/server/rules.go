@@ -100,12 +100,9 @@ func (s *Server) upsertRule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	created, err := s.rules.Upsert(r.Context(), def)
-	if err != nil {
+	// eKuiper answers a PUT that creates the rule as one that updates it.
+	if _, err := s.rules.Upsert(r.Context(), def); err != nil {
 		return err
-	}
-	if created {
-		return writeText(w, http.StatusCreated, "Rule %s was created successfully.", id)
 	}
 	return writeText(w, http.StatusOK, "Rule %s was updated successfully.", id)
 }

@@ -8,22 +8,30 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/rekuiper/rekuiper/internal/auth"
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/config"
+	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/builtin"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
+	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
+	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/version"
 )
 
@@ -44,6 +52,23 @@ type Options struct {
 	// Connections reports the live state of named connections in GET
 	// /connections. Nil: every connection reads disconnected, refCount 0.
 	Connections *connection.Registry
+	// Connectors and Functions feed the /metadata routes and connection
+	// checks. Nil: the built-in connectors (without MQTT) and functions.
+	Connectors *connector.Registry
+	Functions  *function.Registry
+	// Streams checks stream and table definitions when they are created,
+	// replaced or imported (engine.Runner.CheckStream). Nil: definitions
+	// are only parsed.
+	Streams StreamChecker
+	// Warnings are shown in GET / (e.g. a listener exposed without
+	// authentication).
+	Warnings []string
+}
+
+// StreamChecker checks a stream or table definition against the engine:
+// connector type, format, confKey, connection and properties.
+type StreamChecker interface {
+	CheckStream(ctx context.Context, def *ast.CreateStreamStmt) error
 }
 
 // Server is the REST API. It is an http.Handler.
@@ -54,6 +79,10 @@ type Server struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	started time.Time
+	// patterns are the routes in registration order (GET /openapi.json
+	// describes them; a test checks it describes every one).
+	patterns []string
+	guard    guard
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -69,6 +98,15 @@ func New(opts Options) *Server {
 	if opts.Config == nil {
 		opts.Config = config.Default()
 	}
+	if opts.Connectors == nil {
+		opts.Connectors = connector.NewRegistry()
+		if err := builtin.Register(opts.Connectors); err != nil {
+			opts.Logger.Error("register built-in connectors", "err", err)
+		}
+	}
+	if opts.Functions == nil {
+		opts.Functions = function.Builtins()
+	}
 	if opts.Version == "" {
 		v := version.Get()
 		opts.Version, opts.Commit = v.Version, v.Commit
@@ -77,16 +115,41 @@ func New(opts Options) *Server {
 		opts: opts, cat: opts.Catalog, rules: opts.Rules, log: opts.Logger,
 		mux: http.NewServeMux(), started: opts.Clock.Now(),
 	}
+	s.guard = guard{audit: opts.Config.Basic.EnableRestAuditLog, cors: map[string]bool{}}
+	for _, o := range opts.Config.Basic.CORS {
+		s.guard.cors[strings.TrimSuffix(o, "/")] = true
+	}
+	if opts.Config.Basic.Authentication {
+		s.guard.verifier = auth.NewVerifier(filepath.Join(opts.Config.Paths.Etc, auth.KeyDir), opts.Clock.Now)
+	}
 	s.routes()
 	return s
 }
 
-// ServeHTTP dispatches to the routes.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// Routes returns the route patterns ("METHOD /path/{var}") in the order
+// they were registered.
+func (s *Server) Routes() []string { return slices.Clone(s.patterns) }
+
+// ServeHTTP checks the request (origin, token, content type; see
+// serveGuarded), dispatches it to its route and, with
+// basic.enableRestAuditLog, logs mutating requests.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.guard.audit && isMutating(r.Method) {
+		s.serveAudited(w, r)
+		return
+	}
+	s.serveGuarded(w, r)
+}
+
+// Mount serves h at pattern (a ServeMux pattern) behind the same checks as
+// the API's routes; the daemon mounts /metrics and /debug/pprof/ this way
+// when they share the REST port. Call it before serving.
+func (s *Server) Mount(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (s *Server) handle(pattern string, h handlerFunc) {
+	s.patterns = append(s.patterns, pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
 			s.renderError(w, r, err)
@@ -102,19 +165,36 @@ func (s *Server) routes() {
 	s.ruleRoutes()
 	s.connectionRoutes()
 	s.transferRoutes()
+	s.metadataRoutes()
+	s.unsupportedRoutes()
+	s.uploadRoutes()
+	s.handle("POST /batch/req", s.batch)
+	s.handle("GET /rules/{id}/schema", s.ruleSchema)
+	s.handle("GET /openapi.json", s.openAPI)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, fmt.Errorf("%s %s: %w", r.Method, r.URL.Path, errNoRoute))
 	})
 }
 
 func (s *Server) info(w http.ResponseWriter, r *http.Request) error {
-	return writeJSON(w, http.StatusOK, map[string]any{
+	up := s.opts.Clock.Now().Sub(s.started)
+	out := map[string]any{
 		"version":       s.opts.Version,
 		"commit":        s.opts.Commit,
 		"os":            runtime.GOOS,
 		"arch":          runtime.GOARCH,
-		"upTimeSeconds": int64(s.opts.Clock.Now().Sub(s.started).Seconds()),
-	})
+		"upTimeSeconds": int64(up.Seconds()),
+	}
+	si := readSysInfo(up)
+	for k, v := range map[string]string{"cpuUsage": si.CPUUsage, "memoryUsed": si.MemoryUsed, "memoryTotal": si.MemoryTotal} {
+		if v != "" {
+			out[k] = v
+		}
+	}
+	if len(s.opts.Warnings) > 0 {
+		out["warnings"] = s.opts.Warnings
+	}
+	return writeJSON(w, http.StatusOK, out)
 }
 
 // Errors the handlers return besides those of catalog, rule and rulemgr.
@@ -131,7 +211,7 @@ func badRequest(format string, args ...any) error {
 // statusOf is the one mapping from errors to HTTP status codes.
 func statusOf(err error) int {
 	switch {
-	case errors.Is(err, errNoRoute), errors.Is(err, catalog.ErrNotFound):
+	case errors.Is(err, errNoRoute), errors.Is(err, catalog.ErrNotFound), errors.Is(err, errNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, errBadRequest), errors.Is(err, rule.ErrMalformed), errors.Is(err, catalog.ErrInvalid):
 		return http.StatusBadRequest
@@ -139,6 +219,14 @@ func statusOf(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, rule.ErrInvalid):
 		return http.StatusUnprocessableEntity
+	case errors.Is(err, errNotImplemented):
+		return http.StatusNotImplemented
+	case errors.Is(err, auth.ErrUnauthorized):
+		return http.StatusUnauthorized
+	case errors.Is(err, errForbiddenOrigin):
+		return http.StatusForbidden
+	case errors.Is(err, errMediaType):
+		return http.StatusUnsupportedMediaType
 	case errors.Is(err, rulemgr.ErrClosed), errors.Is(err, catalog.ErrClosed):
 		return http.StatusServiceUnavailable
 	default:

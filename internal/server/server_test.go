@@ -74,6 +74,13 @@ type testServer struct {
 
 func newServer(t *testing.T, etc string) *testServer {
 	t.Helper()
+	return newServerWith(t, etc, nil)
+}
+
+// newServerWith is newServer with opts, its Config already set, passed
+// through edit before the server is built.
+func newServerWith(t *testing.T, etc string, edit func(*server.Options)) *testServer {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	st, err := catalog.Open(ctx, filepath.Join(dir, "sqliteKV.db"), catalog.Options{})
@@ -91,7 +98,11 @@ func newServer(t *testing.T, etc string) *testServer {
 	if etc != "" {
 		cfg.Paths = config.Paths{Etc: etc, Data: dir}
 	}
-	srv := httptest.NewServer(server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg}))
+	opts := server.Options{Catalog: cat, Rules: mgr, Config: cfg}
+	if edit != nil {
+		edit(&opts)
+	}
+	srv := httptest.NewServer(server.New(opts))
 	t.Cleanup(func() {
 		srv.Close()
 		mgr.Close(context.Background()) //nolint:errcheck // test end
@@ -109,6 +120,9 @@ func (s *testServer) do(method, path, body string) (int, string) {
 	req, err := http.NewRequest(method, s.url+path, rd)
 	if err != nil {
 		s.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

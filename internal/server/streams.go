@@ -141,6 +141,9 @@ func (s *Server) createStream(k streamKind) handlerFunc {
 		if err != nil {
 			return err
 		}
+		if err := s.checkStream(r, cs); err != nil {
+			return err
+		}
 		if _, err := s.cat.PutStream(r.Context(), catalog.Stream{Name: cs.Name, Kind: k.kind, SQL: sql}, catalog.Create); err != nil {
 			return fmt.Errorf("create %s %s: %w", k.kind, cs.Name, err)
 		}
@@ -167,6 +170,9 @@ func (s *Server) replaceStream(k streamKind) handlerFunc {
 		if hasNew && hasOld && newV <= oldV {
 			return fmt.Errorf("replace %s %s: version %q is not newer than %q: %w", k.kind, name, newV, oldV, catalog.ErrConflict)
 		}
+		if err := s.checkStream(r, cs); err != nil {
+			return err
+		}
 		if _, err := s.cat.PutStream(r.Context(), catalog.Stream{Name: name, Kind: k.kind, SQL: sql}, catalog.Replace); err != nil {
 			return fmt.Errorf("replace %s %s: %w", k.kind, name, err)
 		}
@@ -189,6 +195,18 @@ func (s *Server) dropStream(k streamKind) handlerFunc {
 		}
 		return writeText(w, http.StatusOK, "%s %s is dropped.", k.title, name)
 	}
+}
+
+// checkStream checks a definition with the engine (see
+// Options.Streams); a problem is a 400 naming it.
+func (s *Server) checkStream(r *http.Request, cs *ast.CreateStreamStmt) error {
+	if s.opts.Streams == nil {
+		return nil
+	}
+	if err := s.opts.Streams.CheckStream(r.Context(), cs); err != nil {
+		return badRequest("%v", err)
+	}
+	return nil
 }
 
 // rulesReading lists the rules whose SQL reads the stream or table name.
@@ -301,6 +319,9 @@ func (s *Server) streamSchema(k streamKind) handlerFunc {
 		_, cs, err := s.getStream(k, r.PathValue("name"))
 		if err != nil {
 			return err
+		}
+		if len(cs.Fields) == 0 {
+			return writeJSON(w, http.StatusOK, s.usedSchema(cs.Name))
 		}
 		return writeJSON(w, http.StatusOK, schemaFields(cs.Fields))
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/panics"
 )
 
 // ErrClosed is returned by Write after Close.
@@ -41,10 +42,17 @@ type Deps struct {
 	// ResendAlterQueue is on; the engine builds it with ResendDestination
 	// applied. The Cache connects and closes it with the inner sink.
 	Alternate api.Sink
+	// OnPanic is told when the replay goroutine panicked (in the sink's
+	// Write, say). The panic is logged with its stack and replays stop; the
+	// owner is expected to stop the rule.
+	OnPanic func(*panics.Error)
 }
 
 // Stats is a snapshot of a cache's counters and gauges.
 type Stats struct {
+	// Delivered counts records the sink took on their first try, without
+	// going through the cache (replays are in Replayed).
+	Delivered int64
 	// Cached counts records accepted into the cache since Wrap.
 	Cached int64
 	// Replayed counts records delivered from the cache.
@@ -119,6 +127,7 @@ type Cache struct {
 	diskErr   string
 	lastTry   time.Time
 	lastErr   string
+	delivered int64
 	cached    int64
 	replayed  int64
 	dropped   int64
@@ -272,6 +281,9 @@ func (c *Cache) Write(ctx context.Context, msg *api.SinkMessage) error {
 	err := c.inner.Write(ctx, msg)
 	switch {
 	case err == nil:
+		c.mu.Lock()
+		c.delivered++
+		c.mu.Unlock()
 		return nil
 	case errors.Is(err, api.ErrRetryable) || ctx.Err() != nil:
 		c.mu.Lock()
@@ -551,7 +563,7 @@ func (c *Cache) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := Stats{
-		Cached: c.cached, Replayed: c.replayed, Dropped: c.dropped, Failed: c.failed,
+		Delivered: c.delivered, Cached: c.cached, Replayed: c.replayed, Dropped: c.dropped, Failed: c.failed,
 		Length:       int(c.tail - c.head),
 		MemoryLength: c.memLen(),
 		DiskLength:   int(c.durable - c.head),

@@ -46,7 +46,7 @@ func TestOutageThenRecovery(t *testing.T) {
 			mustWrite(t, c, 1, 5)
 			fake.setDown(true)
 			mustWrite(t, c, 6, 50)
-			if s := c.Stats(); s.Length != 45 || s.DiskLength != 45 || s.Cached != 45 {
+			if s := c.Stats(); s.Length != 45 || s.DiskLength != 45 || s.Cached != 45 || s.Delivered != 5 {
 				t.Fatalf("during outage: %+v", s)
 			}
 			fake.setDown(false)
@@ -56,6 +56,9 @@ func TestOutageThenRecovery(t *testing.T) {
 			got := fake.delivered()
 			if len(got) != 100 {
 				t.Fatalf("delivered %d records, want 100", len(got))
+			}
+			if s := c.Stats(); s.Delivered+s.Replayed != 100 || s.Replayed < 45 {
+				t.Fatalf("after recovery: delivered %d + replayed %d, want 100 with at least the 45 cached replayed", s.Delivered, s.Replayed)
 			}
 			seen := map[int64]bool{}
 			var cached, live []int64

@@ -195,16 +195,20 @@ func propBool(v any) (bool, error) {
 	return false, fmt.Errorf("want a bool, got %v", v)
 }
 
+// propInt reads an integer; Validate checks its range, so the error for a
+// large value names the bound.
 func propInt(v any) (int, error) {
+	const maxExact = 1 << 53 // floats are exact integers up to here
 	switch x := v.(type) {
 	case int:
 		return x, nil
 	case int64:
-		if x >= math.MinInt32 && x <= math.MaxInt32 {
+		if x >= -maxExact && x <= maxExact {
 			return int(x), nil
 		}
+		return 0, fmt.Errorf("%d out of range", x)
 	case float64:
-		if x == math.Trunc(x) && x >= math.MinInt32 && x <= math.MaxInt32 {
+		if x == math.Trunc(x) && x >= -maxExact && x <= maxExact {
 			return int(x), nil
 		}
 	}
@@ -230,8 +234,26 @@ func propDuration(v any) (time.Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("want milliseconds or a duration string, got %v", v)
 	}
+	if ms > math.MaxInt64/int(time.Millisecond) || ms < math.MinInt64/int(time.Millisecond) {
+		return 0, fmt.Errorf("%d ms out of range", ms)
+	}
 	return time.Duration(ms) * time.Millisecond, nil
 }
+
+// Upper bounds of the options that size memory, disk or time
+// (docs/limits.md lists them).
+const (
+	// MaxMemoryCacheThreshold bounds memoryCacheThreshold (records held
+	// decoded in memory).
+	MaxMemoryCacheThreshold = 1 << 20
+	// MaxBufferPageSize bounds bufferPageSize (records per segment file,
+	// read into memory at once).
+	MaxBufferPageSize = 1 << 16
+	// MaxMaxDiskCache bounds maxDiskCache and maxCacheSize (records).
+	MaxMaxDiskCache = 1 << 31
+	// MaxResendInterval bounds resendInterval.
+	MaxResendInterval = time.Hour
+)
 
 // Validate reports every invalid option, each error naming it.
 func (c Config) Validate() error {
@@ -245,6 +267,21 @@ func (c Config) Validate() error {
 	}
 	if c.MaxCacheSize < 0 {
 		bad("maxCacheSize %d: must not be negative", c.MaxCacheSize)
+	}
+	if c.MemoryCacheThreshold > MaxMemoryCacheThreshold {
+		bad("memoryCacheThreshold %d: must be at most %d", c.MemoryCacheThreshold, MaxMemoryCacheThreshold)
+	}
+	if c.MaxDiskCache > MaxMaxDiskCache {
+		bad("maxDiskCache %d: must be at most %d", c.MaxDiskCache, MaxMaxDiskCache)
+	}
+	if c.MaxCacheSize > MaxMaxDiskCache {
+		bad("maxCacheSize %d: must be at most %d", c.MaxCacheSize, MaxMaxDiskCache)
+	}
+	if c.BufferPageSize > MaxBufferPageSize {
+		bad("bufferPageSize %d: must be at most %d", c.BufferPageSize, MaxBufferPageSize)
+	}
+	if c.ResendInterval > MaxResendInterval {
+		bad("resendInterval %s: must be at most %s", c.ResendInterval, MaxResendInterval)
 	}
 	if c.MaxDiskCache > 0 && c.MaxCacheSize > 0 && c.MaxDiskCache != c.MaxCacheSize {
 		bad("maxCacheSize %d: conflicts with maxDiskCache %d (they are aliases)", c.MaxCacheSize, c.MaxDiskCache)

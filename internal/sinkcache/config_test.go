@@ -25,6 +25,12 @@ func TestValidate(t *testing.T) {
 		{"page", Config{BufferPageSize: -1}, "bufferPageSize"},
 		{"drop policy", Config{DropPolicy: "dropNewest"}, "dropPolicy"},
 		{"sync", Config{Sync: "sometimes"}, "cacheSync"},
+		{"threshold bound", Config{MemoryCacheThreshold: MaxMemoryCacheThreshold}, ""},
+		{"threshold huge", Config{MemoryCacheThreshold: 1000000000000}, "memoryCacheThreshold 1000000000000: must be at most 1048576"},
+		{"page huge", Config{BufferPageSize: MaxBufferPageSize + 1}, "bufferPageSize 65537: must be at most 65536"},
+		{"max huge", Config{MaxDiskCache: MaxMaxDiskCache + 1}, "maxDiskCache 2147483649: must be at most 2147483648"},
+		{"alias huge", Config{MaxCacheSize: MaxMaxDiskCache + 1}, "maxCacheSize 2147483649"},
+		{"resend interval", Config{ResendInterval: 2 * time.Hour}, "resendInterval 2h0m0s: must be at most 1h0m0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()
@@ -83,6 +89,9 @@ func TestWithProps(t *testing.T) {
 		{map[string]any{"resendInterval": "soon"}, "resendInterval"},
 		{map[string]any{"resendInterval": "-1s"}, "resendInterval"},
 		{map[string]any{"resendPriority": float64(3)}, "resendPriority"},
+		{map[string]any{"memoryCacheThreshold": float64(1e12)}, "memoryCacheThreshold 1000000000000: must be at most 1048576"},
+		{map[string]any{"maxDiskCache": int64(1e12)}, "maxDiskCache 1000000000000: must be at most"},
+		{map[string]any{"resendInterval": float64(1e15)}, "resendInterval"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			if _, err := base.WithProps(tc.props); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -8,7 +8,28 @@ import (
 	"time"
 
 	"github.com/rekuiper/rekuiper/api"
+	"github.com/rekuiper/rekuiper/internal/panics"
 )
+
+// replayLocked replays one record under sendMu; the deferred unlock keeps
+// Write usable if the sink panics.
+func (c *Cache) replayLocked() (bool, error) {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	return c.replayOne(c.ctx)
+}
+
+// panicked reports a panic of the replay goroutine: replays stop, the rule
+// is told.
+func (c *Cache) panicked(e *panics.Error) {
+	c.log.Error("sink cache replay panicked", "err", e.Error(), "stack", string(e.Stack))
+	c.mu.Lock()
+	c.lastErr = e.Error()
+	c.mu.Unlock()
+	if c.deps.OnPanic != nil {
+		c.deps.OnPanic(e)
+	}
+}
 
 // run is the replay goroutine, started by Connect and stopped by Close. It
 // connects the sinks if Connect could not, then replays the oldest cached
@@ -17,6 +38,7 @@ import (
 // RetryFloor when that is 0) and tries the same record again.
 func (c *Cache) run() {
 	defer close(c.done)
+	defer panics.Catch("sink cache", c.panicked)
 	for {
 		if !c.ensureConnected() {
 			if !c.sleep(c.cfg.retryDelay()) {
@@ -33,9 +55,7 @@ func (c *Cache) run() {
 		attempted := false
 		var err error
 		if pending {
-			c.sendMu.Lock()
-			attempted, err = c.replayOne(c.ctx)
-			c.sendMu.Unlock()
+			attempted, err = c.replayLocked()
 		}
 		var wait time.Duration
 		switch {

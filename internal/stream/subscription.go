@@ -23,6 +23,7 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/format"
+	"github.com/rekuiper/rekuiper/internal/panics"
 	"github.com/rekuiper/rekuiper/internal/row"
 	"github.com/rekuiper/rekuiper/internal/value"
 )
@@ -50,8 +51,25 @@ type Status struct {
 	LastDisconnected int64  // ms
 	LastError        string
 	RecordsIn        int64
-	DecodeErrors     int64
+	// DecodeErrors counts records that could not be decoded, and records
+	// the source dropped because it could not turn them into a payload
+	// (DropReporter). LastDecodeError is the last one, at
+	// LastDecodeErrorTime (ms).
+	DecodeErrors        int64
+	LastDecodeError     string
+	LastDecodeErrorTime int64
 }
+
+// DropReporter is implemented by sources that drop records they cannot
+// hand on, such as an MQTT payload that does not decompress: how many, the
+// last error and when. They count as decode errors.
+type DropReporter interface {
+	Dropped() (n int64, lastErr string, at time.Time)
+}
+
+// decodeLogEvery is the least time between two warnings about records that
+// did not decode; the ones in between are counted in the next warning.
+const decodeLogEvery = 10 * time.Second
 
 // Pusher is implemented by push sources that can hand messages to the
 // subscription from their own receive goroutine instead of through Read,
@@ -89,10 +107,13 @@ type Subscription struct {
 	consumers map[int]*Consumer
 	nextID    int
 	status    Status
-	barriers  chan barrierReq
-	cancel    context.CancelFunc
-	done      chan struct{}
-	started   bool
+	// lastDecodeLog and unloggedDecode rate-limit decode warnings.
+	lastDecodeLog  time.Time
+	unloggedDecode int64
+	barriers       chan barrierReq
+	cancel         context.CancelFunc
+	done           chan struct{}
+	started        bool
 
 	// deliverMu orders pushed deliveries and barriers: a barrier goes
 	// between two pushed batches.
@@ -187,6 +208,13 @@ func (s *Subscription) Status() Status {
 		st.State, st.LastError = state, msg
 		st.LastConnected, st.LastDisconnected = millis(conn), millis(disc)
 	}
+	if dr, ok := src.(DropReporter); ok {
+		n, msg, at := dr.Dropped()
+		st.DecodeErrors += n
+		if n > 0 && millis(at) >= st.LastDecodeErrorTime {
+			st.LastDecodeError, st.LastDecodeErrorTime = msg, millis(at)
+		}
+	}
 	return st
 }
 
@@ -230,15 +258,25 @@ func (s *Subscription) Stop(ctx context.Context) error {
 	return nil
 }
 
+func (s *Subscription) retryState() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.status.LastConnected == 0 {
+		return "disconnected"
+	}
+	return "connecting"
+}
+
 func (s *Subscription) setState(state string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := clock.NowMilli(s.clock)
+	prev := s.status.State
 	s.status.State = state
-	switch state {
-	case "connected":
+	switch {
+	case state == "connected":
 		s.status.LastConnected = now
-	case "disconnected":
+	case err != nil || prev == "connected":
 		s.status.LastDisconnected = now
 	}
 	if err != nil {
@@ -249,6 +287,7 @@ func (s *Subscription) setState(state string, err error) {
 func (s *Subscription) loop(ctx context.Context) {
 	defer close(s.done)
 	defer s.src.Close(context.Background())
+	defer panics.Catch("source "+s.name, s.panicked)
 	backoff := newBackoff()
 	if s.pusher != nil {
 		s.pusher.PushTo(s.pushed)
@@ -259,7 +298,9 @@ func (s *Subscription) loop(ctx context.Context) {
 	}
 	for ctx.Err() == nil {
 		if err := s.connect(ctx); err != nil {
-			s.setState("disconnected", err)
+			// The loop retries: connecting once the source has worked,
+			// disconnected while it never has, as eKuiper reports them.
+			s.setState(s.retryState(), err)
 			s.logger.Warn("source connect failed", "stream", s.name, "err", err)
 			if !s.sleep(ctx, backoff.next()) {
 				return
@@ -269,6 +310,11 @@ func (s *Subscription) loop(ctx context.Context) {
 		backoff.reset()
 		s.setState("connected", nil)
 		err := s.run(ctx, &lastOffset)
+		if pe := (*panics.Error)(nil); errors.As(err, &pe) {
+			s.panicked(pe)
+			s.waitStop(ctx, &lastOffset)
+			return
+		}
 		if errors.Is(err, io.EOF) {
 			s.end(nil)
 			s.waitStop(ctx, &lastOffset)
@@ -277,7 +323,7 @@ func (s *Subscription) loop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		s.setState("disconnected", err)
+		s.setState("connecting", err)
 		s.logger.Warn("source read failed, reconnecting", "stream", s.name, "err", err)
 		s.src.Close(context.Background())
 		if !s.sleep(ctx, backoff.next()) {
@@ -318,6 +364,13 @@ func (s *Subscription) run(ctx context.Context, lastOffset *[]byte) error {
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
+		// A panic in the source's Read ends the subscription's rules.
+		defer panics.Catch("source "+s.name+" read", func(e *panics.Error) {
+			select {
+			case results <- readResult{err: e}:
+			case <-rctx.Done():
+			}
+		})
 		s.reader(rctx, results)
 	}()
 	// The reader must be out of Read before the source is closed or
@@ -356,19 +409,39 @@ func (s *Subscription) runPushed(ctx context.Context) error {
 	for {
 		select {
 		case req := <-s.barriers:
-			s.deliverMu.Lock()
-			s.barrier(req, nil)
-			s.deliverMu.Unlock()
+			s.pushedBarrier(req)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
 }
 
-// pushed delivers messages a Pusher source received, on its goroutine.
-func (s *Subscription) pushed(msgs []*api.Message) bool {
+func (s *Subscription) pushedBarrier(req barrierReq) {
 	s.deliverMu.Lock()
 	defer s.deliverMu.Unlock()
+	s.barrier(req, nil)
+}
+
+// panicked ends every rule of the subscription with a panic recovered in
+// its read loop, its reader or a push callback (decoding included); the
+// stack goes to the log. The rules stop; the process does not.
+func (s *Subscription) panicked(e *panics.Error) {
+	s.stopping.Store(true)
+	s.setState("disconnected", e)
+	s.logger.Error("source goroutine panicked", "stream", s.name, "err", e.Error(), "stack", string(e.Stack))
+	s.end(e)
+}
+
+// pushed delivers messages a Pusher source received, on its goroutine. A
+// panic while decoding or delivering them is contained here, so that the
+// source's goroutine survives; the subscription's rules stop.
+func (s *Subscription) pushed(msgs []*api.Message) (took bool) {
+	s.deliverMu.Lock()
+	defer s.deliverMu.Unlock()
+	defer panics.Catch("source "+s.name, func(e *panics.Error) {
+		took = false
+		s.panicked(e)
+	})
 	if s.stopping.Load() {
 		return false
 	}
@@ -459,7 +532,7 @@ func (s *Subscription) deliverBatch(consumers []*Consumer, batch []readResult, l
 			tuples = nil
 		}
 	}
-	var readErr error
+	var readErr, lastBad error
 	n, bad := 0, 0
 	for _, res := range batch {
 		if res.err != nil {
@@ -472,6 +545,7 @@ func (s *Subscription) deliverBatch(consumers []*Consumer, batch []readResult, l
 		if err != nil {
 			// Keep the order: records before the bad one go first.
 			bad++
+			lastBad = err
 			flush()
 			for _, c := range consumers {
 				if c.Error != nil {
@@ -485,7 +559,23 @@ func (s *Subscription) deliverBatch(consumers []*Consumer, batch []readResult, l
 	s.mu.Lock()
 	s.status.RecordsIn += int64(n)
 	s.status.DecodeErrors += int64(bad)
+	var logBad bool
+	var unlogged int64
+	if bad > 0 {
+		now := s.clock.Now()
+		s.status.LastDecodeError, s.status.LastDecodeErrorTime = lastBad.Error(), now.UnixMilli()
+		if logBad = s.lastDecodeLog.IsZero() || now.Sub(s.lastDecodeLog) >= decodeLogEvery; logBad {
+			s.lastDecodeLog, unlogged, s.unloggedDecode = now, s.unloggedDecode, 0
+		}
+		s.unloggedDecode += int64(bad)
+		if logBad {
+			s.unloggedDecode-- // the one logged now
+		}
+	}
 	s.mu.Unlock()
+	if logBad {
+		s.logger.Warn("record dropped: cannot decode", "stream", s.name, "err", lastBad, "not_logged_since_last_warning", unlogged)
+	}
 	for _, res := range batch[:n] {
 		if res.msg.Ack != nil {
 			res.msg.Ack()

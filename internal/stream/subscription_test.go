@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -176,7 +177,22 @@ func TestReconnectAfterReadErrorAndEnd(t *testing.T) {
 	if src.connects != 2 {
 		t.Fatalf("connects = %d, want a reconnect after the read error", src.connects)
 	}
-	if st := sub.Status(); st.DecodeErrors != 1 || st.RecordsIn != 4 {
+	if st := sub.Status(); st.DecodeErrors != 1 || st.RecordsIn != 4 || !strings.Contains(st.LastDecodeError, "invalid character") || st.LastDecodeErrorTime == 0 {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+// dropSource is a source that reports records it dropped.
+type dropSource struct{ *fakeSource }
+
+func (dropSource) Dropped() (int64, string, time.Time) {
+	return 2, "cannot decompress", time.UnixMilli(1 << 50)
+}
+
+func TestDroppedRecordsCountAsDecodeErrors(t *testing.T) {
+	src := dropSource{&fakeSource{payloads: []string{`{"seq":0}`}, bounded: true}}
+	sub := NewSubscription("s", src, jsonDecoder(t), clock.Wall{}, nil)
+	if st := sub.Status(); st.DecodeErrors != 2 || st.LastDecodeError != "cannot decompress" || st.LastDecodeErrorTime != 1<<50 {
 		t.Fatalf("status %+v", st)
 	}
 }

@@ -36,12 +36,22 @@ func (o Op) String() string { return opText[o] }
 // ErrDivideByZero is returned by / and % with a zero divisor.
 var ErrDivideByZero = errors.New("divided by zero")
 
+// ErrOverflow is returned when an integer result does not fit in bigint
+// (int64): +, -, *, / and unary minus, and conversions of out-of-range
+// floats to bigint. eKuiper wraps around silently; rekuiper refuses.
+var ErrOverflow = errors.New("integer overflow")
+
+func overflow(op Op, a, b int64) error {
+	return fmt.Errorf("%w: %d %s %d does not fit in bigint", ErrOverflow, a, op, b)
+}
+
 func invalid(op Op, l, r any) error {
 	return fmt.Errorf("invalid operation %s %s %s", Describe(l), op, Describe(r))
 }
 
 // Arith applies an arithmetic or bitwise operator. nil on either side gives
-// nil. int64 op int64 stays int64 (wrapping on overflow, as eKuiper does);
+// nil. int64 op int64 stays int64; a result that does not fit is an
+// ErrOverflow error (eKuiper wraps around);
 // mixing int64 and float64 gives float64; bitwise operators take integers
 // only. Anything else is an "invalid operation" error.
 func Arith(op Op, l, r any) (any, error) {
@@ -91,19 +101,42 @@ func Arith(op Op, l, r any) (any, error) {
 func intArith(op Op, a, b int64, l, r any) (any, error) {
 	switch op {
 	case Add:
-		return a + b, nil
+		s := a + b
+		if (s > a) != (b > 0) {
+			return nil, overflow(op, a, b)
+		}
+		return s, nil
 	case Sub:
-		return a - b, nil
+		d := a - b
+		if (d < a) != (b > 0) {
+			return nil, overflow(op, a, b)
+		}
+		return d, nil
 	case Mul:
-		return a * b, nil
+		if a == 0 || b == 0 {
+			return int64(0), nil
+		}
+		p := a * b
+		if (a == -1 && b == math.MinInt64) || (b == -1 && a == math.MinInt64) || p/b != a {
+			return nil, overflow(op, a, b)
+		}
+		return p, nil
 	case Div:
 		if b == 0 {
 			return nil, ErrDivideByZero
+		}
+		if a == math.MinInt64 && b == -1 {
+			return nil, overflow(op, a, b)
 		}
 		return a / b, nil
 	case Mod:
 		if b == 0 {
 			return nil, ErrDivideByZero
+		}
+		if b == -1 {
+			// the remainder is 0; Go's MinInt64 % -1 is 0 too, but say so
+			// rather than rely on it
+			return int64(0), nil
 		}
 		return a % b, nil
 	case BitAnd:

@@ -73,6 +73,9 @@ func Normalize(v any) any {
 	case int32:
 		return int64(x)
 	case uint:
+		if uint64(x) > math.MaxInt64 {
+			return float64(x)
+		}
 		return int64(x)
 	case uint8:
 		return int64(x)
@@ -81,6 +84,10 @@ func Normalize(v any) any {
 	case uint32:
 		return int64(x)
 	case uint64:
+		if x > math.MaxInt64 {
+			// does not fit in bigint: promoted to float, as json.Number is
+			return float64(x)
+		}
 		return int64(x)
 	case float32:
 		return float64(x)
@@ -134,13 +141,13 @@ func ToInt(v any) (int64, error) {
 	case int64:
 		return x, nil
 	case float64:
-		return int64(x), nil
+		return FloatToInt(x)
 	case string:
 		if i, err := strconv.ParseInt(x, 10, 64); err == nil {
 			return i, nil
 		}
 		if f, err := strconv.ParseFloat(x, 64); err == nil {
-			return int64(f), nil
+			return FloatToInt(f)
 		}
 		return 0, fmt.Errorf("cannot convert string(%s) to int64", x)
 	case bool:
@@ -150,6 +157,17 @@ func ToInt(v any) (int64, error) {
 		return 0, nil
 	}
 	return 0, fmt.Errorf("cannot convert %s to int64", Describe(v))
+}
+
+// FloatToInt truncates f toward zero; NaN, infinities and values outside
+// the bigint range are an ErrOverflow error (Go's conversion would give an
+// arbitrary number).
+func FloatToInt(f float64) (int64, error) {
+	// -2^63 is exact in float64; 2^63 is the first value above MaxInt64.
+	if f != f || f < -9223372036854775808.0 || f >= 9223372036854775808.0 {
+		return 0, fmt.Errorf("%w: float64(%v) does not fit in bigint", ErrOverflow, f)
+	}
+	return int64(f), nil
 }
 
 // ToFloat converts a number or numeric string to float64.
@@ -230,8 +248,12 @@ func ToBool(v any) (bool, error) {
 	return false, fmt.Errorf("cannot convert %s to bool", Describe(v))
 }
 
-// ToTime converts a datetime, epoch milliseconds (int or float) or a string in
-// the default layout (or RFC 3339) to time.Time.
+// ToTime converts a datetime, epoch milliseconds (int or float) or a string to
+// time.Time. Strings are read as eKuiper reads them: the default layout, RFC
+// 3339, or one of the lenient forms of timeLayouts ("2023-11-14 22:13",
+// "2023/11/14", "2023.11.14", "11/14/2023", "20231114", ...); forms without
+// a date (a bare time of day) are refused, as their value would depend on
+// the day they are read.
 func ToTime(v any, loc *time.Location) (time.Time, error) {
 	if loc == nil {
 		loc = time.UTC
@@ -244,7 +266,7 @@ func ToTime(v any, loc *time.Location) (time.Time, error) {
 	case float64:
 		return time.UnixMilli(int64(x)).In(loc), nil
 	case string:
-		for _, layout := range []string{DefaultTimeLayout, time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02"} {
+		for _, layout := range timeLayouts {
 			if t, err := time.ParseInLocation(layout, x, loc); err == nil {
 				return t, nil
 			}
@@ -252,6 +274,18 @@ func ToTime(v any, loc *time.Location) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("cannot convert string(%s) to datetime", x)
 	}
 	return time.Time{}, fmt.Errorf("cannot convert %s to datetime", Describe(v))
+}
+
+// timeLayouts are the string forms ToTime reads, in order: the default
+// layout, RFC 3339, then the dated layouts of the lenient parser eKuiper
+// uses (github.com/jinzhu/now's list).
+var timeLayouts = []string{
+	DefaultTimeLayout, time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02",
+	"2006", "2006-1", "2006-1-2", "2006-1-2 15", "2006-1-2 15:4", "2006-1-2 15:4:5",
+	"2006-01-02 15:04:05.999999999 -0700 MST", "2006-01-02T15:04:05", "2006.1.2", "2006.1.2 15:04:05",
+	"2006.01.02", "2006.01.02 15:04:05", "2006.01.02 15:04:05.999999999", "1/2/2006", "1/2/2006 15:4:5",
+	"2006/01/02", "20060102", "2006/01/02 15:04:05", time.ANSIC, time.UnixDate, time.RubyDate,
+	time.RFC822, time.RFC822Z, time.RFC850, time.RFC1123, time.RFC1123Z,
 }
 
 // IsNumber reports whether v is int64 or float64.

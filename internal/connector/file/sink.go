@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/payload"
 )
 
 // SinkSpec is the file sink's property spec.
@@ -28,6 +30,8 @@ func SinkSpec() connector.Spec {
 		{Name: "rollingInterval", Type: connector.TypeDuration, Default: 0, Doc: "start a new file after this long (0 = never)"},
 		{Name: "rollingCount", Type: connector.TypeInt, Default: 1000000, Doc: "start a new file after this many messages (0 = never)"},
 		{Name: "rollingNamePattern", Type: connector.TypeString, Default: "none", Enum: []any{"none", "prefix", "suffix"}, Doc: "where the start time in ms goes in rolled file names; none disables rolling"},
+		{Name: "compression", Type: connector.TypeString, Default: "", Enum: []any{"", payload.Gzip, payload.Zstd, payload.Zlib, payload.Flate}, Doc: "compress the whole file as one stream"},
+		{Name: "encryption", Type: connector.TypeString, Default: "", Enum: []any{"", payload.AES}, Doc: "encrypt the whole file with AES-CFB and basic.aesKey; the file starts with the 16-byte IV"},
 	}}
 }
 
@@ -46,9 +50,13 @@ type Sink struct {
 	rollCount int64
 	pattern   string
 	clk       clock.Clock
+	compress  string
+	encrypt   string
+	key       []byte
 
 	f       *os.File
 	w       *bufio.Writer
+	stream  *payload.Writer // compressor and cipher over w; nil without them
 	opened  time.Time
 	written int64
 }
@@ -64,7 +72,15 @@ func NewSink(props map[string]any, deps connector.Deps) (api.Sink, error) {
 	if p == "" {
 		return nil, errors.New("path is empty")
 	}
+	compress, encrypt := connector.Get[string](props, "compression"), connector.Get[string](props, "encryption")
+	// Refuse a missing key now, not at the first write.
+	if _, err := payload.NewWriter(io.Discard, "", encrypt, deps.AESKey); err != nil {
+		return nil, err
+	}
 	return &Sink{
+		compress:  compress,
+		encrypt:   encrypt,
+		key:       deps.AESKey,
 		path:      resolve(deps.DataDir, p),
 		fileType:  connector.Get[string](props, "fileType"),
 		hasHeader: connector.Get[bool](props, "hasHeader"),
@@ -96,12 +112,16 @@ func (s *Sink) Write(_ context.Context, msg *api.SinkMessage) error {
 			return err
 		}
 	}
+	out := s.out()
 	if s.fileType == typeJSON && s.written > 0 {
-		s.w.WriteByte(',')
+		out.Write([]byte{','})
 	}
-	s.w.Write(msg.Payload)
+	out.Write(msg.Payload)
 	if s.fileType != typeJSON {
-		s.w.WriteByte('\n')
+		out.Write([]byte{'\n'})
+	}
+	if err := s.flushStream(); err != nil {
+		return fmt.Errorf("write %s: %w", s.f.Name(), err)
 	}
 	if err := s.w.Flush(); err != nil {
 		return fmt.Errorf("write %s: %w", s.f.Name(), err)
@@ -137,9 +157,10 @@ func (s *Sink) openFile(msg *api.SinkMessage) error {
 	now := s.clk.Now()
 	name := s.fileName(now)
 	// Lines and CSV files are appended to, so a restarted rule continues the
-	// file; a JSON array file is rewritten whole.
+	// file; a JSON array file is rewritten whole, and so is a compressed or
+	// encrypted file (one stream from its start).
 	mode := os.O_CREATE | os.O_WRONLY | os.O_APPEND
-	if s.fileType == typeJSON {
+	if s.fileType == typeJSON || s.compress != "" || s.encrypt != "" {
 		mode = os.O_CREATE | os.O_WRONLY | os.O_TRUNC
 	}
 	f, err := os.OpenFile(name, mode, 0o644)
@@ -147,14 +168,40 @@ func (s *Sink) openFile(msg *api.SinkMessage) error {
 		return fmt.Errorf("create %s: %w", name, err)
 	}
 	s.f, s.w, s.opened, s.written = f, bufio.NewWriter(f), now, 0
+	s.stream = nil
+	if s.compress != "" || s.encrypt != "" {
+		if s.stream, err = payload.NewWriter(s.w, s.compress, s.encrypt, s.key); err != nil {
+			_ = f.Close()
+			s.f = nil
+			return fmt.Errorf("create %s: %w", name, err)
+		}
+	}
+	out := s.out()
 	switch {
 	case s.fileType == typeJSON:
-		s.w.WriteByte('[')
+		out.Write([]byte{'['})
 	case s.fileType == typeCSV && s.hasHeader && len(msg.Rows) > 0:
-		s.w.WriteString(strings.Join(slices.Sorted(maps.Keys(msg.Rows[0])), s.delimiter))
-		s.w.WriteByte('\n')
+		io.WriteString(out, strings.Join(slices.Sorted(maps.Keys(msg.Rows[0])), s.delimiter))
+		out.Write([]byte{'\n'})
 	}
 	return nil
+}
+
+// out is where file content goes: the compressor and cipher when set,
+// else the buffered file. Write errors surface at the next flush.
+func (s *Sink) out() io.Writer {
+	if s.stream != nil {
+		return s.stream
+	}
+	return s.w
+}
+
+// flushStream pushes what the compressor holds into the file buffer.
+func (s *Sink) flushStream() error {
+	if s.stream == nil {
+		return nil
+	}
+	return s.stream.Flush()
 }
 
 // Flush writes buffered output and fsyncs the file; the engine calls it at
@@ -162,6 +209,9 @@ func (s *Sink) openFile(msg *api.SinkMessage) error {
 func (s *Sink) Flush(ctx context.Context) error {
 	if s.f == nil {
 		return nil
+	}
+	if err := s.flushStream(); err != nil {
+		return fmt.Errorf("flush %s: %w", s.f.Name(), err)
 	}
 	if err := s.w.Flush(); err != nil {
 		return fmt.Errorf("flush %s: %w", s.f.Name(), err)
@@ -179,9 +229,16 @@ func (s *Sink) closeFile() error {
 	f := s.f
 	s.f = nil
 	if s.fileType == typeJSON {
-		s.w.WriteByte(']')
+		s.out().Write([]byte{']'})
 	}
-	err := s.w.Flush()
+	var err error
+	if s.stream != nil {
+		err = s.stream.Close()
+		s.stream = nil
+	}
+	if ferr := s.w.Flush(); err == nil {
+		err = ferr
+	}
 	if err == nil {
 		err = f.Sync()
 	}

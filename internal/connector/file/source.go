@@ -20,8 +20,13 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/payload"
 	"github.com/rekuiper/rekuiper/internal/value"
 )
+
+// maxDecompressedFile bounds a decompressed file (1 GiB); files are read
+// into memory whole.
+const maxDecompressedFile = 1 << 30
 
 // Actions after a file was read completely.
 const (
@@ -46,6 +51,8 @@ func SourceSpec() connector.Spec {
 		{Name: "actionAfterRead", Type: connector.TypeInt, Default: actionKeep, Enum: []any{actionKeep, actionDelete, actionMove}, Doc: "0 keep, 1 delete, 2 move to moveTo"},
 		{Name: "moveTo", Type: connector.TypeString, Doc: "folder for actionAfterRead=2"},
 		{Name: "isTable", Type: connector.TypeBool, Default: false, Doc: "accepted for eKuiper compatibility; no effect"},
+		{Name: "parallel", Type: connector.TypeBool, Default: false, Doc: "false (the only value): the files of a folder are read one after the other, in name order"},
+		{Name: "decompression", Type: connector.TypeString, Default: "", Enum: []any{"", payload.Gzip, payload.Zstd, payload.Zlib, payload.Flate}, Doc: "decompress each file before parsing it"},
 	}}
 }
 
@@ -67,6 +74,7 @@ type Source struct {
 	sendInterval time.Duration
 	ignoreStart  int
 	ignoreEnd    int
+	decompress   string
 	action       int64
 	moveTo       string
 	clk          clock.Clock
@@ -104,11 +112,15 @@ func NewSource(props map[string]any, deps connector.Deps) (api.Source, error) {
 		ignoreStart:  int(connector.Get[int64](props, "ignoreStartLines")),
 		ignoreEnd:    int(connector.Get[int64](props, "ignoreEndLines")),
 		action:       connector.Get[int64](props, "actionAfterRead"),
+		decompress:   connector.Get[string](props, "decompression"),
 		clk:          deps.Clock,
 		logger:       deps.Logger,
 	}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
+	}
+	if connector.Get[bool](props, "parallel") {
+		return nil, errors.New("parallel: true is not supported; the files of a folder are read one after the other in name order (set parallel: false or remove it)")
 	}
 	if strings.ContainsAny(s.name, `/\`) || s.name == ".." {
 		return nil, fmt.Errorf("datasource %q must be a file name inside path", s.name)
@@ -257,6 +269,11 @@ func (s *Source) open(name string) error {
 		b = nil
 	} else if err != nil {
 		return fmt.Errorf("read %s: %w", name, err)
+	}
+	if s.decompress != "" && len(b) > 0 {
+		if b, err = payload.Decompress(s.decompress, b, maxDecompressedFile); err != nil {
+			return fmt.Errorf("decompress %s: %w", name, err)
+		}
 	}
 	recs, err := s.parse(b)
 	if err != nil {

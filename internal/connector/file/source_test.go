@@ -1,12 +1,15 @@
 package file
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,6 +101,8 @@ func TestSourceFormats(t *testing.T) {
 			[]any{map[string]any{"id": "1", "name": "x", "cols2": "extra"}}},
 		{"csv default names", "# comment\n1,2\n", map[string]any{"fileType": "csv", "ignoreStartLines": 1},
 			[]any{map[string]any{"cols0": "1", "cols1": "2"}}},
+		{"gzip lines", gzipped(t, "l1\nl2\n"), map[string]any{"fileType": "lines", "decompression": "gzip"}, []any{"l1", "l2"}},
+		{"parallel false", "l1\n", map[string]any{"fileType": "lines", "parallel": false}, []any{"l1"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -350,5 +355,40 @@ func TestResolve(t *testing.T) {
 				t.Fatalf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func gzipped(t *testing.T, s string) string {
+	t.Helper()
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	if _, err := w.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestSourceRefusesParallelAndBadFiles(t *testing.T) {
+	_, err := registry(t).NewSource(Type, map[string]any{"path": t.TempDir(), "parallel": true}, connector.Deps{Clock: clock.NewVirtual(0)})
+	if err == nil || !strings.Contains(err.Error(), "parallel") {
+		t.Fatalf("parallel true: %v", err)
+	}
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"in.txt": "not gzip"})
+	s, err := registry(t).NewSource(Type, map[string]any{"path": dir, "datasource": "in.txt", "decompression": "gzip"}, connector.Deps{Clock: clock.NewVirtual(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Connect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := s.Read(ctx); err == nil || !strings.Contains(err.Error(), "decompress in.txt") {
+		t.Fatalf("read of a file that is not gzip: %v", err)
 	}
 }

@@ -38,9 +38,12 @@ func Spec() connector.Spec {
 	}}
 }
 
-// Register adds the httppull source to r.
+// Register adds the httppull source and lookup source to r.
 func Register(r *connector.Registry) error {
-	return r.RegisterSource(Type, Spec(), New)
+	if err := r.RegisterSource(Type, Spec(), New); err != nil {
+		return err
+	}
+	return r.RegisterLookup(Type, LookupSpec(), NewLookup)
 }
 
 // Source requests url every interval on the clock (the first request one

@@ -28,8 +28,8 @@ func Spec() connector.Spec {
 	return connector.Spec{Props: []connector.Prop{
 		{Name: "datasource", Type: connector.TypeString, Required: true, Doc: "URL path of the endpoint, e.g. /api/data"},
 		{Name: "method", Type: connector.TypeString, Default: "POST", Enum: []any{"POST", "PUT"}},
-		{Name: "bufferLength", Type: connector.TypeInt, Default: 1024, Doc: "records queued before requests wait"},
-		{Name: "queueTimeout", Type: connector.TypeDuration, Default: "5s", Doc: "how long a request waits for queue space before 503"},
+		{Name: "bufferLength", Type: connector.TypeInt, Default: 1024, Max: connector.MaxBufferLength, Doc: "records queued before requests wait"},
+		{Name: "queueTimeout", Type: connector.TypeDuration, Default: "5s", Max: "1h", Doc: "how long a request waits for queue space before 503"},
 	}}
 }
 

@@ -25,7 +25,7 @@ const Type = "memory"
 func SourceSpec() connector.Spec {
 	return connector.Spec{Props: []connector.Prop{
 		{Name: "datasource", Type: connector.TypeString, Required: true, Doc: "topic filter; + and # wildcards allowed"},
-		{Name: "bufferLength", Type: connector.TypeInt, Default: 1024, Doc: "messages buffered for this subscriber before publishers block"},
+		{Name: "bufferLength", Type: connector.TypeInt, Default: 1024, Max: connector.MaxBufferLength, Doc: "messages buffered for this subscriber before publishers block"},
 	}}
 }
 
@@ -35,7 +35,7 @@ func SinkSpec() connector.Spec {
 		{Name: "topic", Type: connector.TypeString, Required: true, Doc: "topic; may be a template over the row such as devices/{{.id}}"},
 		{Name: "rowkindField", Type: connector.TypeString, Doc: "row field holding insert/update/upsert/delete for lookup tables"},
 		{Name: "keyField", Type: connector.TypeString, Doc: "row field holding the key for updates and deletes"},
-	}}
+	}, WritesRows: true}
 }
 
 // LookupSpec is the memory lookup table's property spec.
@@ -43,7 +43,7 @@ func LookupSpec() connector.Spec {
 	return connector.Spec{Props: []connector.Prop{
 		{Name: "datasource", Type: connector.TypeString, Required: true, Doc: "topic filter the table follows"},
 		{Name: "key", Type: connector.TypeString, Required: true, Doc: "the table's KEY field"},
-		{Name: "bufferLength", Type: connector.TypeInt, Default: 1024, Doc: "subscriber buffer"},
+		{Name: "bufferLength", Type: connector.TypeInt, Default: 1024, Max: connector.MaxBufferLength, Doc: "subscriber buffer"},
 	}}
 }
 

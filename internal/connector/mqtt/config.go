@@ -39,7 +39,7 @@ func connProps() []connector.Prop {
 		{Name: "clientid", Type: connector.TypeString, Doc: "client identifier; random when empty"},
 		{Name: "username", Type: connector.TypeString},
 		{Name: "password", Type: connector.TypeString, Secret: true},
-		{Name: "enableClientSession", Type: connector.TypeBool, Default: false, Doc: "persistent session: clean session off, needs a fixed clientid"},
+		{Name: "enableClientSession", Type: connector.TypeBool, Doc: "persistent session: clean session off, needs a fixed clientid; unset, a source read by a rule at qos >= 1 gets one with a derived clientid"},
 		{Name: "sessionExpiryIntervalSeconds", Type: connector.TypeInt, Doc: "v5 session expiry with enableClientSession (default 86400)"},
 		{Name: "certificationPath", Type: connector.TypeString, Doc: "client certificate PEM file (mTLS)"},
 		{Name: "privateKeyPath", Type: connector.TypeString, Doc: "client key PEM file: SEC1, PKCS#1 or PKCS#8"},
@@ -69,6 +69,9 @@ type connConfig struct {
 	tls      tlsSettings
 	tlsConf  *tls.Config
 	readPace time.Duration
+	// sessionSet records that enableClientSession was given (true or
+	// false), so the derived persistent session does not override it.
+	sessionSet bool
 }
 
 // parseConn builds a connConfig from validated props. It reads key and
@@ -80,6 +83,9 @@ func parseConn(props map[string]any) (connConfig, error) {
 		password: connector.Get[string](props, "password"),
 		session:  connector.Get[bool](props, "enableClientSession"),
 		readPace: connector.Get[time.Duration](props, "readPace"),
+	}
+	if v, ok := props["enableClientSession"]; ok && v != nil {
+		c.sessionSet = true
 	}
 	if c.readPace < 0 || c.readPace > time.Second {
 		return c, fmt.Errorf("property readPace: %s is outside 0 to 1s", c.readPace)
@@ -115,17 +121,16 @@ func parseConn(props map[string]any) (connConfig, error) {
 	default:
 		c.version = 4
 	}
-	if c.session {
-		if c.clientID == "" {
-			return c, fmt.Errorf("property enableClientSession needs a fixed clientid")
+	if c.session && c.clientID == "" {
+		return c, fmt.Errorf("property enableClientSession needs a fixed clientid")
+	}
+	// The expiry applies only to persistent sessions (given or derived).
+	c.expiry = defaultSessionExpiry
+	if v, ok := props["sessionExpiryIntervalSeconds"].(int64); ok {
+		if v < 0 || v > 0xFFFFFFFF {
+			return c, fmt.Errorf("property sessionExpiryIntervalSeconds: %d out of range", v)
 		}
-		c.expiry = defaultSessionExpiry
-		if v, ok := props["sessionExpiryIntervalSeconds"].(int64); ok {
-			if v < 0 || v > 0xFFFFFFFF {
-				return c, fmt.Errorf("property sessionExpiryIntervalSeconds: %d out of range", v)
-			}
-			c.expiry = uint32(v)
-		}
+		c.expiry = uint32(v)
 	}
 	c.tls = tlsSettingsFrom(props)
 	if c.tlsOn {
@@ -136,6 +141,30 @@ func parseConn(props map[string]any) (connConfig, error) {
 		return c, fmt.Errorf("property server: TLS properties are set but %q is not a TLS URL (use ssl:// or mqtts://)", server)
 	}
 	return c, nil
+}
+
+// derivedClientIDPrefix starts the client id of a derived persistent session.
+const derivedClientIDPrefix = "rekuiper-"
+
+// withDerivedSession gives a source read by one rule at qos >= 1 a
+// persistent session when the user chose neither a clientid nor
+// enableClientSession: the client id is derived from sessionID (node, rule
+// and stream, see connector.Deps.SessionID) and the topic filters, so it is
+// the same after a restart and changes when the subscription changes. It
+// is 23 characters, the length every MQTT 3.1.1 broker must accept.
+func (c connConfig) withDerivedSession(sessionID string, filters map[string]byte) connConfig {
+	if sessionID == "" || c.clientID != "" || c.sessionSet {
+		return c
+	}
+	h := sha256.New()
+	h.Write([]byte(sessionID))
+	for _, f := range sortedKeys(filters) {
+		h.Write([]byte{0})
+		h.Write([]byte(f))
+	}
+	c.clientID = derivedClientIDPrefix + hex.EncodeToString(h.Sum(nil))[:23-len(derivedClientIDPrefix)]
+	c.session = true
+	return c
 }
 
 // key identifies connections that may be shared: same broker, identity,

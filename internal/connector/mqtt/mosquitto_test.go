@@ -207,6 +207,10 @@ func TestMosquitto(t *testing.T) {
 		if msg := read(t, src, 10*time.Second); string(msg.Payload) != `{"a":1}` {
 			t.Fatalf("payload %q", msg.Payload)
 		}
+		// The bad payload came first on the one connection: it is counted.
+		if n, last, at := src.Dropped(); n != 1 || !strings.Contains(last, "cannot decompress (gzip)") || at.IsZero() {
+			t.Fatalf("dropped %d, last %q at %v", n, last, at)
+		}
 	})
 
 	t.Run("shared connection", func(t *testing.T) {

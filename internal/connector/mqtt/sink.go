@@ -20,7 +20,7 @@ func SinkSpec() connector.Spec {
 		{Name: "qos", Type: connector.TypeInt, Default: int64(0), Enum: []any{int64(0), int64(1), int64(2)}},
 		{Name: "retained", Type: connector.TypeBool, Default: false},
 		{Name: "properties", Type: connector.TypeMap, Doc: "MQTT 5 user properties"},
-		{Name: "maxInflight", Type: connector.TypeInt, Default: int64(defaultMaxInflight), Doc: "QoS 1/2 publishes awaiting acknowledgement before Write blocks"},
+		{Name: "maxInflight", Type: connector.TypeInt, Default: int64(defaultMaxInflight), Max: 65535, Doc: "QoS 1/2 publishes awaiting acknowledgement before Write blocks"},
 	}
 	return connector.Spec{Props: append(props, connProps()...)}
 }

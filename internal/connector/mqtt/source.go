@@ -56,6 +56,9 @@ type Source struct {
 
 	conn *conn
 	sub  *subscription
+	// live is conn for Status, which other goroutines (rule status
+	// requests) call while Connect and Close run on the read loop.
+	live atomic.Pointer[conn]
 }
 
 var _ api.Source = (*Source)(nil)
@@ -76,6 +79,9 @@ func NewSource(pool *Pool, props map[string]any, deps connector.Deps) (*Source, 
 	filters, err := parseFilters(connector.Get[string](props, "datasource"), qos)
 	if err != nil {
 		return nil, err
+	}
+	if qos > 0 {
+		cfg = cfg.withDerivedSession(deps.SessionID, filters)
 	}
 	s := &Source{pool: pool, cfg: cfg, filters: filters, decomp: connector.Get[string](props, "decompression"),
 		logger: deps.Logger, clock: deps.Clock}
@@ -130,6 +136,7 @@ func (s *Source) Connect(ctx context.Context) error {
 		return fmt.Errorf("connect to %s: %w", s.cfg.describe(), err)
 	}
 	s.conn, s.sub = c, sub
+	s.live.Store(c)
 	return nil
 }
 
@@ -161,6 +168,7 @@ func (s *Source) Close(context.Context) error {
 	s.conn.removeSub(s.sub)
 	s.pool.release(s.conn)
 	s.conn = nil
+	s.live.Store(nil)
 	return nil
 }
 
@@ -168,10 +176,11 @@ func (s *Source) Close(context.Context) error {
 // "disconnected", when it last connected and disconnected, and the last
 // error text.
 func (s *Source) Status() (state string, lastConnected, lastDisconnected time.Time, lastErr string) {
-	if s.conn == nil {
+	c := s.live.Load()
+	if c == nil {
 		return StateDisconnected, time.Time{}, time.Time{}, ""
 	}
-	return s.conn.status()
+	return c.status()
 }
 
 // subscription is one source's view of a connection.
@@ -192,6 +201,15 @@ type subscription struct {
 	// sends them when the connection stays in use.
 	heldMu sync.Mutex
 	held   []func()
+
+	// drops counts payloads that did not decompress; dropLog limits
+	// their warnings to one per dropLogEvery.
+	dropMu      sync.Mutex
+	drops       int64
+	lastDrop    string
+	lastDropAt  time.Time
+	lastDropLog time.Time
+	unlogged    int64
 
 	closeOnce  sync.Once
 	closed     chan struct{}
@@ -237,7 +255,7 @@ func (s *subscription) deliver(m inbound, ack func()) bool {
 	if s.decomp != "" {
 		p, err := decompress(s.decomp, payload)
 		if err != nil {
-			s.logger.Warn("mqtt message dropped: cannot decompress", slog.String("topic", m.topic), slog.String("error", err.Error()))
+			s.dropped(m.topic, err)
 			if ack != nil {
 				ack()
 			}
@@ -262,6 +280,42 @@ func (s *subscription) deliver(m inbound, ack func()) bool {
 		}
 	}
 	return false
+}
+
+// dropLogEvery is the least time between two warnings about payloads that
+// did not decompress; the ones in between are counted in the next warning.
+const dropLogEvery = 10 * time.Second
+
+// dropped counts a payload that did not decompress and logs it, at most
+// once per dropLogEvery.
+func (s *subscription) dropped(topic string, err error) {
+	now := s.clock.Now()
+	s.dropMu.Lock()
+	s.drops++
+	s.lastDrop, s.lastDropAt = fmt.Sprintf("topic %s: cannot decompress (%s): %v", topic, s.decomp, err), now
+	logIt := s.lastDropLog.IsZero() || now.Sub(s.lastDropLog) >= dropLogEvery
+	suppressed := s.unlogged
+	if logIt {
+		s.lastDropLog, s.unlogged = now, 0
+	} else {
+		s.unlogged++
+	}
+	s.dropMu.Unlock()
+	if logIt {
+		s.logger.Warn("mqtt message dropped: cannot decompress", slog.String("topic", topic),
+			slog.String("error", err.Error()), slog.Int64("not_logged_since_last_warning", suppressed))
+	}
+}
+
+// Dropped reports the payloads that did not decompress: how many, the last
+// error and when (stream.DropReporter).
+func (s *Source) Dropped() (int64, string, time.Time) {
+	if s.sub == nil {
+		return 0, "", time.Time{}
+	}
+	s.sub.dropMu.Lock()
+	defer s.sub.dropMu.Unlock()
+	return s.sub.drops, s.sub.lastDrop, s.sub.lastDropAt
 }
 
 // flush hands the batch to push. A batch push refuses, or one gathered

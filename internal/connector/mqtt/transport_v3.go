@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rekuiper/rekuiper/internal/panics"
 )
 
 // pingTimeout is how long a PINGREQ may wait for its PINGRESP before the
@@ -95,9 +97,12 @@ func (t *v3) connect(ctx context.Context) error {
 		return fmt.Errorf("connect: %w", err)
 	}
 	t.conn = bc
-	go t.reader()
+	// A panic in the reader (a malformed packet a decoder did not expect)
+	// or the keepalive loses this connection, not the process.
+	lost := func(e *panics.Error) { t.fail(e) }
+	panics.Go("mqtt reader", lost, t.reader)
 	if t.keepAlive > 0 {
-		go t.keepalive()
+		panics.Go("mqtt keepalive", lost, t.keepalive)
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/eclipse/paho.golang/paho"
 	"github.com/eclipse/paho.golang/paho/session"
+
+	"github.com/rekuiper/rekuiper/internal/panics"
 )
 
 // v5 is a transport over paho.golang for MQTT 5. The session state is owned
@@ -109,7 +111,7 @@ func (t *v5) connect(ctx context.Context) error {
 		<-cli.Done()
 		t.signalLost(errors.New("connection closed"))
 	}(t.cli)
-	go t.publisher()
+	panics.Go("mqtt publisher", func(e *panics.Error) { t.signalLost(e) }, t.publisher)
 	return nil
 }
 

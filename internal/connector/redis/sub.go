@@ -18,7 +18,7 @@ func SubSpec() connector.Spec {
 	return connector.Spec{Props: append(connProps(),
 		connector.Prop{Name: "channels", Type: connector.TypeList, Doc: "channels to SUBSCRIBE to"},
 		connector.Prop{Name: "patterns", Type: connector.TypeList, Doc: "patterns to PSUBSCRIBE to"},
-		connector.Prop{Name: "bufferLength", Type: connector.TypeInt, Default: 1024, Doc: "messages buffered before the subscription waits"},
+		connector.Prop{Name: "bufferLength", Type: connector.TypeInt, Default: 1024, Max: connector.MaxBufferLength, Doc: "messages buffered before the subscription waits"},
 	)}
 }
 

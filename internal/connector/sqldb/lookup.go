@@ -3,16 +3,13 @@ package sqldb
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
-	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector"
 )
 
@@ -21,32 +18,19 @@ import (
 func LookupSpec() connector.Spec {
 	return connector.Spec{Props: append(urlProps(),
 		connector.Prop{Name: "datasource", Type: connector.TypeString, Required: true, Doc: "table to look rows up in"},
-		connector.Prop{Name: "cache", Type: connector.TypeBool, Default: false, Doc: "cache lookup results"},
-		connector.Prop{Name: "cacheTtl", Type: connector.TypeDuration, Default: "5m", Doc: "how long a cached result is used"},
-		connector.Prop{Name: "cacheMissingKey", Type: connector.TypeBool, Default: true, Doc: "also cache lookups that found nothing"},
 	)}
 }
 
-// Lookup queries rows whose columns equal the lookup keys, with an optional
-// cache whose entries expire after cacheTtl on Deps.Clock. It is safe for
-// concurrent use.
+// Lookup queries rows whose columns equal the lookup keys; every call
+// reads the database (the engine's lookup join caches, see lookup.cache).
+// It is safe for concurrent use.
 type Lookup struct {
-	d            dialect
-	table        string
-	cache        bool
-	ttl          time.Duration
-	cacheMissing bool
-	clk          clock.Clock
+	d     dialect
+	table string
 
-	mu      sync.Mutex
-	h       database
-	db      *sql.DB
-	entries map[string]cacheEntry
-}
-
-type cacheEntry struct {
-	rows    []map[string]any
-	expires time.Time
+	mu sync.Mutex
+	h  database
+	db *sql.DB
 }
 
 var _ connector.LookupSource = (*Lookup)(nil)
@@ -57,20 +41,9 @@ func NewLookup(props map[string]any, deps connector.Deps) (connector.LookupSourc
 	if err != nil {
 		return nil, err
 	}
-	l := &Lookup{
-		d:            d,
-		cache:        connector.Get[bool](props, "cache"),
-		ttl:          connector.Get[time.Duration](props, "cacheTtl"),
-		cacheMissing: connector.Get[bool](props, "cacheMissingKey"),
-		clk:          deps.Clock,
-		entries:      map[string]cacheEntry{},
-		h:            database{reg: deps.Connections, d: d},
-	}
+	l := &Lookup{d: d, h: database{reg: deps.Connections, d: d}}
 	if l.table, err = quoteIdent(connector.Get[string](props, "datasource")); err != nil {
 		return nil, fmt.Errorf("property \"datasource\": %w", err)
-	}
-	if l.cache && l.clk == nil {
-		return nil, errors.New("cache needs a clock")
 	}
 	return l, nil
 }
@@ -86,7 +59,6 @@ func (l *Lookup) Connect(ctx context.Context) error {
 		return err
 	}
 	l.db = db
-	clear(l.entries)
 	return nil
 }
 
@@ -95,17 +67,6 @@ func (l *Lookup) Lookup(ctx context.Context, keys map[string]any) ([]map[string]
 	names := slices.Sorted(maps.Keys(keys))
 	if len(names) == 0 {
 		return nil, errors.New("lookup without keys")
-	}
-	var ck string
-	if l.cache {
-		b, _ := json.Marshal(keys)
-		ck = string(b)
-		l.mu.Lock()
-		e, ok := l.entries[ck]
-		l.mu.Unlock()
-		if ok && l.clk.Now().Before(e.expires) {
-			return cloneRows(e.rows), nil
-		}
 	}
 	l.mu.Lock()
 	db, tr := l.db, l.h.tr
@@ -123,27 +84,13 @@ func (l *Lookup) Lookup(ctx context.Context, keys map[string]any) ([]map[string]
 	if err := tr.Report(err); err != nil {
 		return nil, err
 	}
-	if l.cache && (len(rows) > 0 || l.cacheMissing) {
-		l.mu.Lock()
-		l.entries[ck] = cacheEntry{rows: cloneRows(rows), expires: l.clk.Now().Add(l.ttl)}
-		l.mu.Unlock()
-	}
 	return rows, nil
 }
 
-func cloneRows(rows []map[string]any) []map[string]any {
-	out := make([]map[string]any, len(rows))
-	for i, r := range rows {
-		out[i] = maps.Clone(r)
-	}
-	return out
-}
-
-// Close closes the database and empties the cache.
+// Close releases the database pool.
 func (l *Lookup) Close(context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	clear(l.entries)
 	l.db = nil
 	return l.h.release()
 }

@@ -106,13 +106,32 @@ func parseURL(props map[string]any) (dialect, error) {
 	case strings.HasPrefix(lower, "postgres://"), strings.HasPrefix(lower, "postgresql://"):
 		return dialect{driver: "pgx", dsn: u, postgres: true}, nil
 	case strings.HasPrefix(lower, "sqlite://"):
-		return dialect{driver: "sqlite", dsn: u[len("sqlite://"):]}, nil
+		return dialect{driver: "sqlite", dsn: sqliteDSN(u[len("sqlite://"):])}, nil
 	case strings.HasPrefix(lower, "sqlite:"):
-		return dialect{driver: "sqlite", dsn: u[len("sqlite:"):]}, nil
+		return dialect{driver: "sqlite", dsn: sqliteDSN(u[len("sqlite:"):])}, nil
 	case strings.HasPrefix(lower, "file:"), !strings.Contains(u, "://"):
-		return dialect{driver: "sqlite", dsn: u}, nil
+		return dialect{driver: "sqlite", dsn: sqliteDSN(u)}, nil
 	}
 	return dialect{}, fmt.Errorf("unsupported database url %q: use postgres://, sqlite:// or a file path", redact(u))
+}
+
+// sqliteBusyTimeout is how long a SQLite statement waits for another
+// connection's lock (another process reading or writing the same file)
+// before it fails with SQLITE_BUSY.
+const sqliteBusyTimeout = "5000"
+
+// sqliteDSN adds a busy timeout to a SQLite DSN that sets none, so that a
+// reader of the same file (a dashboard, a backup, another rule) makes a
+// write wait briefly instead of failing at once.
+func sqliteDSN(dsn string) string {
+	if strings.Contains(strings.ToLower(dsn), "busy_timeout") {
+		return dsn
+	}
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + "_pragma=busy_timeout(" + sqliteBusyTimeout + ")"
 }
 
 // redact hides the password of a URL in error messages.

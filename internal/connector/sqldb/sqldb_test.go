@@ -464,62 +464,84 @@ func TestSourceRewind(t *testing.T) {
 	})
 }
 
-func TestLookupCache(t *testing.T) {
+// TestLookupQueries looks rows up by one and by two columns; every lookup
+// reads the database (the lookup join's cache is the engine's).
+func TestLookupQueries(t *testing.T) {
 	d := sqliteDB(t)
 	d.exec(t, "CREATE TABLE dev (id BIGINT, name TEXT, zone TEXT)")
 	d.exec(t, "INSERT INTO dev VALUES (1, 'a', 'z1'), (2, 'b', 'z1')")
-	vc := clock.NewVirtual(0)
 	r := connector.NewRegistry()
 	if err := Register(r); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name      string
-		props     map[string]any
-		wantStale bool
-	}{
-		{"no cache", map[string]any{}, false},
-		{"cache", map[string]any{"cache": true, "cacheTtl": "10s"}, true},
+	l, err := r.NewLookup(Type, map[string]any{"url": d.url, "datasource": "dev"}, connector.Deps{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			d.exec(t, "UPDATE dev SET name = 'a' WHERE id = 1")
-			props := map[string]any{"url": d.url, "datasource": "dev"}
-			for k, v := range tc.props {
-				props[k] = v
-			}
-			l, err := r.NewLookup(Type, props, connector.Deps{Clock: vc})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx := context.Background()
-			if err := l.Connect(ctx); err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close(ctx)
-			name := func() any {
-				t.Helper()
-				rows, err := l.Lookup(ctx, map[string]any{"id": int64(1)})
-				if err != nil || len(rows) != 1 {
-					t.Fatalf("lookup: %v %v", rows, err)
-				}
-				return rows[0]["name"]
-			}
-			if got := name(); got != "a" {
-				t.Fatalf("name %v", got)
-			}
-			d.exec(t, "UPDATE dev SET name = 'a2' WHERE id = 1")
-			if got, want := name(), map[bool]string{true: "a", false: "a2"}[tc.wantStale]; got != want {
-				t.Fatalf("after update: name %v, want %v", got, want)
-			}
-			vc.AdvanceTo(vc.Now().UnixMilli()+11_000, func() {})
-			if got := name(); got != "a2" {
-				t.Fatalf("after ttl: name %v, want a2", got)
-			}
-			rows, err := l.Lookup(ctx, map[string]any{"zone": "z1", "name": "b"})
-			if err != nil || len(rows) != 1 || rows[0]["id"] != int64(2) {
-				t.Fatalf("two keys: %v %v", rows, err)
-			}
-		})
+	ctx := context.Background()
+	if err := l.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(ctx)
+	name := func() any {
+		t.Helper()
+		rows, err := l.Lookup(ctx, map[string]any{"id": int64(1)})
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("lookup: %v %v", rows, err)
+		}
+		return rows[0]["name"]
+	}
+	if got := name(); got != "a" {
+		t.Fatalf("name %v", got)
+	}
+	d.exec(t, "UPDATE dev SET name = 'a2' WHERE id = 1")
+	if got := name(); got != "a2" {
+		t.Fatalf("after update: name %v, want a2", got)
+	}
+	rows, err := l.Lookup(ctx, map[string]any{"zone": "z1", "name": "b"})
+	if err != nil || len(rows) != 1 || rows[0]["id"] != int64(2) {
+		t.Fatalf("two keys: %v %v", rows, err)
+	}
+	if _, err := r.NewLookup(Type, map[string]any{"url": d.url, "datasource": "dev", "cacheSize": 3}, connector.Deps{}); err == nil {
+		t.Fatal("unknown property accepted")
+	}
+}
+
+func TestSQLiteDSNWaitsForLocks(t *testing.T) {
+	for in, want := range map[string]string{
+		"/data/x.db":                               "/data/x.db?_pragma=busy_timeout(5000)",
+		"file:x.db?mode=rwc":                       "file:x.db?mode=rwc&_pragma=busy_timeout(5000)",
+		"x.db?_pragma=busy_timeout(100)":           "x.db?_pragma=busy_timeout(100)",
+		"x.db?_pragma=journal_mode(WAL)&_txlock=x": "x.db?_pragma=journal_mode(WAL)&_txlock=x&_pragma=busy_timeout(5000)",
+	} {
+		if got := sqliteDSN(in); got != want {
+			t.Errorf("sqliteDSN(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// A writer holding the file's lock for a moment makes the sink wait,
+	// not fail.
+	d := sqliteDB(t)
+	d.exec(t, "CREATE TABLE w (k TEXT, v BIGINT)")
+	s := newSink(t, map[string]any{"url": d.url, "table": "w"})
+	ctx := context.Background()
+	tx, err := d.conn.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("INSERT INTO w VALUES ('held', 0)"); err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan struct{})
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		_ = tx.Commit()
+		close(released)
+	}()
+	if err := s.Write(ctx, &api.SinkMessage{Rows: []map[string]any{{"k": "a", "v": int64(1)}}}); err != nil {
+		t.Fatalf("write while another connection holds the lock: %v", err)
+	}
+	<-released
+	if got := rowsOf(t, d, "SELECT k, v FROM w ORDER BY k"); got != "a:1,held:0" {
+		t.Fatalf("rows: %s", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/panics"
 )
 
 // SourceSpec is the websocket source's property spec. The stream's
@@ -18,7 +19,7 @@ import (
 func SourceSpec() connector.Spec {
 	return connector.Spec{Props: append(commonProps(),
 		connector.Prop{Name: "datasource", Type: connector.TypeString, Required: true, Doc: "path, e.g. /api/ws"},
-		connector.Prop{Name: "bufferLength", Type: connector.TypeInt, Default: 1024, Doc: "messages queued before the connections wait"},
+		connector.Prop{Name: "bufferLength", Type: connector.TypeInt, Default: 1024, Max: connector.MaxBufferLength, Doc: "messages queued before the connections wait"},
 	)}
 }
 
@@ -114,6 +115,16 @@ func (s *Source) accept(w http.ResponseWriter, r *http.Request) {
 // readLoop queues the messages of c until it fails or done closes.
 func (s *Source) readLoop(c *ws.Conn, remote string, queue chan<- *api.Message, lost chan<- error, done <-chan struct{}) {
 	defer s.wg.Done()
+	// A panic here loses this connection (reported like a read error in
+	// client mode), not the process.
+	defer panics.Catch("websocket read", func(e *panics.Error) {
+		if lost != nil {
+			select {
+			case lost <- e:
+			default:
+			}
+		}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {

@@ -20,21 +20,21 @@ type corpusCase struct {
 }
 
 // corpusDir locates the conformance cases: $REKUIPER_CONFORMANCE or the
-// shared folder next to the repository.
+// repository's corpus in internal/conformance/testdata/cases.
 func corpusDir() string {
 	if d := os.Getenv("REKUIPER_CONFORMANCE"); d != "" {
 		return d
 	}
-	return filepath.Join("..", "..", "..", "..", "shared", "conformance", "cases")
+	return filepath.Join("..", "..", "conformance", "testdata", "cases")
 }
 
 // corpusSQL returns every SQL text of the corpus keyed by "file#n" (n = 0 for
-// the rule, n > 0 for stream definitions), or nil when the corpus is absent.
+// the rule, n > 0 for stream definitions).
 func corpusSQL(tb testing.TB) map[string]string {
 	tb.Helper()
 	dir := corpusDir()
 	if _, err := os.Stat(dir); err != nil {
-		return nil
+		tb.Fatalf("conformance corpus: %v", err)
 	}
 	files, err := filepath.Glob(filepath.Join(dir, "*", "*.json"))
 	if err != nil {
@@ -61,8 +61,8 @@ func corpusSQL(tb testing.TB) map[string]string {
 
 func TestCorpusRoundTrip(t *testing.T) {
 	all := corpusSQL(t)
-	if all == nil {
-		t.Skipf("conformance corpus not found at %s", corpusDir())
+	if len(all) == 0 {
+		t.Fatalf("no cases in the conformance corpus at %s", corpusDir())
 	}
 	keys := make([]string, 0, len(all))
 	for k := range all {

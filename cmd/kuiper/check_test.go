@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/config"
+	"github.com/rekuiper/rekuiper/internal/daemon"
+	"github.com/rekuiper/rekuiper/internal/rulemgr"
+	"github.com/rekuiper/rekuiper/internal/server"
+)
+
+// engineDaemon serves the REST API over the daemon's engine, which checks
+// stream definitions and plans rules as kuiperd does.
+func engineDaemon(t *testing.T) (host, port string) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := catalog.Open(ctx, filepath.Join(dir, "sqliteKV.db"), catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.New(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Paths = config.Paths{Data: dir}
+	cfg.Source.HTTPServerIP, cfg.Source.HTTPServerPort = "127.0.0.1", 0
+	runner, release, err := daemon.NewRunner(cfg, cat, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr := rulemgr.New(rulemgr.Config{Catalog: cat, Runner: runner})
+	srv := httptest.NewServer(server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg, Streams: runner.(*daemon.Runner)}))
+	t.Cleanup(func() {
+		srv.Close()
+		mgr.Close(ctx) //nolint:errcheck // test end
+		release()
+		st.Close()
+	})
+	u, _ := url.Parse(srv.URL)
+	return u.Hostname(), u.Port()
+}
+
+// The CLI reports what the daemon refuses at creation.
+func TestRemoteCreateChecks(t *testing.T) {
+	host, port := engineDaemon(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		out  string
+	}{
+		{"unknown type", []string{"create", "stream", "s1", `() WITH (TYPE="nosuch", DATASOURCE="t")`}, 1, `stream s1: unknown TYPE "nosuch"`},
+		{"unknown format", []string{"create", "stream", "s1", `() WITH (TYPE="memory", DATASOURCE="t", FORMAT="xml")`}, 1, `unknown format "xml" (status 400)`},
+		{"missing confKey", []string{"create", "table", "t1", `() WITH (TYPE="memory", DATASOURCE="t", CONF_KEY="nokey")`}, 1, `CONF_KEY "nokey"`},
+		{"typed stream", []string{"create", "stream", "s1", `(temperature float) WITH (TYPE="memory", DATASOURCE="t")`}, 0, "Stream s1 is created."},
+		{"unknown field", []string{"create", "rule", "r1", `{"sql":"SELECT temprature FROM s1","actions":[{"log":{}}]}`}, 1, "1:8: unknown field temprature (status 422)"},
+		{"validate unknown field", []string{"validate", "rule", "r1", `{"sql":"SELECT temperature FROM s1 WHERE x.temperature > 1","actions":[{"log":{}}]}`}, 1, "unknown field x"},
+		{"known field", []string{"create", "rule", "r1", `{"sql":"SELECT temperature FROM s1","actions":[{"log":{}}]}`}, 0, "Rule r1 was created successfully."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(append(tc.args, "-host", host, "-port", port), &stdout, &stderr)
+			text := stdout.String()
+			if tc.code != 0 {
+				text = stderr.String()
+			}
+			if code != tc.code || !strings.Contains(text, tc.out) {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit %d with %q", code, stdout.String(), stderr.String(), tc.code, tc.out)
+			}
+		})
+	}
+}

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rekuiper/rekuiper/internal/client"
+)
+
+// hostileSimulator feeds every rule of the hostile tests: a row that asks
+// lpad for 100 GB, then one that makes test_panic panic (and test_crash
+// crash).
+const hostileSimulator = `hostile:
+  interval: 20ms
+  data:
+    - {"s": "x", "n": 100000000000}
+    - {"s": "panic", "n": 1}
+`
+
+// TestHostileInputsLeaveTheDaemonUp runs a kuiperd built with the
+// test-only functions and sends it what used to kill it: options and
+// function arguments sized to exhaust memory, and a rule whose operator
+// panics. Each is refused (422) or stops only its own rule. Then a rule
+// crashes the process with a fatal error no recover stops: at the next
+// boot that rule is left stopped with the reason, the others run.
+func TestHostileInputsLeaveTheDaemonUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs kuiperd")
+	}
+	bin := filepath.Join(t.TempDir(), "kuiperd")
+	out, err := exec.Command("go", "build", "-tags", "rekuiper_testfuncs", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build kuiperd: %v\n%s", err, out)
+	}
+	base := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(base, "etc", "sources"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(base, "etc", "sources", "simulator.yaml"), []byte(hostileSimulator), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, bin, base)
+	ctx := context.Background()
+	if _, err := d.c.CreateStream(ctx, client.Stream, `CREATE STREAM sim () WITH (TYPE="simulator", CONF_KEY="hostile", DATASOURCE="sim")`); err != nil {
+		t.Fatal(err)
+	}
+	create := func(t *testing.T, id, sql string) {
+		t.Helper()
+		if _, err := d.c.CreateRule(ctx, ruleJSON(id, sql, "")); err != nil {
+			t.Fatalf("create %s: %v", id, err)
+		}
+	}
+	create(t, "healthy", "SELECT s FROM sim")
+	created := time.Now()
+
+	t.Run("bufferLength beyond its bound is 422 everywhere", func(t *testing.T) {
+		huge := ruleJSON("huge", "SELECT s FROM sim", `,"options":{"bufferLength":1000000000000}`)
+		ruleset, _ := json.Marshal(map[string]any{"rules": map[string]string{"huge": string(huge)}})
+		calls := map[string]func() error{
+			"validate": func() error { _, err := d.c.ValidateRule(ctx, huge); return err },
+			"create":   func() error { _, err := d.c.CreateRule(ctx, huge); return err },
+			"replace":  func() error { _, err := d.c.UpdateRule(ctx, "huge", huge); return err },
+			"import":   func() error { _, err := d.c.ImportRuleset(ctx, ruleset); return err },
+		}
+		for name, call := range calls {
+			err := call()
+			var ae *client.APIError
+			if !errors.As(err, &ae) || ae.Status != http.StatusUnprocessableEntity ||
+				!strings.Contains(ae.Message, "bufferLength 1000000000000") || !strings.Contains(ae.Message, "1048576") {
+				t.Errorf("%s: %v; want 422 naming bufferLength, the value and the bound", name, err)
+			}
+		}
+		// /data/import (partial: no reset first) answers 200 with the errors per rule, as eKuiper does.
+		data, _ := json.Marshal(map[string]any{"rules": map[string]string{"huge": string(huge)}})
+		resp, err := d.c.ImportData(ctx, data, true)
+		if err != nil || !strings.Contains(string(resp), "bufferLength 1000000000000") {
+			t.Errorf("data import: %s, %v; want the rule's error", resp, err)
+		}
+		if _, err := d.c.GetRule(ctx, "huge"); err == nil {
+			t.Error("a refused rule was stored")
+		}
+		// A sink property that sizes memory is bounded the same way.
+		cached := []byte(`{"id":"cached","sql":"SELECT s FROM sim","actions":[{"log":{"enableCache":true,"memoryCacheThreshold":1000000000000}}]}`)
+		_, err = d.c.CreateRule(ctx, cached)
+		var ae *client.APIError
+		if !errors.As(err, &ae) || ae.Status != http.StatusUnprocessableEntity || !strings.Contains(ae.Message, "memoryCacheThreshold 1000000000000: must be at most 1048576") {
+			t.Errorf("sink cache threshold: %v; want 422 naming memoryCacheThreshold, the value and the bound", err)
+		}
+		mustPing(t, d)
+	})
+
+	t.Run("lpad beyond its bound", func(t *testing.T) {
+		_, err := d.c.CreateRule(ctx, ruleJSON("lpad_const", "SELECT lpad(s, 100000000000) AS a FROM sim", ""))
+		var ae *client.APIError
+		if !errors.As(err, &ae) || ae.Status != http.StatusUnprocessableEntity || !strings.Contains(ae.Message, "lpad") || !strings.Contains(ae.Message, "1000000") {
+			t.Errorf("constant argument: %v; want 422 naming lpad and its bound", err)
+		}
+		create(t, "lpad_field", "SELECT lpad(s, n) AS a FROM sim")
+		waitStatus(t, d, "lpad_field", func(st map[string]any) bool {
+			return st["status"] == "running" && metricContains(st, "_last_exception", "lpad: padding length 100000000000 exceeds the limit of 1000000")
+		})
+		mustPing(t, d)
+	})
+
+	t.Run("a panicking operator stops only its rule", func(t *testing.T) {
+		create(t, "panics", "SELECT test_panic(s) AS a FROM sim")
+		st := waitStatus(t, d, "panics", func(st map[string]any) bool { return st["status"] == "stopped by error" })
+		if msg, _ := st["message"].(string); !strings.HasPrefix(msg, "panic: operator project") || !strings.Contains(msg, `test_panic called with "panic"`) {
+			t.Errorf("message %q; want the operator's panic", msg)
+		}
+		for _, id := range []string{"healthy", "lpad_field"} {
+			before := sinkRecordsIn(t, waitStatus(t, d, id, func(st map[string]any) bool { return st["status"] == "running" }))
+			waitStatus(t, d, id, func(st map[string]any) bool { return st["status"] == "running" && sinkRecordsIn(t, st) > before })
+		}
+		mustPing(t, d)
+	})
+
+	// The other rules ran longer than the start-marker window (5s) by now,
+	// or are made to: only the crashing rule is starting when the
+	// process dies.
+	if wait := time.Until(created.Add(6 * time.Second)); wait > 0 {
+		time.Sleep(wait)
+	}
+	if _, err := d.c.DeleteRule(ctx, "panics"); err != nil {
+		t.Fatal(err)
+	}
+	create(t, "crasher", "SELECT test_crash(s) AS a FROM sim")
+	if err := d.cmd.Wait(); err == nil {
+		t.Fatal("kuiperd exited cleanly; test_crash should have crashed it")
+	}
+	report, err := os.ReadFile(filepath.Join(base, "data", "crash.log"))
+	if err != nil || !strings.Contains(string(report), "registerTestOnly") {
+		t.Fatalf("crash report %q, %v", report, err)
+	}
+
+	t.Run("a rule that crashed the daemon while starting stays stopped", func(t *testing.T) {
+		d := startDaemon(t, bin, base)
+		for _, id := range []string{"healthy", "lpad_field"} {
+			waitStatus(t, d, id, func(st map[string]any) bool { return st["status"] == "running" })
+		}
+		st := waitStatus(t, d, "crasher", func(st map[string]any) bool { return st["status"] != "starting" })
+		if msg, _ := st["message"].(string); st["status"] != "stopped by error" ||
+			!strings.Contains(msg, "crashed (fatal error; the report is in ") || !strings.Contains(msg, "crash.prev.log) while this rule was starting") {
+			t.Fatalf("crasher after boot: %v %q", st["status"], msg)
+		}
+		raw, err := d.c.GetRule(ctx, "crasher")
+		if err != nil || !strings.Contains(string(raw), `"triggered":false`) {
+			t.Fatalf("crasher's definition %s, %v; want triggered false (wanted stopped)", raw, err)
+		}
+		mustPing(t, d)
+	})
+}
+
+func ruleJSON(id, sql, extra string) []byte {
+	return []byte(fmt.Sprintf(`{"id":%q,"sql":%q,"actions":[{"log":{}}]%s}`, id, sql, extra))
+}
+
+func mustPing(t *testing.T, d *daemon) {
+	t.Helper()
+	if err := d.c.Ping(context.Background()); err != nil {
+		t.Fatalf("daemon down: %v", err)
+	}
+	if d.cmd.ProcessState != nil {
+		t.Fatalf("daemon exited: %v", d.cmd.ProcessState)
+	}
+}
+
+// waitStatus polls a rule's status until cond holds and returns it. The
+// daemon must stay up meanwhile; the deadline only bounds a hung test.
+func waitStatus(t *testing.T, d *daemon, id string, cond func(map[string]any) bool) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var st map[string]any
+	for {
+		txt, err := d.c.RuleStatus(context.Background(), id)
+		if err != nil {
+			t.Fatalf("status of %s: %v", id, err)
+		}
+		st = map[string]any{}
+		if err := json.Unmarshal([]byte(txt), &st); err != nil {
+			t.Fatalf("status of %s: %v", id, err)
+		}
+		if cond(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status of %s never reached the condition; last: %s", id, txt)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func metricContains(st map[string]any, suffix, text string) bool {
+	for k, v := range st {
+		if s, ok := v.(string); ok && strings.HasSuffix(k, suffix) && strings.Contains(s, text) {
+			return true
+		}
+	}
+	return false
+}
+
+func sinkRecordsIn(t *testing.T, st map[string]any) float64 {
+	t.Helper()
+	for k, v := range st {
+		if strings.HasPrefix(k, "sink_") && strings.HasSuffix(k, "_records_in_total") {
+			n, _ := v.(float64)
+			return n
+		}
+	}
+	t.Fatalf("no sink records_in_total in status %v", st)
+	return 0
+}

@@ -1,0 +1,226 @@
+// Command kuiperdiff is the differential test of rekuiper against eKuiper:
+// it takes rule test cases (authored ones, or random ones from the seeded
+// generator), runs them through eKuiper's rule test harness (the oracle
+// scripts/ekuiper-oracle.sh builds), replays eKuiper's outputs through
+// rekuiper and reports the differences per category. docs/compatibility.md
+// describes the run and its figures.
+//
+//	kuiperdiff -oracle /tmp/ekuiper-oracle/oracle.test -cases DIR
+//	kuiperdiff -oracle /tmp/ekuiper-oracle/oracle.test -seed 1 -n 5000 -keep diffs/
+//	kuiperdiff -recorded WORK/  # replay an earlier run's eKuiper outputs
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+
+	"github.com/rekuiper/rekuiper/internal/conformance"
+	"github.com/rekuiper/rekuiper/internal/conformance/differential"
+	"github.com/rekuiper/rekuiper/internal/function"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("kuiperdiff", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	oracle := fs.String("oracle", "", "eKuiper's compiled rule harness (DEST/oracle.test of scripts/ekuiper-oracle.sh)")
+	cases := fs.String("cases", "", "a folder of case files to compare (their expected outputs are replaced by eKuiper's)")
+	recorded := fs.String("recorded", "", "a folder of oracle outputs from an earlier run: compare rekuiper with them, without running eKuiper")
+	seed := fs.Uint64("seed", 1, "generator seed")
+	n := fs.Int("n", 0, "number of random cases to generate and compare")
+	batch := fs.Int("batch", 250, "cases per oracle run")
+	work := fs.String("work", "", "working folder (default: a new temporary folder)")
+	keep := fs.String("keep", "", "write every case that differs, with eKuiper's outputs, into this folder")
+	shrink := fs.Bool("shrink", true, "shrink differing generated cases (fewer records, fewer fields) before keeping them")
+	verbose := fs.Bool("v", false, "print every difference")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *recorded != "" {
+		d := &differ{funcs: function.Builtins(), keep: *keep, verbose: *verbose, out: stdout}
+		err := d.runRecorded(*recorded)
+		fmt.Fprint(stdout, d.report.String())
+		if err != nil {
+			fmt.Fprintf(stderr, "kuiperdiff: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	if *oracle == "" || (*cases == "") == (*n == 0) {
+		fmt.Fprintln(stderr, "kuiperdiff: -recorded, or -oracle and exactly one of -cases or -n, are required")
+		fs.Usage()
+		return 2
+	}
+	dir := *work
+	if dir == "" {
+		d, err := os.MkdirTemp("", "kuiperdiff-")
+		if err != nil {
+			fmt.Fprintf(stderr, "kuiperdiff: %v\n", err)
+			return 2
+		}
+		dir = d
+	}
+	d := &differ{oracle: &differential.Oracle{Binary: *oracle}, funcs: function.Builtins(), work: dir,
+		keep: *keep, shrink: *shrink, verbose: *verbose, out: stdout}
+	var err error
+	if *cases != "" {
+		err = d.runFolder(ctx, *cases)
+	} else {
+		err = d.runGenerated(ctx, *seed, *n, *batch)
+	}
+	fmt.Fprint(stdout, d.report.String())
+	if err != nil {
+		fmt.Fprintf(stderr, "kuiperdiff: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+type differ struct {
+	oracle  *differential.Oracle
+	funcs   *function.Registry
+	work    string
+	keep    string
+	shrink  bool
+	verbose bool
+	out     io.Writer
+	report  differential.Report
+	batchNo int
+}
+
+// runFolder compares the cases of one folder (recursively).
+func (d *differ) runFolder(ctx context.Context, folder string) error {
+	paths, err := conformance.Discover(folder)
+	if err != nil {
+		return err
+	}
+	in := filepath.Join(d.work, "in")
+	if err := os.RemoveAll(in); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(in, 0o755); err != nil {
+		return err
+	}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		c, err := conformance.Load(p)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(in, c.Suite+"."+c.Name+".json"), data, 0o644); err != nil {
+			return err
+		}
+	}
+	outs, err := d.runOracle(ctx, in)
+	if err != nil {
+		return err
+	}
+	for _, c := range outs {
+		d.record(differential.Check(c, d.funcs))
+	}
+	return nil
+}
+
+// runRecorded compares rekuiper with the oracle outputs under folder.
+func (d *differ) runRecorded(folder string) error {
+	paths, err := conformance.Discover(folder)
+	if err != nil {
+		return err
+	}
+	for _, p := range paths {
+		c, err := conformance.Load(p)
+		if err != nil {
+			return err
+		}
+		d.record(differential.Check(c, d.funcs))
+	}
+	return nil
+}
+
+// runGenerated generates n cases from seed and compares them in batches.
+func (d *differ) runGenerated(ctx context.Context, seed uint64, n, batch int) error {
+	g := differential.NewGenerator(seed)
+	for done := 0; done < n; done += batch {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		m := min(batch, n-done)
+		in := filepath.Join(d.work, "in")
+		if err := os.RemoveAll(in); err != nil {
+			return err
+		}
+		cs := make([]*conformance.Case, m)
+		for i := range cs {
+			cs[i] = g.Case()
+		}
+		if err := differential.WriteCases(in, cs); err != nil {
+			return err
+		}
+		outs, err := d.runOracle(ctx, in)
+		if err != nil {
+			return err
+		}
+		for _, c := range outs {
+			o := differential.Check(c, d.funcs)
+			if o.Kind != differential.Same && d.shrink {
+				o = differential.Shrink(ctx, o, d.oracle, d.funcs, filepath.Join(d.work, "shrink"))
+			}
+			d.record(o)
+		}
+		fmt.Fprintf(d.out, "%d/%d cases: %d same, %d differ, %d refused by eKuiper only, %d by rekuiper only\n", done+m, n,
+			d.report.Total(differential.Same), d.report.Total(differential.Differs),
+			d.report.Total(differential.EKuiperRefused), d.report.Total(differential.RekuiperRefused))
+	}
+	return nil
+}
+
+// runOracle runs the cases of folder in through eKuiper and loads its
+// outputs.
+func (d *differ) runOracle(ctx context.Context, in string) ([]*conformance.Case, error) {
+	d.batchNo++
+	out := filepath.Join(d.work, fmt.Sprintf("ekuiper-%d", d.batchNo))
+	if err := d.oracle.Run(ctx, in, out); err != nil {
+		return nil, err
+	}
+	paths, err := conformance.Discover(out)
+	if err != nil {
+		return nil, err
+	}
+	var cs []*conformance.Case
+	for _, p := range paths {
+		c, err := conformance.Load(p)
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, c)
+	}
+	return cs, nil
+}
+
+func (d *differ) record(o differential.Outcome) {
+	d.report.Add(o)
+	if o.Kind == differential.Same || o.Kind == differential.BothRefused {
+		return
+	}
+	if d.verbose {
+		fmt.Fprintf(d.out, "%s %s: %s\n  rule: %s\n  %s\n", o.Kind, o.Case.ID(), o.Case.Path, o.Case.Rule.SQL, o.Detail)
+	}
+	if d.keep != "" {
+		if err := differential.KeepCase(d.keep, o); err != nil {
+			fmt.Fprintf(d.out, "keep %s: %v\n", o.Case.ID(), err)
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package catalog
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// RuleStartMarker is implemented by stores that keep rule start markers:
+// a marker is written before a rule starts and cleared once it runs, so a
+// marker found at boot names a rule that was starting when the process
+// died (the rule manager then leaves it stopped instead of crash-looping).
+type RuleStartMarker interface {
+	MarkRuleStarting(ctx context.Context, id string, at time.Time) error
+	ClearRuleStarting(ctx context.Context, id string) error
+	RuleStartMarks(ctx context.Context) (map[string]time.Time, error)
+}
+
+var _ RuleStartMarker = (*SQLiteStore)(nil)
+
+// MarkRuleStarting records that rule id is starting.
+func (s *SQLiteStore) MarkRuleStarting(ctx context.Context, id string, at time.Time) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO rule_starts (id, started_at) VALUES (?, ?)`, id, at.UnixMilli())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("mark rule %s starting: %w", id, err)
+	}
+	return nil
+}
+
+// ClearRuleStarting removes rule id's start marker, if any.
+func (s *SQLiteStore) ClearRuleStarting(ctx context.Context, id string) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM rule_starts WHERE id = ?`, id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("clear start marker of rule %s: %w", id, err)
+	}
+	return nil
+}
+
+// RuleStartMarks returns the start markers by rule id.
+func (s *SQLiteStore) RuleStartMarks(ctx context.Context) (map[string]time.Time, error) {
+	type mark struct {
+		id string
+		at int64
+	}
+	rows, err := list(ctx, s, func(r rowScanner) (mark, error) {
+		var m mark
+		err := r.Scan(&m.id, &m.at)
+		return m, err
+	}, `SELECT id, started_at FROM rule_starts`)
+	if err != nil {
+		return nil, fmt.Errorf("read rule start markers: %w", err)
+	}
+	out := make(map[string]time.Time, len(rows))
+	for _, m := range rows {
+		out[m.id] = fromMilli(m.at)
+	}
+	return out, nil
+}
+
+// MarkRuleStarting records, before rule id starts, that it is starting. A
+// store without markers makes it a no-op.
+func (c *Catalog) MarkRuleStarting(ctx context.Context, id string, at time.Time) error {
+	if m, ok := c.store.(RuleStartMarker); ok {
+		return m.MarkRuleStarting(ctx, id, at)
+	}
+	return nil
+}
+
+// ClearRuleStarting removes rule id's start marker.
+func (c *Catalog) ClearRuleStarting(ctx context.Context, id string) error {
+	if m, ok := c.store.(RuleStartMarker); ok {
+		return m.ClearRuleStarting(ctx, id)
+	}
+	return nil
+}
+
+// RuleStartMarks returns the start markers left in the store (read at
+// boot, before any rule starts).
+func (c *Catalog) RuleStartMarks(ctx context.Context) (map[string]time.Time, error) {
+	if m, ok := c.store.(RuleStartMarker); ok {
+		return m.RuleStartMarks(ctx)
+	}
+	return nil, nil
+}

@@ -1,0 +1,174 @@
+package engine
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/connector/mqtt"
+	"github.com/rekuiper/rekuiper/internal/procs"
+	"github.com/rekuiper/rekuiper/internal/rule"
+)
+
+var testAESKey = []byte("0123456789abcdef")
+
+func startRule(t *testing.T, e *testEnv, js string) {
+	t.Helper()
+	def, err := rule.ParseDef([]byte(js), rule.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	run, err := e.runner.Start(ctx, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = run.Stop(ctx) })
+	waitSubscribed(t, e.bus, 1)
+}
+
+// TestSinkCompressionAndEncryption checks that a message sink receives
+// each payload gzip-compressed, then AES-GCM encrypted with basic.aesKey
+// (nonce first), and that the plain payload comes back.
+func TestSinkCompressionAndEncryption(t *testing.T) {
+	e := newTestEnv(t)
+	e.runner.Deps.AESKey = testAESKey
+	startRule(t, e, `{"id":"r","sql":"SELECT v FROM s","actions":[{"counting":{"sendSingle":true,"compression":"gzip","encryption":"aes"}}]}`)
+	e.publish(t, 7)
+	msgs, _ := e.out.wait(t, 1)
+	b := []byte(msgs[0])
+	block, err := aes.NewCipher(testAESKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gcm, err := cipher.NewGCM(block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := gcm.Open(nil, b[:gcm.NonceSize()], b[gcm.NonceSize():], nil)
+	if err != nil {
+		t.Fatalf("decrypt %x: %v", b, err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(plain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != `{"v":7}` {
+		t.Fatalf("payload %q", got)
+	}
+}
+
+// TestFileSinkCompressedStream checks that the file sink compresses the
+// whole file as one zstd stream.
+func TestFileSinkCompressedStream(t *testing.T) {
+	e := newTestEnv(t)
+	startRule(t, e, `{"id":"r","sql":"SELECT v FROM s","actions":[{"file":{"path":"out.zst","sendSingle":true,"compression":"zstd"}}]}`)
+	e.publish(t, 1, 2, 3)
+	want := "{\"v\":1}\n{\"v\":2}\n{\"v\":3}\n"
+	deadline := time.Now().Add(10 * time.Second)
+	var got string
+	for time.Now().Before(deadline) {
+		raw, err := os.ReadFile(filepath.Join(e.runner.Paths.Data, "out.zst"))
+		if err == nil && len(raw) > 0 {
+			d, err := zstd.NewReader(bytes.NewReader(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The stream is flushed, not ended, while the rule runs.
+			b, _ := io.ReadAll(d)
+			d.Close()
+			if got = string(b); got == want {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("file content %q, want %q", got, want)
+}
+
+// TestSinkPayloadPropertiesRefused checks the clear errors for payload
+// settings that cannot work.
+func TestSinkPayloadPropertiesRefused(t *testing.T) {
+	for _, c := range []struct {
+		name, action, want string
+	}{
+		{"aes without key", `{"counting":{"encryption":"aes"}}`, "basic.aesKey"},
+		{"unknown compression", `{"counting":{"compression":"lzma"}}`, `"lzma"`},
+		{"rows sink", `{"memory":{"topic":"o","compression":"gzip"}}`, "writes rows"},
+		{"file sink without key", `{"file":{"path":"x","encryption":"aes"}}`, "basic.aesKey"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newTestEnv(t)
+			def, err := rule.ParseDef([]byte(`{"id":"r","sql":"SELECT v FROM s","actions":[`+c.action+`]}`), rule.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = e.runner.Validate(context.Background(), def)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("validate: %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestSinkStatusWhenBrokerDown checks what rule status shows for an MQTT
+// sink whose broker refuses connections, with the sink cache on: the
+// connection state and its real error, and records counted as cached, not
+// as delivered.
+func TestSinkStatusWhenBrokerDown(t *testing.T) {
+	e := newTestEnv(t)
+	pool := mqtt.NewPool(discard(), clock.Wall{})
+	t.Cleanup(func() { _ = pool.Close() })
+	if err := mqtt.Register(e.runner.Registry, pool); err != nil {
+		t.Fatal(err)
+	}
+	port, err := procs.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := rule.ParseDef([]byte(fmt.Sprintf(`{"id":"r","sql":"SELECT v FROM s","actions":[{"mqtt":{
+		"server":"tcp://127.0.0.1:%d","topic":"out","sendSingle":true,"enableCache":true}}]}`, port)), rule.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	run, err := e.runner.Start(ctx, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = run.Stop(ctx) })
+	waitSubscribed(t, e.bus, 1)
+	e.publish(t, 1, 2, 3)
+	const p = "sink_mqtt_0_0_"
+	deadline := time.Now().Add(10 * time.Second)
+	var m map[string]any
+	for time.Now().Before(deadline) {
+		m = run.Metrics()
+		if m[p+"cache_records_cached_total"] == int64(3) && m[p+"connection_last_disconnected_message"] != "" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if m[p+"cache_records_cached_total"] != int64(3) || m[p+"records_out_total"] != int64(0) {
+		t.Fatalf("cached %v, records out %v; want 3 and 0", m[p+"cache_records_cached_total"], m[p+"records_out_total"])
+	}
+	if m[p+"connection_status"] == int64(1) || !strings.Contains(fmt.Sprint(m[p+"connection_last_disconnected_message"]), "refused") {
+		t.Fatalf("connection status %v, message %q", m[p+"connection_status"], m[p+"connection_last_disconnected_message"])
+	}
+}

@@ -1,0 +1,151 @@
+package planner_test
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/rekuiper/rekuiper/internal/function"
+	"github.com/rekuiper/rekuiper/internal/planner"
+	"github.com/rekuiper/rekuiper/internal/sql/ast"
+	"github.com/rekuiper/rekuiper/internal/sql/parser"
+	"github.com/rekuiper/rekuiper/internal/sql/scanner"
+	"github.com/rekuiper/rekuiper/internal/sql/token"
+)
+
+var testDefs = []string{
+	`CREATE STREAM s (temperature FLOAT, humidity BIGINT, id BIGINT, st STRUCT(a BIGINT, b STRUCT(c STRING)), arr ARRAY(BIGINT), ts BIGINT) WITH (DATASOURCE="s", TIMESTAMP="ts")`,
+	`CREATE STREAM s2 (id BIGINT, hum BIGINT) WITH (DATASOURCE="s2")`,
+	`CREATE TABLE tbl (id BIGINT, name STRING) WITH (DATASOURCE="tbl", TYPE="memory")`,
+	`CREATE STREAM free () WITH (DATASOURCE="free")`,
+}
+
+func plan(t *testing.T, sql string) error {
+	t.Helper()
+	defs := map[string]*ast.CreateStreamStmt{}
+	for _, d := range testDefs {
+		st, err := parser.ParseStatement(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs := st.(*ast.CreateStreamStmt)
+		defs[cs.Name] = cs
+	}
+	stmt, err := parser.ParseSelect(sql)
+	if err != nil {
+		t.Fatalf("parse %s: %v", sql, err)
+	}
+	_, err = planner.Build(stmt, defs, planner.Options{}, function.Builtins(), nil)
+	return err
+}
+
+// errorMarker is the expectation written inline: /* ERROR "message part" */
+// just before the token the error must be reported at.
+var errorMarker = regexp.MustCompile(`/\* ERROR "([^"]*)" \*/`)
+
+func TestUnknownAndAmbiguousFields(t *testing.T) {
+	tests := []string{
+		`SELECT /* ERROR "unknown field temprature" */ temprature FROM s`,
+		`SELECT temperature FROM s WHERE /* ERROR "unknown field humdity" */ humdity > 1`,
+		`SELECT count(*) FROM s GROUP BY /* ERROR "unknown field nope" */ nope, TUMBLINGWINDOW(ss, 10)`,
+		`SELECT count(*) AS c FROM s GROUP BY TUMBLINGWINDOW(ss, 10) HAVING /* ERROR "unknown field x" */ x > 1`,
+		`SELECT temperature FROM s ORDER BY /* ERROR "unknown field tmp" */ tmp`,
+		`SELECT count(*) FROM s GROUP BY TUMBLINGWINDOW(ss, 10) FILTER (WHERE /* ERROR "unknown field tmp" */ tmp > 1)`,
+		`SELECT count(*) FROM s GROUP BY STATEWINDOW(temperature > 1, /* ERROR "unknown field hum" */ hum > 2)`,
+		`SELECT lag(/* ERROR "unknown field tmp" */ tmp) FROM s`,
+		`SELECT lag(temperature) OVER (PARTITION BY /* ERROR "unknown field dev" */ dev) FROM s`,
+		`SELECT lag(temperature) OVER (WHEN /* ERROR "unknown field dev" */ dev > 1) FROM s`,
+		`SELECT abs(/* ERROR "unknown field tmp" */ tmp) FROM s`,
+		`SELECT CASE WHEN /* ERROR "unknown field tmp" */ tmp > 1 THEN 1 END FROM s`,
+		`SELECT * REPLACE(/* ERROR "unknown field tmp" */ tmp * 2 AS temperature) FROM s`,
+		`SELECT /* ERROR "unknown field stt" */ stt->a FROM s`,
+		`SELECT /* ERROR "unknown field x" */ x + 1 AS x FROM s`,
+		`SELECT arr[/* ERROR "unknown field i" */ i] FROM s`,
+		`SELECT /* ERROR "unknown field x: x.temperature names neither a stream of the rule (s) nor a field" */ x.temperature FROM s`,
+		`SELECT temperature FROM s WHERE /* ERROR "unknown field x: x.temperature names neither" */ x.temperature > 1`,
+		`SELECT /* ERROR "unknown field x: x.* names no stream of the rule (s)" */ x.* FROM s`,
+		`SELECT /* ERROR "unknown field s.nope: stream s has no field nope" */ s.nope FROM s`,
+		`SELECT /* ERROR "unknown field t.nope: stream s has no field nope" */ t.nope FROM s AS t`,
+		`SELECT s.id FROM s INNER JOIN s2 ON s.id = /* ERROR "unknown field s2.temperature: stream s2 has no field temperature" */ s2.temperature GROUP BY TUMBLINGWINDOW(ss, 10)`,
+		`SELECT /* ERROR "ambiguous field id: it is a field of s and s2; qualify it as s.id" */ id FROM s INNER JOIN s2 ON s.id = s2.id GROUP BY TUMBLINGWINDOW(ss, 10)`,
+		`SELECT s.id FROM s INNER JOIN s2 ON /* ERROR "ambiguous field id" */ id = s2.id GROUP BY TUMBLINGWINDOW(ss, 10)`,
+		`SELECT s.id FROM s INNER JOIN s2 ON s.id = s2.id WHERE /* ERROR "ambiguous field id" */ id > 1 GROUP BY TUMBLINGWINDOW(ss, 10)`,
+		`SELECT /* ERROR "ambiguous field id: it is a field of s and tbl" */ id FROM s INNER JOIN tbl ON s.id = tbl.id`,
+		`SELECT /* ERROR "unknown field nope" */ nope FROM s INNER JOIN tbl ON s.id = tbl.id`,
+		"SELECT temperature,\n  humidity\nFROM s\nWHERE /* ERROR \"unknown field tmp\" */ tmp > 1",
+	}
+	for _, src := range tests {
+		t.Run(src, func(t *testing.T) {
+			m := errorMarker.FindStringSubmatchIndex(src)
+			if m == nil {
+				t.Fatalf("no ERROR marker in %q", src)
+			}
+			wantMsg := src[m[2]:m[3]]
+			wantPos := tokenAfter(src, m[1])
+			err := plan(t, src)
+			var perr *planner.Error
+			if !errors.As(err, &perr) {
+				t.Fatalf("got error %v (%T), want *planner.Error", err, err)
+			}
+			if !strings.Contains(perr.Msg, wantMsg) {
+				t.Errorf("message %q does not contain %q", perr.Msg, wantMsg)
+			}
+			if perr.Pos != wantPos {
+				t.Errorf("error at %v (offset %d), want %v (offset %d): %v", perr.Pos, perr.Pos.Offset, wantPos, wantPos.Offset, perr)
+			}
+			if !strings.HasPrefix(err.Error(), wantPos.String()+": ") {
+				t.Errorf("error %q does not start with its position %s", err, wantPos)
+			}
+		})
+	}
+}
+
+// tokenAfter returns the position of the first token at or after offset.
+func tokenAfter(src string, offset int) token.Pos {
+	sc := scanner.New(src)
+	for {
+		it := sc.Scan()
+		if it.Pos.Offset >= offset || it.Tok == token.EOF {
+			return it.Pos
+		}
+	}
+}
+
+func TestKnownFields(t *testing.T) {
+	for _, sql := range []string{
+		`SELECT temperature, humidity FROM s`,
+		`SELECT TEMPERATURE, Humidity FROM s WHERE ID > 1`,
+		`SELECT temperature AS t, t * 2 AS t2 FROM s WHERE t > 1 ORDER BY t2`,
+		`SELECT t2, temperature AS t, t * 2 AS t2 FROM s`,
+		`SELECT temperature * 2 AS temperature FROM s`,
+		`SELECT * FROM s`,
+		`SELECT s.* FROM s`,
+		`SELECT t.* FROM s AS t`,
+		`SELECT * EXCEPT(nope) FROM s`,
+		`SELECT * REPLACE(temperature * 2 AS humidity) FROM s`,
+		`SELECT st.a, st.b.c, st->b->c, st->nope, st.nope FROM s`,
+		`SELECT arr[0], arr[1:2], arr[id] FROM s`,
+		`SELECT meta(topic), meta(anything->x), meta(*) FROM s`,
+		`SELECT t.temperature, s.humidity FROM s AS t`,
+		`SELECT s.id, s2.id AS id2, hum, temperature FROM s INNER JOIN s2 ON s.id = s2.id GROUP BY TUMBLINGWINDOW(ss, 10)`,
+		`SELECT a.id, b.hum FROM s AS a INNER JOIN s2 AS b ON a.id = b.id GROUP BY TUMBLINGWINDOW(ss, 10)`,
+		`SELECT s.id AS id FROM s INNER JOIN s2 ON s.id = s2.id GROUP BY TUMBLINGWINDOW(ss, 10) ORDER BY id`,
+		`SELECT name, temperature FROM s INNER JOIN tbl ON s.id = tbl.id`,
+		`SELECT anything, x.y, x->y FROM free WHERE nothing > 1`,
+		`SELECT s.temperature, free.anything, whatever FROM s INNER JOIN free ON s.id = free.id GROUP BY TUMBLINGWINDOW(ss, 10)`,
+		`SELECT lag(temperature) OVER (PARTITION BY id WHEN humidity > 1) AS l FROM s WHERE l > 1`,
+		`SELECT count(*), window_start(), window_end() FROM s GROUP BY TUMBLINGWINDOW(ss, 10)`,
+		`SELECT count(*) AS c FROM s GROUP BY id, TUMBLINGWINDOW(ss, 10) HAVING c > 1`,
+		`SELECT collect(*)[0] AS last FROM s GROUP BY TUMBLINGWINDOW(ss, 5) HAVING last.temperature > 30`,
+		`SELECT count(*) FROM s GROUP BY STATEWINDOW(temperature > 1, humidity > 2)`,
+		`SELECT count(*) FROM s GROUP BY TUMBLINGWINDOW(ss, 10) FILTER (WHERE temperature > 1)`,
+		`SELECT CASE id WHEN 1 THEN temperature ELSE humidity END AS v FROM s`,
+	} {
+		t.Run(sql, func(t *testing.T) {
+			if err := plan(t, sql); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

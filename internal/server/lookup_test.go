@@ -1,0 +1,99 @@
+package server_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/config"
+	"github.com/rekuiper/rekuiper/internal/daemon"
+	"github.com/rekuiper/rekuiper/internal/rulemgr"
+	"github.com/rekuiper/rekuiper/internal/server"
+)
+
+// TestMemoryLookupOverREST drives a memory lookup table through the REST
+// API over the daemon's engine: a first rule publishes the table's rows to
+// its topic (over and over) and is deleted; a second rule, started afterwards, joins a
+// stream with the table and writes to a file. The joined rows can only
+// come from rows published before the second rule started.
+func TestMemoryLookupOverREST(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := catalog.Open(ctx, filepath.Join(dir, "sqliteKV.db"), catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.New(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Paths = config.Paths{Etc: filepath.Join(dir, "etc"), Data: dir}
+	cfg.Source.HTTPServerIP, cfg.Source.HTTPServerPort = "127.0.0.1", 0
+	runner, release, err := daemon.NewRunner(cfg, cat, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr := rulemgr.New(rulemgr.Config{Catalog: cat, Runner: runner})
+	rn := runner.(*daemon.Runner)
+	srv := httptest.NewServer(server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg, Connections: rn.Connections(), Streams: rn}))
+	t.Cleanup(func() {
+		srv.Close()
+		mgr.Close(context.Background()) //nolint:errcheck // test end
+		release()
+		st.Close()
+	})
+	s := &testServer{t: t, url: srv.URL, cat: cat, mgr: mgr}
+	s.run([]step{
+		{"dims confKey", "PUT", "/metadata/sources/simulator/confKeys/dims", `{"data":[{"id":1,"name":"pump"},{"id":2,"name":"fan"}],"interval":"5ms","loop":true}`, 200, ""},
+		{"events confKey", "PUT", "/metadata/sources/simulator/confKeys/events", `{"data":[{"k":1},{"k":2},{"k":3}],"interval":"5ms","loop":true}`, 200, ""},
+		{"dim feed", "POST", "/streams", ddl(`CREATE STREAM dimfeed () WITH (TYPE="simulator", CONF_KEY="dims")`), 201, ""},
+		{"events", "POST", "/streams", ddl(`CREATE STREAM events () WITH (TYPE="simulator", CONF_KEY="events")`), 201, ""},
+		{"lookup table", "POST", "/tables", ddl(`CREATE TABLE devices () WITH (DATASOURCE="dim", TYPE="memory", KIND="lookup", KEY="id")`), 201, ""},
+		{"feed rule", "POST", "/rules", `{"id":"feed","sql":"SELECT * FROM dimfeed","actions":[{"memory":{"topic":"dim"}}]}`, 201, ""},
+	})
+	waitFor(t, "the feed rule published both rows", func() bool {
+		_, body := s.do("GET", "/rules/feed/status", "")
+		m := sinkOut.FindStringSubmatch(body)
+		if m == nil {
+			return false
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n >= 2
+	})
+	s.run([]step{
+		{"delete feed", "DELETE", "/rules/feed", "", 200, ""},
+		{"join rule", "POST", "/rules", `{"id":"join","sql":"SELECT events.k, devices.name FROM events INNER JOIN devices ON events.k = devices.id","actions":[{"file":{"path":"joined.txt"}}]}`, 201, ""},
+	})
+	out := filepath.Join(dir, "joined.txt")
+	var text string
+	waitFor(t, "joined rows for both devices", func() bool {
+		b, _ := os.ReadFile(out)
+		text = string(b)
+		return strings.Contains(text, `{"k":1,"name":"pump"}`) && strings.Contains(text, `{"k":2,"name":"fan"}`)
+	})
+	if strings.Contains(text, `"k":3`) {
+		t.Fatalf("inner join emitted a row without a table match: %s", text)
+	}
+}
+
+var sinkOut = regexp.MustCompile(`"sink_memory_0_0_records_out_total": (\d+)`)
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
