@@ -18,6 +18,7 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
+		"build":     {summary: "build a kuiperd with extension modules (--with module@version)", run: runBuild},
 		"test":      {summary: "replay rule test files offline on a virtual clock", run: runTest},
 		"create":    {summary: "create a stream, table or rule", run: runCreate},
 		"describe":  {summary: "describe a stream, table or rule", run: runDescribe},
@@ -33,6 +34,7 @@ func commands() map[string]command {
 		"export":    {summary: "export the ruleset or all data", run: runExport},
 		"query":     {summary: "interactive shell: run SELECT statements and print their results", run: queryCmd(os.Stdin)},
 		"token":     {summary: "sign a REST API token with a private key", run: runToken},
+		"version":   {summary: "print the CLI's and the daemon's version", run: runVersion},
 	}
 }
 

@@ -7,10 +7,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/procs"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/rulemgr/rulemgrtest"
 	"github.com/rekuiper/rekuiper/internal/server"
@@ -124,5 +126,29 @@ func TestClientYAML(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"show", "streams"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "No stream definitions") {
 		t.Fatalf("exit %d: %q %q", code, stdout.String(), stderr.String())
+	}
+}
+
+func TestVersion(t *testing.T) {
+	host, port := testDaemon(t)
+	var out, errb strings.Builder
+	if code := run([]string{"version", "-host", host, "-port", port}, &out, &errb); code != 0 {
+		t.Fatalf("kuiper version exited %d: %s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "kuiper dev (commit ") ||
+		!strings.HasPrefix(lines[1], "kuiperd at http://"+host+":"+port+": dev (commit ") {
+		t.Fatalf("kuiper version printed %q", out.String())
+	}
+	out.Reset()
+	free, err := procs.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := run([]string{"version", "-host", "127.0.0.1", "-port", strconv.Itoa(free)}, &out, &errb); code != 0 {
+		t.Fatalf("kuiper version without a daemon exited %d", code)
+	}
+	if !strings.Contains(out.String(), "not reachable") {
+		t.Fatalf("kuiper version without a daemon printed %q", out.String())
 	}
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/server"
+	"github.com/rekuiper/rekuiper/internal/version"
 )
 
 // RunnerFactory builds the engine's rule runner; the returned func releases
@@ -52,7 +53,9 @@ type Options struct {
 	Stdout io.Writer
 	// NewRunner builds the rule runner. Required.
 	NewRunner RunnerFactory
-	Version   string
+	// Version and Commit are reported in the banner and by GET /; an empty
+	// Version means the binary's own (package version).
+	Version, Commit string
 	// Ready, when set, is called with the REST address once it accepts
 	// connections.
 	Ready func(addr string)
@@ -67,6 +70,10 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	if opts.NewRunner == nil {
 		return errNoRunner
+	}
+	if opts.Version == "" {
+		v := version.Get()
+		opts.Version, opts.Commit = v.Version, v.Commit
 	}
 	cfg, err := config.Load(config.LoadOptions{
 		BaseDir: opts.BaseDir, EtcDir: opts.EtcDir, DataDir: opts.DataDir, LogDir: opts.LogDir, Environ: opts.Environ,
@@ -152,7 +159,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		checker = c
 	}
 	sopts := server.Options{
-		Catalog: cat, Rules: mgr, Config: cfg, Environ: opts.Environ, Logger: logger, Version: opts.Version,
+		Catalog: cat, Rules: mgr, Config: cfg, Environ: opts.Environ, Logger: logger, Version: opts.Version, Commit: opts.Commit,
 		Connections: conns, Streams: checker, Warnings: exposure,
 	}
 	if r, ok := runner.(interface{ ConnectorRegistry() *connector.Registry }); ok {

@@ -52,6 +52,23 @@ func (r *Runner) FunctionRegistry() *function.Registry { return r.Funcs }
 // app.RunnerFactory and returns a *Runner; the returned func releases what
 // it started.
 func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (rulemgr.Runner, func(), error) {
+	return newRunner(cfg, cat, logger, nil)
+}
+
+// Extend registers extensions on a runner's registries, which already hold
+// every built-in connector and function (so a duplicate name is refused).
+type Extend func(conns *connector.Registry, funcs *function.Registry) error
+
+// NewRunnerWith is NewRunner whose registries also hold what extend
+// registers; a registration error fails the daemon's start. The public SDK
+// builds custom daemons with it.
+func NewRunnerWith(extend Extend) func(*config.Config, *catalog.Catalog, *slog.Logger) (rulemgr.Runner, func(), error) {
+	return func(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (rulemgr.Runner, func(), error) {
+		return newRunner(cfg, cat, logger, extend)
+	}
+}
+
+func newRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger, extend Extend) (rulemgr.Runner, func(), error) {
 	reg := connector.NewRegistry()
 	if err := builtin.Register(reg); err != nil {
 		return nil, nil, err
@@ -63,6 +80,13 @@ func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 	conns, err := newConnections(pool)
 	if err != nil {
 		return nil, nil, err
+	}
+	funcs := function.Builtins()
+	if extend != nil {
+		if err := extend(reg, funcs); err != nil {
+			pool.Close() //nolint:errcheck // nothing connected yet
+			return nil, nil, fmt.Errorf("register extensions: %w", err)
+		}
 	}
 	loc := time.UTC
 	if cfg.Basic.Timezone != "" {
@@ -96,7 +120,7 @@ func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 		Clock:                     clock.Wall{},
 		Location:                  loc,
 		Logger:                    logger,
-		Funcs:                     function.Builtins(),
+		Funcs:                     funcs,
 		Streams:                   stream.NewManager(),
 		Checkpoints:               &checkpoint.Store{Dir: cfg.Paths.Data},
 		DefaultCheckpointInterval: cfg.Rule.CheckpointInterval.Std(),

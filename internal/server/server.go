@@ -33,6 +33,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
+	"github.com/rekuiper/rekuiper/internal/version"
 )
 
 // Options configure a Server. Catalog and Rules are required.
@@ -46,8 +47,9 @@ type Options struct {
 	Environ []string
 	Logger  *slog.Logger
 	Clock   clock.Clock
-	// Version is reported by GET /.
-	Version string
+	// Version and Commit are reported by GET /; an empty Version means the
+	// binary's own (package version).
+	Version, Commit string
 	// Connections reports the live state of named connections in GET
 	// /connections. Nil: every connection reads disconnected, refCount 0.
 	Connections *connection.Registry
@@ -108,7 +110,8 @@ func New(opts Options) *Server {
 		opts.Functions = function.Builtins()
 	}
 	if opts.Version == "" {
-		opts.Version = "dev"
+		v := version.Get()
+		opts.Version, opts.Commit = v.Version, v.Commit
 	}
 	s := &Server{
 		opts: opts, cat: opts.Catalog, rules: opts.Rules, log: opts.Logger,
@@ -179,6 +182,7 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request) error {
 	up := s.opts.Clock.Now().Sub(s.started)
 	out := map[string]any{
 		"version":       s.opts.Version,
+		"commit":        s.opts.Commit,
 		"os":            runtime.GOOS,
 		"arch":          runtime.GOARCH,
 		"upTimeSeconds": int64(up.Seconds()),
