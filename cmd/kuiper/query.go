@@ -7,9 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,10 +21,11 @@ import (
 const queryUsage = "kuiper query [-host H] [-port P]"
 
 // queryCmd is the interactive query shell: each line read is a SELECT run
-// as a temporary rule whose results kuiperd posts back to the shell (a rest
-// sink aimed at a listener the shell opens on the address it reaches
-// kuiperd from). Results print as they arrive; the next line replaces the
-// query; "exit", "quit" or end of input ends the shell and drops the rule.
+// as a temporary rule whose memory sink publishes to a topic of this
+// shell, which reads it back from kuiperd over the same REST connection
+// (GET /memory/events, server-sent events). Results print as they arrive;
+// the next line replaces the query; "exit", "quit" or end of input ends
+// the shell and drops the rule.
 func queryCmd(stdin io.Reader) func(args []string, stdout, stderr io.Writer) int {
 	return func(args []string, stdout, stderr io.Writer) int {
 		return remote(args, stdout, stderr, queryUsage, func(ctx context.Context, c *client.Client, ra remoteArgs) error {
@@ -36,7 +38,7 @@ func queryCmd(stdin io.Reader) func(args []string, stdout, stderr io.Writer) int
 }
 
 // syncWriter serializes the prompt and the results printed by the
-// listener's goroutines.
+// event reader.
 type syncWriter struct {
 	mu sync.Mutex
 	w  io.Writer
@@ -52,25 +54,38 @@ func runShell(ctx context.Context, c *client.Client, stdin io.Reader, stdout io.
 	if err := c.Ping(ctx); err != nil {
 		return err
 	}
-	ip, err := localIPFor(c.BaseURL())
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		return fmt.Errorf("listen for query results: %w", err)
-	}
 	out := &syncWriter{w: stdout}
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
-		if err == nil {
-			out.printf("%s\n", strings.TrimSpace(string(b)))
-		}
-	})}
-	go srv.Serve(ln) //nolint:errcheck // ends with Close below
-	defer srv.Close()
-
 	id := fmt.Sprintf("kuiper_query_%d", os.Getpid())
+	topic := "kuiper/query/" + strconv.Itoa(os.Getpid())
+
+	// Subscribe before the first rule exists, so that no result is missed.
+	evCtx, stopEvents := context.WithCancel(ctx)
+	failed := make(chan error, 1)
+	var reader sync.WaitGroup
+	reader.Add(1)
+	go func() {
+		defer reader.Done()
+		err := c.Events(evCtx, "/memory/events?topic="+url.QueryEscape(topic), func(event, data string) {
+			if event == "dropped" {
+				out.printf("kuiper: %s results dropped (the shell fell behind)\n", data)
+				return
+			}
+			out.printf("%s\n", data)
+		})
+		if err != nil && evCtx.Err() == nil {
+			failed <- err
+		}
+	}()
+	defer func() {
+		stopEvents()
+		reader.Wait()
+	}()
+	select {
+	case err := <-failed:
+		return fmt.Errorf("read query results: %w", err)
+	case <-time.After(200 * time.Millisecond): // the stream is open
+	}
+
 	dropRule := func() {
 		if _, err := c.DeleteRule(context.Background(), id); err != nil {
 			var api *client.APIError
@@ -82,10 +97,14 @@ func runShell(ctx context.Context, c *client.Client, stdin io.Reader, stdout io.
 	defer dropRule()
 	dropRule() // a rule left by an earlier shell of this pid
 
-	sinkURL := "http://" + ln.Addr().String() + "/"
 	sc := bufio.NewScanner(stdin)
 	out.printf("kuiper > ")
 	for sc.Scan() {
+		select {
+		case err := <-failed:
+			return fmt.Errorf("read query results: %w", err)
+		default:
+		}
 		line := strings.TrimSuffix(strings.TrimSpace(sc.Text()), ";")
 		switch strings.ToLower(line) {
 		case "":
@@ -97,7 +116,7 @@ func runShell(ctx context.Context, c *client.Client, stdin io.Reader, stdout io.
 		dropRule()
 		def, _ := json.Marshal(map[string]any{
 			"id": id, "sql": line,
-			"actions": []any{map[string]any{"rest": map[string]any{"url": sinkURL, "method": "post", "sendSingle": true}}},
+			"actions": []any{map[string]any{"memory": map[string]any{"topic": topic}}},
 		})
 		if _, err := c.CreateRule(ctx, def); err != nil {
 			out.printf("kuiper: %v\n", err)
@@ -108,16 +127,4 @@ func runShell(ctx context.Context, c *client.Client, stdin io.Reader, stdout io.
 	}
 	out.printf("\n")
 	return sc.Err()
-}
-
-// localIPFor is the local address this host uses to reach the daemon at
-// base, so that the daemon can reach the shell's listener.
-func localIPFor(base string) (string, error) {
-	host := strings.TrimPrefix(strings.TrimPrefix(base, "http://"), "https://")
-	conn, err := net.Dial("udp", host)
-	if err != nil {
-		return "", fmt.Errorf("find the local address towards %s: %w", host, err)
-	}
-	defer conn.Close()
-	return conn.LocalAddr().(*net.UDPAddr).IP.String(), nil
 }

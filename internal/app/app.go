@@ -30,6 +30,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
+	"github.com/rekuiper/rekuiper/internal/connector/membus"
 	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/metrics"
@@ -167,6 +168,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	if r, ok := runner.(interface{ FunctionRegistry() *function.Registry }); ok {
 		sopts.Functions = r.FunctionRegistry()
+	}
+	if r, ok := runner.(interface{ MemoryBus() *membus.Bus }); ok {
+		sopts.Memory = r.MemoryBus()
 	}
 	api := server.New(sopts)
 

@@ -46,6 +46,9 @@ func (r *Runner) ConnectorRegistry() *connector.Registry { return r.Registry }
 // FunctionRegistry is the registry of the functions rules may call.
 func (r *Runner) FunctionRegistry() *function.Registry { return r.Funcs }
 
+// MemoryBus is the bus of memory topics (read by GET /memory/events).
+func (r *Runner) MemoryBus() *membus.Bus { return r.Deps.Memory }
+
 // NewRunner wires the engine: the connector registry, the connection
 // registry (shared clients and their status), the shared push endpoint
 // server, the subscription manager and the checkpoint store. It matches

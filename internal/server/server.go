@@ -28,6 +28,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/builtin"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
+	"github.com/rekuiper/rekuiper/internal/connector/membus"
 	"github.com/rekuiper/rekuiper/internal/function"
 	access "github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/rule"
@@ -57,6 +58,9 @@ type Options struct {
 	// checks. Nil: the built-in connectors (without MQTT) and functions.
 	Connectors *connector.Registry
 	Functions  *function.Registry
+	// Memory is the daemon's memory bus, tapped by GET /memory/events. Nil:
+	// that route answers 404.
+	Memory *membus.Bus
 	// Streams checks stream and table definitions when they are created,
 	// replaced or imported (engine.Runner.CheckStream). Nil: definitions
 	// are only parsed.
@@ -170,6 +174,7 @@ func (s *Server) routes() {
 	s.metadataRoutes()
 	s.unsupportedRoutes()
 	s.uploadRoutes()
+	s.memoryRoutes()
 	s.handle("POST /batch/req", s.batch)
 	s.handle("GET /rules/{id}/schema", s.ruleSchema)
 	s.handle("GET /openapi.json", s.openAPI)
