@@ -39,7 +39,7 @@ func engineDaemon(t *testing.T) (host, port string) {
 		t.Fatal(err)
 	}
 	mgr := rulemgr.New(rulemgr.Config{Catalog: cat, Runner: runner})
-	srv := httptest.NewServer(server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg, Streams: runner.(*daemon.Runner)}))
+	srv := httptest.NewServer(server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg, Streams: runner.(*daemon.Runner), Memory: runner.(*daemon.Runner).MemoryBus()}))
 	t.Cleanup(func() {
 		srv.Close()
 		mgr.Close(ctx) //nolint:errcheck // test end

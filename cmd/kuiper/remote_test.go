@@ -7,10 +7,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/procs"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/rulemgr/rulemgrtest"
 	"github.com/rekuiper/rekuiper/internal/server"
@@ -78,7 +80,14 @@ func TestRemoteCommands(t *testing.T) {
 		{"export data", []string{"export", "data", export, "-r", `["r2"]`}, 0, "data is exported to"},
 		{"import data partial", []string{"import", "data", "-f", export, "-p", "true"}, 0, `"ErrorMsg": ""`},
 		{"usage", []string{"drop", "stream"}, 2, "usage: kuiper drop"},
-		{"unknown kind", []string{"show", "plugins"}, 2, "unknown kind"},
+		{"traversing name", []string{"describe", "stream", "../../x"}, 2, `stream name "../../x" must not contain '/'`},
+		{"dot name", []string{"getstatus", "rule", ".."}, 2, `rule name ".." is not allowed`},
+		{"unknown kind", []string{"show", "widgets"}, 2, "unknown kind"},
+		{"show plugins", []string{"show", "plugins", "sink"}, 0, "No plugins were found."},
+		{"show services", []string{"show", "services"}, 0, "No services were found."},
+		{"show schemas", []string{"show", "schemas", "protobuf"}, 0, "No schemas were found."},
+		{"show udfs", []string{"show", "udfs"}, 0, "No udfs were found."},
+		{"create plugin", []string{"create", "plugin", "source", "random", `{"file":"http://h/random.zip"}`}, 1, "public Go SDK"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -117,5 +126,29 @@ func TestClientYAML(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"show", "streams"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "No stream definitions") {
 		t.Fatalf("exit %d: %q %q", code, stdout.String(), stderr.String())
+	}
+}
+
+func TestVersion(t *testing.T) {
+	host, port := testDaemon(t)
+	var out, errb strings.Builder
+	if code := run([]string{"version", "-host", host, "-port", port}, &out, &errb); code != 0 {
+		t.Fatalf("kuiper version exited %d: %s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "kuiper dev (commit ") ||
+		!strings.HasPrefix(lines[1], "kuiperd at http://"+host+":"+port+": dev (commit ") {
+		t.Fatalf("kuiper version printed %q", out.String())
+	}
+	out.Reset()
+	free, err := procs.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := run([]string{"version", "-host", "127.0.0.1", "-port", strconv.Itoa(free)}, &out, &errb); code != 0 {
+		t.Fatalf("kuiper version without a daemon exited %d", code)
+	}
+	if !strings.Contains(out.String(), "not reachable") {
+		t.Fatalf("kuiper version without a daemon printed %q", out.String())
 	}
 }

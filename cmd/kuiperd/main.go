@@ -1,51 +1,8 @@
 // Command kuiperd is the rekuiper daemon: the REST API over a durable
-// catalog, running the rules it holds.
+// catalog, running the rules it holds. A daemon with extensions is the same
+// main with their Register functions (see package sdk and `kuiper build`).
 package main
 
-import (
-	"context"
-	"flag"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
+import "github.com/rekuiper/rekuiper/sdk"
 
-	"github.com/rekuiper/rekuiper/internal/app"
-	"github.com/rekuiper/rekuiper/internal/broker"
-	engine "github.com/rekuiper/rekuiper/internal/daemon"
-)
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
-func main() {
-	fs := flag.NewFlagSet("kuiperd", flag.ExitOnError)
-	etc := fs.String("etc", "", "configuration folder (default <base>/etc, base from $KuiperBaseKey)")
-	data := fs.String("data", "", "data folder holding the catalog (default <base>/data)")
-	logDir := fs.String("log", "", "log folder (default <base>/log)")
-	embedded := fs.String("embedded-broker", "", "also run an embedded MQTT broker on this address (e.g. 127.0.0.1:1883)")
-	fs.Parse(os.Args[1:]) //nolint:errcheck // ExitOnError
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	if *embedded != "" {
-		b, err := broker.Start(ctx, *embedded)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "kuiperd: embedded broker: %v\n", err)
-			os.Exit(1)
-		}
-		defer b.Close()
-		fmt.Printf("Embedded MQTT broker on %s\n", b.URL())
-	}
-	err := app.Run(ctx, app.Options{
-		EtcDir: *etc, DataDir: *data, LogDir: *logDir,
-		Environ:   os.Environ(),
-		Stdout:    os.Stdout,
-		NewRunner: engine.NewRunner,
-		Version:   version,
-	})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "kuiperd: %v\n", err)
-		os.Exit(1)
-	}
-}
+func main() { sdk.Main() }

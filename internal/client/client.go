@@ -3,6 +3,7 @@
 package client
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -290,4 +292,60 @@ func (c *Client) ImportData(ctx context.Context, content []byte, partial bool) (
 	}
 	_, b, err := c.Do(ctx, http.MethodPost, p, map[string]string{"content": string(content)})
 	return b, err
+}
+
+// Events reads the server-sent events of a GET on path (e.g.
+// "/memory/events?topic=t") until ctx ends or the daemon closes the
+// stream, and calls fn with each event's name ("" for plain data) and
+// data. The client's timeout does not apply: the stream may last.
+func (c *Client) Events(ctx context.Context, path string, fn func(event, data string)) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if c.token != "" {
+		req.Header.Set("Authorization", c.token)
+	}
+	hc := &http.Client{Transport: c.http.Transport, CheckRedirect: c.http.CheckRedirect}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return c.unreachable(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		ae := &APIError{Status: resp.StatusCode, Message: string(bytes.TrimSpace(data))}
+		var shaped struct {
+			Error   int    `json:"error"`
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(data, &shaped) == nil && shaped.Message != "" {
+			ae.Code, ae.Message = shaped.Error, shaped.Message
+		}
+		return ae
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	var event string
+	var data []string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if len(data) > 0 {
+				fn(event, strings.Join(data, "\n"))
+			}
+			event, data = "", nil
+		case strings.HasPrefix(line, ":"):
+		case strings.HasPrefix(line, "event:"):
+			event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
+		case strings.HasPrefix(line, "data:"):
+			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+		}
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return sc.Err()
 }

@@ -40,12 +40,39 @@ type Runner struct {
 // the REST server for GET /connections).
 func (r *Runner) Connections() *connection.Registry { return r.conns }
 
+// ConnectorRegistry is the registry of the connector types rules may use
+// (read by the REST server's /metadata routes).
+func (r *Runner) ConnectorRegistry() *connector.Registry { return r.Registry }
+
+// FunctionRegistry is the registry of the functions rules may call.
+func (r *Runner) FunctionRegistry() *function.Registry { return r.Funcs }
+
+// MemoryBus is the bus of memory topics (read by GET /memory/events).
+func (r *Runner) MemoryBus() *membus.Bus { return r.Deps.Memory }
+
 // NewRunner wires the engine: the connector registry, the connection
 // registry (shared clients and their status), the shared push endpoint
 // server, the subscription manager and the checkpoint store. It matches
 // app.RunnerFactory and returns a *Runner; the returned func releases what
 // it started.
 func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (rulemgr.Runner, func(), error) {
+	return newRunner(cfg, cat, logger, nil)
+}
+
+// Extend registers extensions on a runner's registries, which already hold
+// every built-in connector and function (so a duplicate name is refused).
+type Extend func(conns *connector.Registry, funcs *function.Registry) error
+
+// NewRunnerWith is NewRunner whose registries also hold what extend
+// registers; a registration error fails the daemon's start. The public SDK
+// builds custom daemons with it.
+func NewRunnerWith(extend Extend) func(*config.Config, *catalog.Catalog, *slog.Logger) (rulemgr.Runner, func(), error) {
+	return func(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (rulemgr.Runner, func(), error) {
+		return newRunner(cfg, cat, logger, extend)
+	}
+}
+
+func newRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger, extend Extend) (rulemgr.Runner, func(), error) {
 	reg := connector.NewRegistry()
 	if err := builtin.Register(reg); err != nil {
 		return nil, nil, err
@@ -57,6 +84,13 @@ func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 	conns, err := newConnections(pool)
 	if err != nil {
 		return nil, nil, err
+	}
+	funcs := function.Builtins()
+	if extend != nil {
+		if err := extend(reg, funcs); err != nil {
+			pool.Close() //nolint:errcheck // nothing connected yet
+			return nil, nil, fmt.Errorf("register extensions: %w", err)
+		}
 	}
 	loc := time.UTC
 	if cfg.Basic.Timezone != "" {
@@ -78,14 +112,13 @@ func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 	if err != nil {
 		return nil, nil, err
 	}
-	funcs := function.Builtins()
 	funcs.SetResolver(jsudf.Resolver(cat, jsudf.LimitsFromConfig(cfg)))
 	rn := &engine.Runner{
 		Catalog:  cat,
 		Registry: reg,
 		Deps: connector.Deps{
 			Logger: logger, Clock: clock.Wall{}, Memory: membus.New(), HTTP: push, DataDir: cfg.Paths.Data,
-			Connections: conns, AESKey: aesKey,
+			Connections: conns, AESKey: aesKey, Guard: cfg.Guard(),
 		},
 		Paths:                     cfg.Paths,
 		Environ:                   cfg.Environ,

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/eval"
 	"github.com/rekuiper/rekuiper/internal/function"
@@ -25,11 +26,18 @@ type Env struct {
 	Clock clock.Clock
 	Loc   *time.Location
 	ID    string
+	// State is the rule's user state for extension functions; nil when the
+	// rule has none.
+	State api.State
 }
 
 func (e *Env) Now() time.Time           { return e.Clock.Now().In(e.Loc) }
 func (e *Env) Location() *time.Location { return e.Loc }
 func (e *Env) RuleID() string           { return e.ID }
+
+// UserState is the rule's user state (nil when it has none); extension
+// functions reach it through the public SDK.
+func (e *Env) UserState() api.State { return e.State }
 
 // Spec is everything needed to build a rule.
 type Spec struct {
@@ -90,6 +98,7 @@ func BuildStmt(s Spec, stmt *ast.SelectStmt) (*Built, error) {
 	}
 	stats := &eval.RuleStats{RuleID: s.ID, StartTime: clock.NowMilli(s.Clock)}
 	state := map[string]operator.Stateful{"analytic": plan.Analytic, "counters": stats}
+	userState, _ := s.UserState.(api.State)
 	if s.UserState != nil {
 		state["user"] = s.UserState
 	}
@@ -98,7 +107,7 @@ func BuildStmt(s Spec, stmt *ast.SelectStmt) (*Built, error) {
 		Ops:          plan.Ops,
 		Sinks:        s.Sinks,
 		Clock:        s.Clock,
-		Env:          &Env{Clock: s.Clock, Loc: loc, ID: s.ID},
+		Env:          &Env{Clock: s.Clock, Loc: loc, ID: s.ID, State: userState},
 		Stats:        stats,
 		SendError:    s.Options.SendError,
 		BufferLength: s.Options.BufferLength,

@@ -63,7 +63,10 @@ func (b *builder) chain() ([]operator.Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	pushDown := where != nil && len(s.Joins) == 0 && !b.opts.IsEventTime && win.Spec.Kind != operator.Count
+	// A WHERE that calls aggregates runs after the window, over its rows
+	// (eKuiper's semantics).
+	whereAgg := where != nil && b.comp.IsAggregate(s.Where)
+	pushDown := where != nil && !whereAgg && len(s.Joins) == 0 && !b.opts.IsEventTime && win.Spec.Kind != operator.Count
 	if pushDown {
 		ops = append(ops, &operator.Filter{Cond: where})
 	}
@@ -79,7 +82,7 @@ func (b *builder) chain() ([]operator.Operator, error) {
 	}
 	ops = append(ops, lookups...)
 	if where != nil && !pushDown {
-		ops = append(ops, &operator.Filter{Cond: where})
+		ops = append(ops, &operator.Filter{Cond: where, OverWindow: whereAgg})
 	}
 	var dims []eval.Expr
 	if b.grouped {
@@ -248,7 +251,7 @@ func (b *builder) checkFunctionPlacement() error {
 			return true
 		})
 	}
-	check("WHERE", s.Where, false)
+	check("WHERE", s.Where, s.Window != nil)
 	for _, d := range s.Dimensions {
 		check("GROUP BY", d, false)
 	}

@@ -202,28 +202,49 @@ func (s *Server) exportJSFunctions(ctx context.Context) (map[string]string, erro
 	return out, nil
 }
 
-// importJSFunctions upserts the "scripts" section of /data/import, checking
-// each function as POST does, and records failures in res.
+// importedJSFunction decodes one item of the "scripts" section of
+// /data/import and checks it as POST does (but for case twins, which a full
+// import's reset may remove).
+func (s *Server) importedJSFunction(id, js string) (catalog.JSFunction, error) {
+	var b jsFunctionBody
+	if err := decodeBytes([]byte(js), &b); err != nil {
+		return catalog.JSFunction{}, err
+	}
+	if b.ID == "" {
+		b.ID = id
+	}
+	if b.ID != id {
+		return catalog.JSFunction{}, badRequest("id %q in the function differs from its key %q", b.ID, id)
+	}
+	f := b.function()
+	if err := jsudf.Check(f, s.builtins, s.opts.JSLimits); err != nil {
+		return catalog.JSFunction{}, badRequest("javascript function %s: %v", f.ID, err)
+	}
+	return f, nil
+}
+
+// checkImportJSFunctions checks the "scripts" section before an import
+// changes anything.
+func (s *Server) checkImportJSFunctions(scripts map[string]string, res *importResult) {
+	for _, id := range sortedKeys(scripts) {
+		if _, err := s.importedJSFunction(id, scripts[id]); err != nil {
+			res.fail("scripts", id, err)
+		}
+	}
+}
+
+// importJSFunctions upserts the "scripts" section of /data/import and
+// records failures in res.
 func (s *Server) importJSFunctions(r *http.Request, scripts map[string]string, res *importResult) {
 	for _, id := range sortedKeys(scripts) {
-		var b jsFunctionBody
-		if err := decodeBytes([]byte(scripts[id]), &b); err != nil {
-			res.fail("scripts", id, err)
-			continue
+		f, err := s.importedJSFunction(id, scripts[id])
+		if err == nil {
+			err = s.checkJSFunction(r, f)
 		}
-		if b.ID == "" {
-			b.ID = id
+		if err == nil {
+			_, err = s.cat.PutJSFunction(r.Context(), f, catalog.Upsert)
 		}
-		if b.ID != id {
-			res.fail("scripts", id, badRequest("id %q in the function differs from its key %q", b.ID, id))
-			continue
-		}
-		f := b.function()
-		if err := s.checkJSFunction(r, f); err != nil {
-			res.fail("scripts", id, err)
-			continue
-		}
-		if _, err := s.cat.PutJSFunction(r.Context(), f, catalog.Upsert); err != nil {
+		if err != nil {
 			res.fail("scripts", id, err)
 		}
 	}

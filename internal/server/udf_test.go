@@ -138,23 +138,33 @@ func TestJavaScriptFunctionExportImport(t *testing.T) {
 	if inc["id"] != "inc" || inc["script"] != "function inc(x) { return x + 1 }" || inc["isAgg"] != false {
 		t.Fatalf("exported %v", inc)
 	}
-	imported, err := json.Marshal(map[string]any{"scripts": map[string]string{
-		"dec": jsBody(t, "dec", "function dec(x) { return x - 1 }", true),
-		"bad": jsBody(t, "bad", "function bad(", false),
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	content, _ := json.Marshal(map[string]string{"content": string(imported)})
-	code, body = s.do("POST", "/data/import", string(content))
-	if !strings.Contains(body, `"bad":"bad request: javascript function bad`) {
-		t.Fatalf("import: %d %s", code, body)
+	importDoc := func(scripts map[string]string) string {
+		doc, err := json.Marshal(map[string]any{"scripts": scripts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		content, err := json.Marshal(map[string]string{"content": string(doc)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(content)
 	}
 	s.run([]step{
+		{"import with a bad script", "POST", "/data/import", importDoc(map[string]string{
+			"dec": jsBody(t, "dec", "function dec(x) { return x - 1 }", true),
+			"bad": jsBody(t, "bad", "function bad(", false),
+		}), 400, `\"bad\":\"bad request: javascript function bad`},
+		{"nothing changed", "GET", "/udf/javascript", "", 200, `["inc"]`},
+		{"import", "POST", "/data/import", importDoc(map[string]string{
+			"dec": jsBody(t, "dec", "function dec(x) { return x - 1 }", true),
+		}), 200, ""},
 		{"full import removed inc", "GET", "/udf/javascript/inc", "", 404, ""},
 		{"dec imported", "GET", "/udf/javascript/dec", "", 200, `"isAgg":true`},
-		{"bad not imported", "GET", "/udf/javascript/bad", "", 404, ""},
 		{"list", "GET", "/udf/javascript", "", 200, `["dec"]`},
+		{"partial import keeps dec", "POST", "/data/import?partial=1", importDoc(map[string]string{
+			"inc": jsBody(t, "inc", "function inc(x) { return x + 1 }", false),
+		}), 200, ""},
+		{"list after partial", "GET", "/udf/javascript", "", 200, `["dec","inc"]`},
 	})
 }
 

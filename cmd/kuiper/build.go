@@ -1,0 +1,184 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/rekuiper/rekuiper/internal/version"
+)
+
+// extension is one --with argument: module[@version][=replacement].
+type extension struct {
+	module, version, replace string
+}
+
+func parseWith(s string) (extension, error) {
+	var e extension
+	spec, repl, hasRepl := strings.Cut(s, "=")
+	e.module, e.version, _ = strings.Cut(spec, "@")
+	if e.module == "" || strings.ContainsAny(e.module, " \t\"") {
+		return e, fmt.Errorf("--with %q: want module[@version][=path]", s)
+	}
+	if hasRepl {
+		if repl == "" {
+			return e, fmt.Errorf("--with %q: empty replacement path", s)
+		}
+		abs, err := filepath.Abs(repl)
+		if err != nil {
+			return e, fmt.Errorf("--with %q: %w", s, err)
+		}
+		e.replace = abs
+	}
+	return e, nil
+}
+
+type withFlag []extension
+
+func (w *withFlag) String() string { return fmt.Sprint(*w) }
+func (w *withFlag) Set(s string) error {
+	e, err := parseWith(s)
+	if err != nil {
+		return err
+	}
+	*w = append(*w, e)
+	return nil
+}
+
+// runBuild builds a custom kuiperd: a main in a temporary module that
+// imports each extension's root package and passes its Register function
+// to sdk.Main, then go mod tidy and go build.
+func runBuild(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("kuiper build", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var with withFlag
+	fs.Var(&with, "with", "extension module[@version][=replacement path]; repeatable")
+	out := fs.String("o", "kuiperd", "output binary")
+	rekuiper := fs.String("rekuiper", "", "rekuiper version (v2.1.0) or local checkout to build against (default: this CLI's version)")
+	keep := fs.Bool("keep", false, "keep the temporary module and print its folder")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "kuiper build: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if err := build(with, *out, *rekuiper, *keep, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "kuiper build: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func build(with []extension, out, rekuiper string, keep bool, stdout, stderr io.Writer) error {
+	if len(with) == 0 {
+		return errors.New("no extension: give at least one --with module[@version][=path]")
+	}
+	rk, err := rekuiperRequirement(rekuiper)
+	if err != nil {
+		return err
+	}
+	absOut, err := filepath.Abs(out)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "kuiper-build-")
+	if err != nil {
+		return err
+	}
+	if keep {
+		fmt.Fprintf(stdout, "module folder: %s\n", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(goMod(rk, with)), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(mainGo(with)), 0o644); err != nil {
+		return err
+	}
+	goCmd := func(args ...string) error {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		cmd.Stdout, cmd.Stderr = stderr, stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("go %s: %w", strings.Join(args, " "), err)
+		}
+		return nil
+	}
+	for _, e := range with {
+		if e.version == "" && e.replace == "" {
+			if err := goCmd("get", e.module+"@latest"); err != nil {
+				return err
+			}
+		}
+	}
+	if err := goCmd("mod", "tidy"); err != nil {
+		return err
+	}
+	if err := goCmd("build", "-o", absOut, "."); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "built %s\n", absOut)
+	return nil
+}
+
+// rekuiperRequirement is the version, or local folder, of rekuiper to
+// build against.
+func rekuiperRequirement(flagValue string) (extension, error) {
+	rk := extension{module: version.Module}
+	switch {
+	case strings.HasPrefix(flagValue, "v"):
+		rk.version = flagValue
+	case flagValue != "":
+		abs, err := filepath.Abs(flagValue)
+		if err != nil {
+			return rk, err
+		}
+		if _, err := os.Stat(filepath.Join(abs, "go.mod")); err != nil {
+			return rk, fmt.Errorf("-rekuiper %s: not a version (v...) nor a checkout with a go.mod: %w", flagValue, err)
+		}
+		rk.replace = abs
+	default:
+		v := version.Get().Version
+		if !strings.HasPrefix(v, "v") {
+			return rk, fmt.Errorf("this kuiper is a development build (%s): give -rekuiper a version or a local checkout", v)
+		}
+		rk.version = v
+	}
+	return rk, nil
+}
+
+func goMod(rk extension, with []extension) string {
+	var b strings.Builder
+	b.WriteString("module kuiperd.custom/build\n\ngo 1.26\n\n")
+	for _, e := range append([]extension{rk}, with...) {
+		switch {
+		case e.version != "":
+			fmt.Fprintf(&b, "require %s %s\n", e.module, e.version)
+		case e.replace != "":
+			fmt.Fprintf(&b, "require %s v0.0.0-00010101000000-000000000000\n", e.module)
+		}
+		if e.replace != "" {
+			fmt.Fprintf(&b, "replace %s => %q\n", e.module, e.replace)
+		}
+	}
+	return b.String()
+}
+
+func mainGo(with []extension) string {
+	var b strings.Builder
+	b.WriteString("// Code generated by kuiper build. DO NOT EDIT.\n\npackage main\n\nimport (\n\t\"github.com/rekuiper/rekuiper/sdk\"\n\n")
+	var regs []string
+	for i, e := range with {
+		fmt.Fprintf(&b, "\text%d %q\n", i, e.module)
+		regs = append(regs, fmt.Sprintf("ext%d.Register", i))
+	}
+	fmt.Fprintf(&b, ")\n\nfunc main() { sdk.Main(%s) }\n", strings.Join(regs, ", "))
+	return b.String()
+}

@@ -1,0 +1,132 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rekuiper/rekuiper/internal/connector/membus"
+)
+
+// tapBuffer bounds the messages a /memory/events client may fall behind
+// by; older ones are dropped for that client only (and counted in a
+// "dropped" event), never held back from the rules.
+const tapBuffer = 1024
+
+func (s *Server) memoryRoutes() {
+	s.handle("GET /memory/events", s.memoryEvents)
+}
+
+// memoryEvents streams the rows published to memory topics matching the
+// "topic" filter (MQTT wildcards) as server-sent events: one "data:" line
+// of JSON per row, a comment every 15 s to keep proxies from closing an
+// idle stream. A slow reader never slows a rule down: the bus subscription
+// is drained at once into a bounded queue that drops its oldest rows and
+// reports how many in an "event: dropped" message. `kuiper query` reads a
+// temporary rule's results this way.
+func (s *Server) memoryEvents(w http.ResponseWriter, r *http.Request) error {
+	if s.opts.Memory == nil {
+		return fmt.Errorf("memory events: %w", errNoRoute)
+	}
+	filter := r.URL.Query().Get("topic")
+	if filter == "" {
+		return badRequest("query parameter topic is required")
+	}
+	if err := membus.ValidFilter(filter); err != nil {
+		return badRequest("topic %q: %v", filter, err)
+	}
+	// The stream outlives the server's write timeout; the controller
+	// reaches the connection through the audit log's wrapper.
+	rc := http.NewResponseController(w)
+	if err := rc.SetWriteDeadline(time.Time{}); err != nil {
+		return fmt.Errorf("memory events: response cannot stream: %w", err)
+	}
+	sub, err := s.opts.Memory.Subscribe(filter, 64)
+	if err != nil {
+		return badRequest("topic %q: %v", filter, err)
+	}
+	defer sub.Close()
+
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	q := &tapQueue{wake: make(chan struct{}, 1)}
+	go func() {
+		for {
+			m, err := sub.Receive(ctx)
+			if err != nil {
+				return
+			}
+			q.push(m.Data)
+		}
+	}()
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	if err := rc.Flush(); err != nil {
+		return nil
+	}
+	keepalive := time.NewTicker(15 * time.Second)
+	defer keepalive.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-keepalive.C:
+			if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil {
+				return nil
+			}
+		case <-q.wake:
+			rows, dropped := q.take()
+			if dropped > 0 {
+				fmt.Fprintf(w, "event: dropped\ndata: %s\n\n", strconv.Itoa(dropped))
+			}
+			for _, row := range rows {
+				js, err := json.Marshal(row)
+				if err != nil {
+					js, _ = json.Marshal(map[string]string{"error": err.Error()})
+				}
+				if _, err := fmt.Fprintf(w, "data: %s\n\n", js); err != nil {
+					return nil
+				}
+			}
+		}
+		if err := rc.Flush(); err != nil {
+			return nil
+		}
+	}
+}
+
+// tapQueue is a bounded queue of rows that drops the oldest when full.
+type tapQueue struct {
+	mu      sync.Mutex
+	rows    []map[string]any
+	dropped int
+	wake    chan struct{}
+}
+
+func (q *tapQueue) push(row map[string]any) {
+	q.mu.Lock()
+	if len(q.rows) == tapBuffer {
+		q.rows = q.rows[1:]
+		q.dropped++
+	}
+	q.rows = append(q.rows, row)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *tapQueue) take() ([]map[string]any, int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	rows, dropped := q.rows, q.dropped
+	q.rows, q.dropped = nil, 0
+	return rows, dropped
+}
