@@ -153,6 +153,13 @@ func (r *Registry) Lookup(name string) (*Def, bool) {
 	return d, ok
 }
 
+// Registered finds a registered function by name, case-insensitively,
+// without asking the resolver.
+func (r *Registry) Registered(name string) (*Def, bool) {
+	d, ok := r.defs[strings.ToLower(name)]
+	return d, ok
+}
+
 // Names lists every registered name (aliases included), sorted.
 func (r *Registry) Names() []string {
 	out := make([]string, 0, len(r.defs))

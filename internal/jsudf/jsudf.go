@@ -106,7 +106,8 @@ var engineFunctions = map[string]bool{
 var idPattern = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
 
 // Check validates f before it is stored: its id is a JavaScript identifier
-// not taken by a built-in function of builtins, and its script runs within
+// not taken by a function registered in builtins (its resolver, which finds
+// JavaScript functions, is not asked), and its script runs within
 // the limits and defines a function named like the id.
 func Check(f catalog.JSFunction, builtins *function.Registry, lim Limits) error {
 	if len(f.Script) > MaxScriptBytes {
@@ -116,7 +117,7 @@ func Check(f catalog.JSFunction, builtins *function.Registry, lim Limits) error 
 		return fmt.Errorf("%w: id %q must be a JavaScript identifier (letters, digits, _ or $, not starting with a digit)", ErrInvalid, f.ID)
 	}
 	if builtins != nil {
-		if _, ok := builtins.Lookup(f.ID); ok {
+		if _, ok := builtins.Registered(f.ID); ok {
 			return fmt.Errorf("%w: %s is the name of a built-in function", ErrInvalid, f.ID)
 		}
 	}

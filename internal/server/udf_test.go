@@ -193,7 +193,11 @@ func startEngine(t *testing.T, dir string) (*testServer, func()) {
 		t.Fatal(err)
 	}
 	rn := runner.(*daemon.Runner)
-	srv := httptest.NewServer(server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg, Connections: rn.Connections(), Streams: rn}))
+	// As the daemon wires it: the server sees the engine's function
+	// registry, whose resolver finds JavaScript functions.
+	srv := httptest.NewServer(server.New(server.Options{
+		Catalog: cat, Rules: mgr, Config: cfg, Connections: rn.Connections(), Streams: rn, Functions: rn.FunctionRegistry(),
+	}))
 	stop := func() {
 		srv.Close()
 		mgr.Close(context.Background()) //nolint:errcheck // test end
