@@ -132,9 +132,6 @@ func New(opts Options) *Server {
 		access: opts.Config.Guard(), mux: http.NewServeMux(), started: opts.Clock.Now(),
 		builtins: opts.Functions,
 	}
-	if s.builtins == nil {
-		s.builtins = function.Builtins()
-	}
 	s.guard = guard{audit: opts.Config.Basic.EnableRestAuditLog, cors: map[string]bool{}}
 	for _, o := range opts.Config.Basic.CORS {
 		s.guard.cors[strings.TrimSuffix(o, "/")] = true
