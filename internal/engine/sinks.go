@@ -121,7 +121,7 @@ func (rn *Runner) buildSink(ruleID string, qos int, index int, typ string, actio
 	if err != nil {
 		return nil, fmt.Errorf("action %d: %w", index, err)
 	}
-	shaper, err := output.NewShaper(props)
+	shaper, err := output.NewShaperWith(props, rn.Schemas)
 	if err != nil {
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
 	}
