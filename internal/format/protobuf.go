@@ -58,7 +58,20 @@ type protoPlan struct {
 	md     protoreflect.MessageDescriptor
 	fields []protoreflect.FieldDescriptor
 	byNum  map[protowire.Number]int // field number → index in fields
+	small  []int                    // the same for numbers below len(small), -1 none
 	slots  []int                    // index in fields → slot of the stream layout, -1 none
+}
+
+// maxSmallField bounds the field numbers looked up in a slice.
+const maxSmallField = 64
+
+func (p *protoPlan) index(num protowire.Number) (int, bool) {
+	if int(num) < len(p.small) {
+		i := p.small[num]
+		return i, i >= 0
+	}
+	i, ok := p.byNum[num]
+	return i, ok
 }
 
 // NewProtobuf returns a codec for messages md. fields are a typed stream's
@@ -81,6 +94,12 @@ func (c *ProtoCodec) plan(md protoreflect.MessageDescriptor) *protoPlan {
 		fd := fs.Get(i)
 		p.fields = append(p.fields, fd)
 		p.byNum[fd.Number()] = i
+		if n := int(fd.Number()); n < maxSmallField {
+			for len(p.small) <= n {
+				p.small = append(p.small, -1)
+			}
+			p.small[n] = i
+		}
 		s := -1
 		if md == c.md && c.layout != nil {
 			if idx, ok := c.layout.Index(string(fd.Name())); ok {
@@ -150,7 +169,7 @@ func (c *ProtoCodec) fieldValues(p *protoPlan, b []byte, vals []any) ([]any, err
 			return vals, fmt.Errorf("decode protobuf %s: %w", p.md.FullName(), protowire.ParseError(n))
 		}
 		b = b[n:]
-		i, ok := p.byNum[num]
+		i, ok := p.index(num)
 		if !ok {
 			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
 				return vals, fmt.Errorf("decode protobuf %s: field %d: %w", p.md.FullName(), num, protowire.ParseError(n))

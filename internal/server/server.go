@@ -27,6 +27,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
+	"github.com/rekuiper/rekuiper/internal/schema"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 )
 
@@ -70,6 +71,7 @@ type Server struct {
 	mux     *http.ServeMux
 	started time.Time
 	guard   guard
+	schemas *schema.Registry
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -137,6 +139,7 @@ func (s *Server) routes() {
 	s.ruleRoutes()
 	s.connectionRoutes()
 	s.transferRoutes()
+	s.schemaRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, fmt.Errorf("%s %s: %w", r.Method, r.URL.Path, errNoRoute))
 	})
