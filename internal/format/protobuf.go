@@ -60,7 +60,17 @@ type protoPlan struct {
 	byNum  map[protowire.Number]int // field number → index in fields
 	small  []int                    // the same for numbers below len(small), -1 none
 	slots  []int                    // index in fields → slot of the stream layout, -1 none
+	kinds  []protoreflect.Kind      // index in fields → its kind
+	card   []uint8                  // index in fields → cardScalar, cardList or cardMap
 }
+
+// Field cardinalities, looked up once per message type: the descriptor's
+// methods are interface calls, too slow for every field of every record.
+const (
+	cardScalar uint8 = iota
+	cardList
+	cardMap
+)
 
 // maxSmallField bounds the field numbers looked up in a slice.
 const maxSmallField = 64
@@ -107,6 +117,15 @@ func (c *ProtoCodec) plan(md protoreflect.MessageDescriptor) *protoPlan {
 			}
 		}
 		p.slots = append(p.slots, s)
+		p.kinds = append(p.kinds, fd.Kind())
+		card := cardScalar
+		switch {
+		case fd.IsMap():
+			card = cardMap
+		case fd.IsList():
+			card = cardList
+		}
+		p.card = append(p.card, card)
 	}
 	c.plans[md.FullName()] = p
 	return p
@@ -179,14 +198,14 @@ func (c *ProtoCodec) fieldValues(p *protoPlan, b []byte, vals []any) ([]any, err
 		}
 		fd := p.fields[i]
 		var err error
-		switch {
-		case fd.IsMap():
+		switch p.card[i] {
+		case cardMap:
 			n, err = c.mapEntry(fd, typ, b, &vals[i])
-		case fd.IsList():
-			n, err = c.listValue(fd, typ, b, &vals[i])
+		case cardList:
+			n, err = c.listValue(fd, p.kinds[i], typ, b, &vals[i])
 		default:
 			var v any
-			v, n, err = c.value(fd, typ, b)
+			v, n, err = c.value(fd, p.kinds[i], typ, b)
 			vals[i] = v
 		}
 		if err != nil {
@@ -197,16 +216,16 @@ func (c *ProtoCodec) fieldValues(p *protoPlan, b []byte, vals []any) ([]any, err
 	return vals, nil
 }
 
-func (c *ProtoCodec) listValue(fd protoreflect.FieldDescriptor, typ protowire.Type, b []byte, dst *any) (int, error) {
+func (c *ProtoCodec) listValue(fd protoreflect.FieldDescriptor, k protoreflect.Kind, typ protowire.Type, b []byte, dst *any) (int, error) {
 	list, _ := (*dst).([]any)
-	if typ == protowire.BytesType && packable(fd.Kind()) {
+	if typ == protowire.BytesType && packable(k) {
 		packed, n := protowire.ConsumeBytes(b)
 		if n < 0 {
 			return 0, protowire.ParseError(n)
 		}
-		want := wireType(fd.Kind())
+		want := wireType(k)
 		for len(packed) > 0 {
-			v, m, err := c.value(fd, want, packed)
+			v, m, err := c.value(fd, k, want, packed)
 			if err != nil {
 				return 0, err
 			}
@@ -216,7 +235,7 @@ func (c *ProtoCodec) listValue(fd protoreflect.FieldDescriptor, typ protowire.Ty
 		*dst = list
 		return n, nil
 	}
-	v, n, err := c.value(fd, typ, b)
+	v, n, err := c.value(fd, k, typ, b)
 	if err != nil {
 		return 0, err
 	}
@@ -246,9 +265,8 @@ func (c *ProtoCodec) mapEntry(fd protoreflect.FieldDescriptor, typ protowire.Typ
 	return n, nil
 }
 
-// value decodes one value of fd's kind.
-func (c *ProtoCodec) value(fd protoreflect.FieldDescriptor, typ protowire.Type, b []byte) (any, int, error) {
-	k := fd.Kind()
+// value decodes one value of fd, of kind k.
+func (c *ProtoCodec) value(fd protoreflect.FieldDescriptor, k protoreflect.Kind, typ protowire.Type, b []byte) (any, int, error) {
 	if want := wireType(k); typ != want {
 		return nil, 0, fmt.Errorf("wire type %d, want %d for %s", typ, want, k)
 	}
