@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -51,6 +52,7 @@ type ProtoCodec struct {
 	plans  map[protoreflect.FullName]*protoPlan
 	arena  row.Arena
 	vals   []any // top-level field values, reused between calls
+	depth  int   // nesting of the message being decoded
 }
 
 // protoPlan is what decoding a message type needs, computed once.
@@ -133,6 +135,7 @@ func (c *ProtoCodec) plan(md protoreflect.MessageDescriptor) *protoPlan {
 
 // Decode returns the one record of payload.
 func (c *ProtoCodec) Decode(payload []byte) ([]map[string]any, error) {
+	c.depth = 0
 	p := c.plan(c.md)
 	vals, err := c.fieldValues(p, payload, c.vals[:0])
 	c.vals = vals[:0]
@@ -157,6 +160,7 @@ func (c *ProtoCodec) DecodeTuples(dst []*row.Tuple, payload []byte) ([]*row.Tupl
 		}
 		return append(dst, c.arena.TupleOf(nil, ms[0])), nil
 	}
+	c.depth = 0
 	p := c.plan(c.md)
 	vals, err := c.fieldValues(p, payload, c.vals[:0])
 	c.vals = vals[:0]
@@ -218,6 +222,9 @@ func (c *ProtoCodec) fieldValues(p *protoPlan, b []byte, vals []any) ([]any, err
 
 func (c *ProtoCodec) listValue(fd protoreflect.FieldDescriptor, k protoreflect.Kind, typ protowire.Type, b []byte, dst *any) (int, error) {
 	list, _ := (*dst).([]any)
+	if list == nil {
+		list = []any{} // an empty packed run is still an (empty) array
+	}
 	if typ == protowire.BytesType && packable(k) {
 		packed, n := protowire.ConsumeBytes(b)
 		if n < 0 {
@@ -325,6 +332,11 @@ func (c *ProtoCodec) value(fd protoreflect.FieldDescriptor, k protoreflect.Kind,
 		}
 		switch k {
 		case protoreflect.StringKind:
+			// protobuf-go refuses invalid UTF-8 in proto3 strings (and so
+			// would a sink encoding the row); refuse it on the way in.
+			if !utf8.Valid(v) {
+				return nil, 0, errors.New("string is not valid UTF-8")
+			}
 			return c.arena.String(v), n, nil
 		case protoreflect.BytesKind:
 			return append([]byte{}, v...), n, nil
@@ -346,8 +358,16 @@ func (c *ProtoCodec) uint64(u uint64) any {
 // message decodes a nested message: an object, or the value of a
 // well-known type.
 func (c *ProtoCodec) message(md protoreflect.MessageDescriptor, b []byte) (any, error) {
+	// A recursive message type lets a payload nest as deep as its length
+	// allows; bound it as the JSON decoder does, so it cannot exhaust the
+	// stack.
+	if c.depth >= maxDepth {
+		return nil, fmt.Errorf("messages nested deeper than %d", maxDepth)
+	}
+	c.depth++
 	p := c.plan(md)
 	vals, err := c.fieldValues(p, b, nil)
+	c.depth--
 	if err != nil {
 		return nil, err
 	}
