@@ -110,7 +110,7 @@ func New(format string, opts Options) (Codec, error) {
 		return urlCodec{}, nil
 	case Protobuf:
 		if opts.SchemaID == "" {
-			return nil, fmt.Errorf("format protobuf needs a SCHEMAID (\"schema.Message\")")
+			return nil, fmt.Errorf("format protobuf needs a schema id (SCHEMAID of a stream, schemaId of a sink): \"schema.Message\"")
 		}
 		if opts.Schemas == nil {
 			return nil, fmt.Errorf("format protobuf: no schema registry to resolve SCHEMAID %q", opts.SchemaID)

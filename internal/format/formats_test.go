@@ -20,7 +20,7 @@ func TestNew(t *testing.T) {
 		{format: "urlencoded"},
 		{format: "binary", opts: Options{Fields: []string{"a", "b"}}, wantErr: "format binary: at most one field allowed, got 2"},
 		{format: "protobuf", opts: Options{SchemaID: "s.M"}, wantErr: `format protobuf: no schema registry to resolve SCHEMAID "s.M"`},
-		{format: "protobuf", wantErr: `format protobuf needs a SCHEMAID ("schema.Message")`},
+		{format: "protobuf", wantErr: `format protobuf needs a schema id (SCHEMAID of a stream, schemaId of a sink): "schema.Message"`},
 		{format: "custom", opts: Options{SchemaID: "s.M"}, wantErr: `format "custom" is not supported (schema "s.M"): custom formats need native plugins`},
 		{format: "xml", wantErr: `unknown format "xml"`},
 	}
