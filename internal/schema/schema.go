@@ -7,7 +7,8 @@
 // keeps its schemas, are read-only baselines: they are found by name
 // unless the catalog holds a schema of the same name, which wins.
 // Compiled schemas are cached by name and content, so a replaced schema is
-// compiled again on its next use.
+// compiled again on its next use; one that imports other schemas is
+// compiled on every use (decoders resolve it once, when a rule starts).
 package schema
 
 import (
@@ -222,10 +223,27 @@ func (r *Registry) compiled(name, content string) (protoreflect.FileDescriptor, 
 	if err != nil {
 		return nil, err
 	}
+	if importsSchemas(fd) {
+		// The cache key is this schema's text only; a schema it imports
+		// may change, so compile it again on every use.
+		return fd, nil
+	}
 	r.mu.Lock()
 	r.cache[name] = compiled{content: content, file: fd}
 	r.mu.Unlock()
 	return fd, nil
+}
+
+// importsSchemas reports whether fd imports anything besides the
+// well-known types.
+func importsSchemas(fd protoreflect.FileDescriptor) bool {
+	imps := fd.Imports()
+	for i := range imps.Len() {
+		if !strings.HasPrefix(imps.Get(i).Path(), "google/protobuf/") {
+			return true
+		}
+	}
+	return false
 }
 
 func findMessage(fd protoreflect.FileDescriptor, msg string) protoreflect.MessageDescriptor {
