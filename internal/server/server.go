@@ -33,6 +33,7 @@ import (
 	access "github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
+	"github.com/rekuiper/rekuiper/internal/schema"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/version"
 )
@@ -89,6 +90,7 @@ type Server struct {
 	// describes them; a test checks it describes every one).
 	patterns []string
 	guard    guard
+	schemas  *schema.Registry
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -173,6 +175,7 @@ func (s *Server) routes() {
 	s.transferRoutes()
 	s.metadataRoutes()
 	s.unsupportedRoutes()
+	s.schemaRoutes()
 	s.uploadRoutes()
 	s.memoryRoutes()
 	s.handle("POST /batch/req", s.batch)
