@@ -63,7 +63,13 @@ func (b *builder) chain() ([]operator.Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	pushDown := where != nil && len(s.Joins) == 0 && !b.opts.IsEventTime && win.Spec.Kind != operator.Count
+	// As without a window, analytic calls see every row before WHERE and
+	// the window, once: a row in several windows keeps one lag().
+	if sites := b.comp.Sites(); len(sites) > 0 {
+		ops = append(ops, &operator.Analytic{Sites: sites, Store: b.comp.Analytic})
+	}
+	pushDown := where != nil && len(s.Joins) == 0 && !b.opts.IsEventTime &&
+		win.Spec.Kind != operator.Count && win.Spec.Kind != operator.Sliding
 	if pushDown {
 		ops = append(ops, &operator.Filter{Cond: where})
 	}
