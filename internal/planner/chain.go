@@ -213,7 +213,10 @@ func (b *builder) fields() ([]operator.ProjField, error) {
 			return nil, err
 		}
 		pf := operator.ProjField{Name: name, Expr: x, Invisible: f.Invisible, Multi: eval.IsMultiColumn(f.Expr), SRF: b.comp.IsSRF(f.Expr)}
-		if ref, ok := f.Expr.(*ast.FieldRef); ok && b.isColumn(ref, f.Alias) {
+		// A column's explicit null is written out only when the column is
+		// selected under its own name; an alias of a null is left out, as in
+		// eKuiper.
+		if ref, ok := f.Expr.(*ast.FieldRef); ok && f.Alias == "" && b.isColumn(ref, f.Alias) {
 			pf.Column = &operator.ColumnRef{Stream: b.streams[ref.Stream], Name: ref.Name}
 		}
 		if pf.SRF {
