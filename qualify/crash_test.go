@@ -77,6 +77,8 @@ func runCrashScenario(t *testing.T, bin string, qos, kills int) WindowReport {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The input and output files live next to the daemon's folders.
+	d.Env = append(d.Env, "KUIPER__BASIC__ALLOWEXTERNALFILEACCESS=true")
 	ctx := context.Background()
 	if err := d.Start(ctx); err != nil {
 		t.Fatal(err)

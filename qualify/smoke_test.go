@@ -68,6 +68,9 @@ func TestShippedConfigSmoke(t *testing.T) {
 		"MQTT_SOURCE__DEFAULT__SERVER=" + br.URL(),
 		"HTTPPULL__DEFAULT__URL=" + srv.URL,
 		"HTTPPULL__DEFAULT__INTERVAL=200",
+		// The test's HTTP server is on loopback, which the shipped
+		// enablePrivateNet: false refuses to httppull and the rest sink.
+		"KUIPER__BASIC__ENABLEPRIVATENET=true",
 	}
 	// The file source's shipped confKey reads from the data folder.
 	if err := os.WriteFile(filepath.Join(d.Dir, "data", "smoke.json"), []byte(`[{"f":1},{"f":2}]`), 0o644); err != nil {

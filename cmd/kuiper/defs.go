@@ -8,13 +8,14 @@ import (
 	"strings"
 
 	"github.com/rekuiper/rekuiper/internal/client"
+	"github.com/rekuiper/rekuiper/internal/guard"
 )
 
 const (
 	usageCreate   = "kuiper create stream|table NAME 'CREATE ...' | create rule NAME '{json}' [-f FILE] [-host H] [-port P]"
 	usageDescribe = "kuiper describe stream|table|rule NAME [-host H] [-port P]"
 	usageDrop     = "kuiper drop stream|table|rule NAME [-force] [-host H] [-port P]"
-	usageShow     = "kuiper show streams|tables|rules [-host H] [-port P]"
+	usageShow     = "kuiper show streams|tables|rules|plugins [source|sink|function|portable]|services|schemas [protobuf]|udfs [-host H] [-port P]"
 )
 
 func streamKind(noun string) (client.Kind, bool) {
@@ -32,11 +33,19 @@ func runCreate(args []string, stdout, stderr io.Writer) int {
 		if len(ra.pos) < 2 {
 			return usageError("want a kind and a name")
 		}
+		if path, ok := extensionCreate(ra.pos[0]); ok {
+			// The daemon answers 501 naming the alternative.
+			_, err := c.Text(ctx, "POST", path, map[string]any{"name": ra.pos[len(ra.pos)-1]})
+			return err
+		}
 		def, err := definition(ra, 2)
 		if err != nil {
 			return err
 		}
 		noun, name := ra.pos[0], ra.pos[1]
+		if err := checkName(noun, name); err != nil {
+			return err
+		}
 		if k, ok := streamKind(noun); ok {
 			sql := strings.TrimSpace(string(def))
 			if !strings.HasPrefix(strings.ToUpper(sql), "CREATE") {
@@ -66,6 +75,15 @@ func runCreate(args []string, stdout, stderr io.Writer) int {
 	})
 }
 
+// checkName refuses a name the daemon would refuse (guard.Name) before
+// anything is sent.
+func checkName(noun, name string) error {
+	if err := guard.Name(strings.TrimSuffix(noun, "s")+" name", name); err != nil {
+		return usageError(strings.TrimPrefix(err.Error(), guard.ErrName.Error()+": "))
+	}
+	return nil
+}
+
 // withID sets the rule's id to name when the JSON has none.
 func withID(def []byte, name string) ([]byte, error) {
 	var top map[string]json.RawMessage
@@ -86,6 +104,9 @@ func runDescribe(args []string, stdout, stderr io.Writer) int {
 			return usageError("want a kind and a name")
 		}
 		noun, name := ra.pos[0], ra.pos[1]
+		if err := checkName(noun, name); err != nil {
+			return err
+		}
 		var raw json.RawMessage
 		var err error
 		if k, ok := streamKind(noun); ok {
@@ -109,6 +130,9 @@ func runDrop(args []string, stdout, stderr io.Writer) int {
 			return usageError("want a kind and a name")
 		}
 		noun, name := ra.pos[0], ra.pos[1]
+		if err := checkName(noun, name); err != nil {
+			return err
+		}
 		var msg string
 		var err error
 		if k, ok := streamKind(noun); ok {
@@ -128,6 +152,11 @@ func runDrop(args []string, stdout, stderr io.Writer) int {
 
 func runShow(args []string, stdout, stderr io.Writer) int {
 	return remote(args, stdout, stderr, usageShow, func(ctx context.Context, c *client.Client, ra remoteArgs) error {
+		if len(ra.pos) >= 1 {
+			if path, ok := extensionList(ra.pos); ok {
+				return showList(ctx, c, path, ra.pos[0], stdout)
+			}
+		}
 		if len(ra.pos) != 1 {
 			return usageError("want streams, tables or rules")
 		}
@@ -158,4 +187,58 @@ func runShow(args []string, stdout, stderr io.Writer) int {
 		printJSON(stdout, b)
 		return nil
 	})
+}
+
+// extensionCreate is where eKuiper's `create plugin|service|schema` post.
+func extensionCreate(noun string) (string, bool) {
+	switch noun {
+	case "plugin":
+		return "/plugins/sources", true
+	case "service":
+		return "/services", true
+	case "schema":
+		return "/schemas/protobuf", true
+	}
+	return "", false
+}
+
+// extensionList maps `show plugins [kind]`, `show services`, `show schemas
+// [type]` and `show udfs` to their REST list routes. rekuiper offers none
+// of these extensions, so the lists are empty; the commands exist so that
+// scripts written for eKuiper's CLI keep working.
+func extensionList(pos []string) (string, bool) {
+	arg := func(def string) string {
+		if len(pos) > 1 {
+			return pos[1]
+		}
+		return def
+	}
+	switch pos[0] {
+	case "plugins":
+		return "/plugins/" + strings.TrimSuffix(arg("source"), "s") + "s", len(pos) <= 2
+	case "services":
+		return "/services", len(pos) == 1
+	case "schemas":
+		return "/schemas/" + arg("protobuf"), len(pos) <= 2
+	case "udfs":
+		return "/plugins/udfs", len(pos) == 1
+	}
+	return "", false
+}
+
+func showList(ctx context.Context, c *client.Client, path, what string, stdout io.Writer) error {
+	var items []any
+	if err := c.JSON(ctx, "GET", path, nil, &items); err != nil {
+		return err
+	}
+	if len(items) == 0 {
+		fmt.Fprintf(stdout, "No %s were found.\n", what)
+		return nil
+	}
+	b, err := json.Marshal(items)
+	if err != nil {
+		return err
+	}
+	printJSON(stdout, b)
+	return nil
 }

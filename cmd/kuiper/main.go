@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 )
 
 // command is one top-level verb of the CLI.
@@ -30,6 +31,7 @@ func commands() map[string]command {
 		"validate":  {summary: "validate a rule without creating it", run: runValidate},
 		"import":    {summary: "import a ruleset or data export", run: runImport},
 		"export":    {summary: "export the ruleset or all data", run: runExport},
+		"query":     {summary: "interactive shell: run SELECT statements and print their results", run: queryCmd(os.Stdin)},
 		"token":     {summary: "sign a REST API token with a private key", run: runToken},
 	}
 }
@@ -40,6 +42,11 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	cmds := commands()
+	args, err := commandFirst(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "kuiper: %v\n", err)
+		return 2
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout, cmds)
 		return 0
@@ -51,6 +58,33 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return c.run(args[1:], stdout, stderr)
+}
+
+// commandFirst moves flags given before the command word after it, as
+// eKuiper's CLI accepts them (`kuiper -host h -port 9081 show rules`).
+func commandFirst(args []string) ([]string, error) {
+	var pre []string
+	i := 0
+	for i < len(args) && len(args[i]) > 1 && args[i][0] == '-' && args[i] != "-h" && args[i] != "--help" {
+		name := strings.TrimLeft(args[i], "-")
+		pre = append(pre, args[i])
+		i++
+		if !strings.Contains(name, "=") && valueFlags[name] {
+			if i >= len(args) {
+				return nil, fmt.Errorf("flag -%s needs a value", name)
+			}
+			pre = append(pre, args[i])
+			i++
+		}
+	}
+	if len(pre) == 0 {
+		return args, nil
+	}
+	if i >= len(args) {
+		return nil, fmt.Errorf("missing command after %s", strings.Join(pre, " "))
+	}
+	out := append([]string{args[i]}, args[i+1:]...)
+	return append(out, pre...), nil
 }
 
 func usage(w io.Writer, cmds map[string]command) {

@@ -78,7 +78,14 @@ func TestRemoteCommands(t *testing.T) {
 		{"export data", []string{"export", "data", export, "-r", `["r2"]`}, 0, "data is exported to"},
 		{"import data partial", []string{"import", "data", "-f", export, "-p", "true"}, 0, `"ErrorMsg": ""`},
 		{"usage", []string{"drop", "stream"}, 2, "usage: kuiper drop"},
-		{"unknown kind", []string{"show", "plugins"}, 2, "unknown kind"},
+		{"traversing name", []string{"describe", "stream", "../../x"}, 2, `stream name "../../x" must not contain '/'`},
+		{"dot name", []string{"getstatus", "rule", ".."}, 2, `rule name ".." is not allowed`},
+		{"unknown kind", []string{"show", "widgets"}, 2, "unknown kind"},
+		{"show plugins", []string{"show", "plugins", "sink"}, 0, "No plugins were found."},
+		{"show services", []string{"show", "services"}, 0, "No services were found."},
+		{"show schemas", []string{"show", "schemas", "protobuf"}, 0, "No schemas were found."},
+		{"show udfs", []string{"show", "udfs"}, 0, "No udfs were found."},
+		{"create plugin", []string{"create", "plugin", "source", "random", `{"file":"http://h/random.zip"}`}, 1, "public Go SDK"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,6 +16,9 @@ func ruleVerb(action string) func(args []string, stdout, stderr io.Writer) int {
 			if len(ra.pos) != 2 || ra.pos[0] != "rule" {
 				return usageError("want rule NAME")
 			}
+			if err := checkName("rule", ra.pos[1]); err != nil {
+				return err
+			}
 			msg, err := c.RuleAction(ctx, ra.pos[1], action)
 			if err != nil {
 				return err
@@ -31,6 +34,9 @@ func runGetStatus(args []string, stdout, stderr io.Writer) int {
 		if len(ra.pos) != 2 || ra.pos[0] != "rule" {
 			return usageError("want rule NAME")
 		}
+		if err := checkName("rule", ra.pos[1]); err != nil {
+			return err
+		}
 		st, err := c.RuleStatus(ctx, ra.pos[1])
 		if err != nil {
 			return err
@@ -44,6 +50,9 @@ func runGetTopo(args []string, stdout, stderr io.Writer) int {
 	return remote(args, stdout, stderr, "kuiper gettopo rule NAME [-host H] [-port P]", func(ctx context.Context, c *client.Client, ra remoteArgs) error {
 		if len(ra.pos) != 2 || ra.pos[0] != "rule" {
 			return usageError("want rule NAME")
+		}
+		if err := checkName("rule", ra.pos[1]); err != nil {
+			return err
 		}
 		topo, err := c.RuleTopo(ctx, ra.pos[1])
 		if err != nil {

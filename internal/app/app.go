@@ -28,7 +28,10 @@ import (
 	"github.com/rekuiper/rekuiper/internal/certs"
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/config"
+	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
+	"github.com/rekuiper/rekuiper/internal/function"
+	"github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/metrics"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
@@ -122,6 +125,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return err
 	}
+	logInvalidNames(cat, logger)
 	runner, releaseRunner, err := opts.NewRunner(cfg, cat, logger)
 	if err != nil {
 		return fmt.Errorf("start engine: %w", err)
@@ -147,10 +151,17 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if c, ok := runner.(server.StreamChecker); ok {
 		checker = c
 	}
-	api := server.New(server.Options{
+	sopts := server.Options{
 		Catalog: cat, Rules: mgr, Config: cfg, Environ: opts.Environ, Logger: logger, Version: opts.Version,
 		Connections: conns, Streams: checker, Warnings: exposure,
-	})
+	}
+	if r, ok := runner.(interface{ ConnectorRegistry() *connector.Registry }); ok {
+		sopts.Connectors = r.ConnectorRegistry()
+	}
+	if r, ok := runner.(interface{ FunctionRegistry() *function.Registry }); ok {
+		sopts.Functions = r.FunctionRegistry()
+	}
+	api := server.New(sopts)
 
 	// /metrics and pprof on the REST port sit behind the API's checks
 	// (authentication, origin), as in eKuiper.
@@ -231,6 +242,35 @@ func Run(ctx context.Context, opts Options) (err error) {
 	return nil
 }
 
+// logInvalidNames logs every catalog row whose name the name validator
+// refuses (written by an older version or by hand). Such rows stay loaded,
+// so they can be seen and deleted; every path built from their names is
+// encoded (guard.PathElem) and stays in its folder.
+func logInvalidNames(cat *catalog.Catalog, logger *slog.Logger) {
+	for _, st := range cat.Streams("") {
+		if err := guard.Name(string(st.Kind), st.Name); err != nil {
+			logger.Error("catalog holds an invalid name", "err", err)
+		}
+	}
+	for _, r := range cat.Rules() {
+		if err := guard.Name("rule id", r.ID); err != nil {
+			logger.Error("catalog holds an invalid name", "err", err)
+		}
+	}
+	for _, c := range cat.Connections() {
+		if err := guard.Name("connection", c.ID); err != nil {
+			logger.Error("catalog holds an invalid name", "err", err)
+		}
+	}
+	for _, cc := range []catalog.ConfCategory{catalog.ConfSource, catalog.ConfSink, catalog.ConfConnection} {
+		for _, k := range cat.ConfKeys(cc, "") {
+			if err := errors.Join(guard.Name("confKey type", k.Type), guard.Name("confKey", k.Key)); err != nil {
+				logger.Error("catalog holds an invalid name", "err", err)
+			}
+		}
+	}
+}
+
 // securityWarnings lists what exposes the daemon: listeners anyone on the
 // network can use without credentials, and authentication that no token
 // can pass because etc/mgmt holds no public key.
@@ -250,13 +290,13 @@ func securityWarnings(cfg *config.Config) []string {
 // removeRuleData removes data/rule_<id> (the rule's checkpoints and state)
 // and data/cache/<id> (its sink caches).
 func removeRuleData(dataDir, id string) error {
-	if dataDir == "" || strings.ContainsAny(id, `/\`) || id == "" || id == "." || id == ".." {
+	if dataDir == "" {
 		return nil
 	}
-	if err := os.RemoveAll(filepath.Join(dataDir, "rule_"+id)); err != nil {
+	if err := os.RemoveAll(filepath.Join(dataDir, "rule_"+guard.PathElem(id))); err != nil {
 		return err
 	}
-	return os.RemoveAll(filepath.Join(dataDir, "cache", id))
+	return os.RemoveAll(filepath.Join(dataDir, "cache", guard.PathElem(id)))
 }
 
 func newLogger(cfg *config.Config, stdout io.Writer) (*slog.Logger, func(), error) {
@@ -303,20 +343,47 @@ func newLogger(cfg *config.Config, stdout io.Writer) (*slog.Logger, func(), erro
 	if len(writers) == 0 {
 		return slog.New(slog.DiscardHandler), closeFn, nil
 	}
-	hopts := &slog.HandlerOptions{Level: level}
-	if cfg.Basic.LogDisableTimestamp {
-		hopts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
-			if len(groups) == 0 && a.Key == slog.TimeKey {
-				return slog.Attr{}
-			}
-			return a
+	noTime := cfg.Basic.LogDisableTimestamp
+	hopts := &slog.HandlerOptions{Level: level, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if noTime && len(groups) == 0 && a.Key == slog.TimeKey {
+			return slog.Attr{}
 		}
-	}
+		return maskAttr(a)
+	}}
 	var h slog.Handler = slog.NewTextHandler(io.MultiWriter(writers...), hopts)
 	if sys != nil {
 		h = slog.NewMultiHandler(h, sys)
 	}
 	return slog.New(h), closeFn, nil
+}
+
+// maskAttr masks the secrets a log value may carry (URL passwords,
+// credential headers and parameters, secret properties; see
+// rule.MaskText), whatever logged it.
+func maskAttr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		if m := rule.MaskText(v.String()); m != v.String() {
+			a.Value = slog.StringValue(m)
+		}
+	case slog.KindAny:
+		var s string
+		switch x := v.Any().(type) {
+		case error:
+			s = x.Error()
+		case map[string]any:
+			s = fmt.Sprint(rule.MaskProps(x))
+			a.Value = slog.StringValue(s)
+			return a
+		default:
+			s = fmt.Sprint(x)
+		}
+		if m := rule.MaskText(s); m != s {
+			a.Value = slog.StringValue(m)
+		}
+	}
+	return a
 }
 
 var errNoRunner = errors.New("no runner factory")

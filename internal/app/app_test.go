@@ -110,6 +110,78 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	}
 }
 
+// TestInvalidCatalogNamesLoad starts on a catalog holding names the name
+// validator refuses (written before it existed): the daemon starts, logs
+// each, and a path built from such a name stays in its folder.
+func TestInvalidCatalogNamesLoad(t *testing.T) {
+	base := t.TempDir()
+	ctx := context.Background()
+	if err := os.MkdirAll(filepath.Join(base, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st, err := catalog.Open(ctx, filepath.Join(base, "data", "sqliteKV.db"), catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := "../../outside"
+	keep := filepath.Join(base, "outside", "keep.txt")
+	if err := os.MkdirAll(filepath.Dir(keep), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keep, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PutStream(ctx, catalog.Stream{Name: bad, Kind: catalog.KindStream, SQL: "CREATE STREAM x () WITH (TYPE=\"memory\")"}, catalog.Create); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PutRule(ctx, catalog.Rule{ID: bad, Definition: []byte(`{"id":"x","sql":"SELECT * FROM x","actions":[{"log":{}}]}`), State: catalog.RuleStopped}, catalog.Create); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	runCtx, cancel := context.WithCancel(ctx)
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(runCtx, Options{
+			BaseDir: base,
+			Environ: []string{"KUIPER__BASIC__RESTPORT=0", "KUIPER__BASIC__RESTIP=127.0.0.1", "KUIPER__BASIC__FILELOG=true"},
+			NewRunner: func(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (rulemgr.Runner, func(), error) {
+				return rulemgrtest.New(), nil, nil
+			},
+			Ready: func(addr string) { ready <- addr },
+		})
+	}()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("did not start: %v", err)
+	}
+	resp, err := http.Get("http://" + addr + "/streams")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /streams: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	if err := removeRuleData(filepath.Join(base, "data"), bad); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(base, "log", "stream.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "catalog holds an invalid name"); n != 2 {
+		t.Fatalf("%d invalid names logged, want 2:\n%s", n, b)
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Fatalf("deleting the rule's data reached outside the data folder: %v", err)
+	}
+}
+
 // TestRotatorByAge checks basic.rotateTime: a write to a file opened at
 // least rotateTime ago goes to a new file.
 func TestRotatorByAge(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/value"
 )
 
@@ -61,20 +62,7 @@ type Store struct {
 }
 
 func (s *Store) ruleDir(ruleID string) string {
-	return filepath.Join(s.Dir, "rule_"+safeName(ruleID), "checkpoints")
-}
-
-// safeName maps a rule id to a file name that cannot escape the folder.
-func safeName(id string) string {
-	var b strings.Builder
-	for _, r := range id {
-		if r == '/' || r == '\\' || r == 0 || r == '.' && b.Len() == 0 {
-			fmt.Fprintf(&b, "%%%02x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return filepath.Join(s.Dir, "rule_"+guard.PathElem(ruleID), "checkpoints")
 }
 
 // Save writes cp durably: a crash at any point leaves either the previous

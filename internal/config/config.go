@@ -276,9 +276,11 @@ const DefaultSqliteName = "sqliteKV.db"
 
 // Default returns the configuration with eKuiper's defaults, as the shipped
 // etc/kuiper.yaml sets them (where eKuiper's code fallback differs from its
-// shipped file, the file wins: gracefulShutdownTimeout 10s,
-// allowExternalFileAccess true), except that the REST API and the push
-// endpoint server listen on loopback only and pprof is off.
+// shipped file, the file wins: gracefulShutdownTimeout 10s), except that the
+// REST API and the push endpoint server listen on loopback only, pprof is
+// off, and allowExternalFileAccess is false in the code and the shipped file
+// (eKuiper's file ships true): a client may name files outside the data
+// folder only when the operator allows it.
 func Default() *Config {
 	return &Config{
 		Basic: Basic{
@@ -302,7 +304,6 @@ func Default() *Config {
 			GracefulShutdownTimeout: Duration(10 * time.Second),
 			ResourceProfileConfig:   ResourceProf{Interval: Duration(5 * time.Second)},
 			MetricsDumpConfig:       MetricsDump{RetainedDuration: Duration(6 * time.Hour)},
-			AllowExternalFileAccess: true,
 		},
 		Rule: RuleOptions{
 			LateTolerance:      Duration(time.Second),

@@ -11,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/payload"
 )
 
@@ -39,18 +40,30 @@ func (p Paths) ConnectionsFile() string {
 
 // SourceConfFile returns the confKey file of a source type: etc/mqtt_source.yaml
 // for mqtt (eKuiper keeps it at the etc root), etc/sources/<type>.yaml for the
-// others.
+// others. The type is encoded (guard.PathElem) so the file is always in
+// etc/sources.
 func (p Paths) SourceConfFile(typ string) string {
 	if strings.EqualFold(typ, "mqtt") {
 		return filepath.Join(p.Etc, "mqtt_source.yaml")
 	}
-	return filepath.Join(p.Etc, "sources", strings.ToLower(typ)+".yaml")
+	return filepath.Join(p.Etc, "sources", guard.PathElem(strings.ToLower(typ))+".yaml")
 }
 
 // SinkConfFile returns the resourceId profile file of a sink type:
 // etc/sinks/<type>.yaml.
 func (p Paths) SinkConfFile(typ string) string {
-	return filepath.Join(p.Etc, "sinks", strings.ToLower(typ)+".yaml")
+	return filepath.Join(p.Etc, "sinks", guard.PathElem(strings.ToLower(typ))+".yaml")
+}
+
+// Guard is the file and network guard c asks for: client-named files
+// inside the data folder unless basic.allowExternalFileAccess, outbound
+// HTTP to public addresses only unless basic.enablePrivateNet.
+func (c *Config) Guard() *guard.Guard {
+	return guard.New(guard.Policy{
+		AllowExternalFiles: c.Basic.AllowExternalFileAccess,
+		Roots:              []string{c.Paths.Data},
+		AllowPrivateNet:    c.Basic.EnablePrivateNet,
+	})
 }
 
 // SqlitePath returns the catalog database file for cfg: data/<store.sqlite.name>,

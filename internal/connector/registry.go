@@ -24,6 +24,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
 	"github.com/rekuiper/rekuiper/internal/connector/membus"
+	"github.com/rekuiper/rekuiper/internal/guard"
 )
 
 // ErrUnknownType is returned for a connector type that is not registered.
@@ -47,6 +48,11 @@ type Deps struct {
 	// connection settings and collects their status for GET /connections.
 	// Nil: every connector has its own client and reports nothing.
 	Connections *connection.Registry
+	// Guard decides which paths a client may name and which addresses
+	// outbound HTTP clients may dial (basic.allowExternalFileAccess,
+	// basic.enablePrivateNet). The daemon always sets it; nil allows
+	// everything (unit tests that run a connector directly).
+	Guard *guard.Guard
 	// State is the rule's user state, included in its checkpoints. It is
 	// set for sinks and for sources read by one rule only (qos >= 1); nil
 	// for sources shared between rules.

@@ -39,6 +39,13 @@ type Runner struct {
 // the REST server for GET /connections).
 func (r *Runner) Connections() *connection.Registry { return r.conns }
 
+// ConnectorRegistry is the registry of the connector types rules may use
+// (read by the REST server's /metadata routes).
+func (r *Runner) ConnectorRegistry() *connector.Registry { return r.Registry }
+
+// FunctionRegistry is the registry of the functions rules may call.
+func (r *Runner) FunctionRegistry() *function.Registry { return r.Funcs }
+
 // NewRunner wires the engine: the connector registry, the connection
 // registry (shared clients and their status), the shared push endpoint
 // server, the subscription manager and the checkpoint store. It matches
@@ -82,7 +89,7 @@ func NewRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (r
 		Registry: reg,
 		Deps: connector.Deps{
 			Logger: logger, Clock: clock.Wall{}, Memory: membus.New(), HTTP: push, DataDir: cfg.Paths.Data,
-			Connections: conns, AESKey: aesKey,
+			Connections: conns, AESKey: aesKey, Guard: cfg.Guard(),
 		},
 		Paths:                     cfg.Paths,
 		Environ:                   cfg.Environ,

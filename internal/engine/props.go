@@ -25,6 +25,13 @@ func sourceType(def *ast.CreateStreamStmt) string {
 // stream's CONF_KEY section, then by confKeys stored through the REST API,
 // then DATASOURCE, then the EXTRA JSON object.
 func (rn *Runner) sourceProps(def *ast.CreateStreamStmt) (string, map[string]any, error) {
+	typ, props, _, err := rn.sourcePropsConn(def)
+	return typ, props, err
+}
+
+// sourcePropsConn is sourceProps that also returns the stream's
+// connectionSelector ("" when it has none).
+func (rn *Runner) sourcePropsConn(def *ast.CreateStreamStmt) (string, map[string]any, string, error) {
 	typ := sourceType(def)
 	key, _ := def.Option("CONF_KEY")
 	if key == "" {
@@ -35,7 +42,7 @@ func (rn *Runner) sourceProps(def *ast.CreateStreamStmt) (string, map[string]any
 	if rn.Paths.Etc != "" {
 		keys, _, err := config.LoadConfKeys(rn.Paths.SourceConfFile(typ), rn.Environ)
 		if err != nil {
-			return "", nil, fmt.Errorf("stream %s: %w", def.Name, err)
+			return "", nil, "", fmt.Errorf("stream %s: %w", def.Name, err)
 		}
 		p, ok := keys.Resolve(key)
 		maps.Copy(props, p)
@@ -53,7 +60,7 @@ func (rn *Runner) sourceProps(def *ast.CreateStreamStmt) (string, map[string]any
 		}
 	}
 	if !found {
-		return "", nil, fmt.Errorf("stream %s: CONF_KEY %q is not a confKey of source type %s (neither in %s nor stored over REST)",
+		return "", nil, "", fmt.Errorf("stream %s: CONF_KEY %q is not a confKey of source type %s (neither in %s nor stored over REST)",
 			def.Name, key, typ, rn.confFileName(typ))
 	}
 	if ds, ok := def.Option("DATASOURCE"); ok {
@@ -62,14 +69,15 @@ func (rn *Runner) sourceProps(def *ast.CreateStreamStmt) (string, map[string]any
 	if extra, ok := def.Option("EXTRA"); ok && extra != "" {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(extra), &m); err != nil {
-			return "", nil, fmt.Errorf("stream %s: EXTRA is not a JSON object: %w", def.Name, err)
+			return "", nil, "", fmt.Errorf("stream %s: EXTRA is not a JSON object: %w", def.Name, err)
 		}
 		maps.Copy(props, m)
 	}
+	sel, _ := props["connectionSelector"].(string)
 	if err := rn.resolveConnection(typ, props); err != nil {
-		return "", nil, fmt.Errorf("stream %s: %w", def.Name, err)
+		return "", nil, "", fmt.Errorf("stream %s: %w", def.Name, err)
 	}
-	return typ, props, nil
+	return typ, props, sel, nil
 }
 
 // resolveConnection replaces a connectionSelector with the properties of

@@ -12,6 +12,7 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/checkpoint"
 	"github.com/rekuiper/rekuiper/internal/format"
+	"github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/operator"
 	"github.com/rekuiper/rekuiper/internal/panics"
 	"github.com/rekuiper/rekuiper/internal/row"
@@ -47,7 +48,10 @@ type running struct {
 var _ rulemgr.Running = (*running)(nil)
 
 type input struct {
-	name     string
+	name string
+	// conn names the source after its connection as eKuiper does
+	// ("<connectionSelector>/<datasource>"); "" without a selector.
+	conn     string
 	key      string
 	table    bool
 	sub      *stream.Subscription
@@ -71,9 +75,14 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 		if in.Lookup {
 			continue // queried by its LookupJoin, see connectLookups
 		}
-		typ, props, err := rr.rn.sourceProps(in.Def)
+		typ, props, sel, err := rr.rn.sourcePropsConn(in.Def)
 		if err != nil {
 			return err
+		}
+		conn := ""
+		if sel != "" {
+			ds, _ := props["datasource"].(string)
+			conn = sel + "/" + ds
 		}
 		perRule := rr.def.Options.Qos > 0 && !in.Table
 		key := propsKey(typ, props) + "|" + in.Name
@@ -129,7 +138,7 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 			source++
 			rr.streams++
 		}
-		ri := &input{name: in.Name, key: ckKey, table: isTable, sub: sub, release: release}
+		ri := &input{name: in.Name, conn: conn, key: ckKey, table: isTable, sub: sub, release: release}
 		ri.consumer = sub.Attach(rr.consumer(ri, idx, port))
 		rr.mu.Lock()
 		rr.inputs = append(rr.inputs, ri)
@@ -293,7 +302,7 @@ func (rn *Runner) sessionID(ruleID, streamName string) string {
 
 // sourceLogDir is where a rule's durable source log for a stream lives.
 func (rn *Runner) sourceLogDir(ruleID, streamName string) string {
-	return filepath.Join(rn.Paths.Data, "rule_"+ruleID, "sourcelog", streamName)
+	return filepath.Join(rn.Paths.Data, "rule_"+guard.PathElem(ruleID), "sourcelog", guard.PathElem(streamName))
 }
 
 func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props map[string]any, wrap func(api.Source) (api.Source, error), state api.State, sessionID string) (*stream.Subscription, error) {
@@ -424,6 +433,14 @@ func (rr *running) Metrics() map[string]any {
 		}
 		out[prefix+"last_exception"] = exc
 		out[prefix+"last_exception_time"] = excTime
+		if in.conn != "" {
+			// eKuiper names a source on a named connection after it.
+			cp := "source_" + in.conn + "_0_"
+			out[cp+"connection_status"] = connStatus(st.State)
+			out[cp+"connection_last_connected_time"] = st.LastConnected
+			out[cp+"connection_last_disconnected_time"] = st.LastDisconnected
+			out[cp+"connection_last_disconnected_message"] = st.LastError
+		}
 	}
 	r := rr.built.Rule
 	for i, op := range rr.built.Plan.Ops {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/checkpoint"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/format"
+	"github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/output"
 	"github.com/rekuiper/rekuiper/internal/panics"
 	"github.com/rekuiper/rekuiper/internal/payload"
@@ -121,7 +123,14 @@ func (rn *Runner) buildSink(ruleID string, qos int, index int, typ string, actio
 	if err != nil {
 		return nil, fmt.Errorf("action %d: %w", index, err)
 	}
-	shaper, err := output.NewShaper(props)
+	shaperProps := props
+	if entry.Spec.Has(output.PropHasHeader) {
+		// The sink writes the header once per file itself (the file
+		// sink); the encoder must not repeat it in every payload.
+		shaperProps = maps.Clone(props)
+		delete(shaperProps, output.PropHasHeader)
+	}
+	shaper, err := output.NewShaper(shaperProps)
 	if err != nil {
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
 	}
@@ -131,7 +140,7 @@ func (rn *Runner) buildSink(ruleID string, qos int, index int, typ string, actio
 	}
 	name := fmt.Sprintf("%s_%d", typ, index)
 	cacheBase := sinkcache.FromDefaults(rn.SinkDefaults)
-	cacheBase.Dir = filepath.Join(rn.Paths.Data, "cache", ruleID, name)
+	cacheBase.Dir = filepath.Join(rn.Paths.Data, "cache", guard.PathElem(ruleID), guard.PathElem(name))
 	cacheCfg, err := cacheBase.WithProps(props) // validates
 	if err != nil {
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)

@@ -10,8 +10,13 @@ import (
 // Filter drops rows whose WHERE condition is not true. On tuples it filters
 // each tuple (a failing condition emits an error for that tuple); on a set it
 // filters the set's rows. Rows that pass update the rule's last-hit counters.
+//
+// With OverWindow (a WHERE that calls aggregates, after a window, as
+// eKuiper allows) the aggregates run over all rows of the window and the
+// condition is then tested row by row.
 type Filter struct {
-	Cond eval.Expr
+	Cond       eval.Expr
+	OverWindow bool
 
 	one [1]*row.Tuple // reused to pass a single passing tuple on
 }
@@ -26,7 +31,13 @@ func (f *Filter) Process(ctx *Context, it Item, emit Emit) error {
 	if it.Set != nil {
 		kept := make([]row.Row, 0, len(it.Set.Rows))
 		for _, r := range it.Set.Rows {
-			ok, err := f.test(ctx, r)
+			var ok bool
+			var err error
+			if f.OverWindow {
+				ok, err = f.testOverWindow(ctx, r, it.Set)
+			} else {
+				ok, err = f.test(ctx, r)
+			}
 			if err != nil {
 				return err
 			}
@@ -70,6 +81,17 @@ func (f *Filter) test(ctx *Context, r row.Row) (bool, error) {
 	v, err := f.Cond(evalCtx(ctx, r))
 	if err != nil {
 		return false, err
+	}
+	return eval.Truthy(v)
+}
+
+func (f *Filter) testOverWindow(ctx *Context, r row.Row, set *row.Set) (bool, error) {
+	ec := evalCtx(ctx, r)
+	ec.Group = &row.Group{Rows: set.Rows}
+	ec.Window, ec.HasWindow = set.Window, true
+	v, err := f.Cond(ec)
+	if err != nil {
+		return false, fmt.Errorf("run Where error: %w", err)
 	}
 	return eval.Truthy(v)
 }

@@ -68,7 +68,10 @@ func (b *builder) chain() ([]operator.Operator, error) {
 	if sites := b.comp.Sites(); len(sites) > 0 {
 		ops = append(ops, &operator.Analytic{Sites: sites, Store: b.comp.Analytic})
 	}
-	pushDown := where != nil && len(s.Joins) == 0 && !b.opts.IsEventTime &&
+	// A WHERE that calls aggregates runs after the window, over its rows
+	// (eKuiper's semantics).
+	whereAgg := where != nil && b.comp.IsAggregate(s.Where)
+	pushDown := where != nil && !whereAgg && len(s.Joins) == 0 && !b.opts.IsEventTime &&
 		win.Spec.Kind != operator.Count && win.Spec.Kind != operator.Sliding
 	if pushDown {
 		ops = append(ops, &operator.Filter{Cond: where})
@@ -85,7 +88,7 @@ func (b *builder) chain() ([]operator.Operator, error) {
 	}
 	ops = append(ops, lookups...)
 	if where != nil && !pushDown {
-		ops = append(ops, &operator.Filter{Cond: where})
+		ops = append(ops, &operator.Filter{Cond: where, OverWindow: whereAgg})
 	}
 	var dims []eval.Expr
 	if b.grouped {
@@ -257,7 +260,7 @@ func (b *builder) checkFunctionPlacement() error {
 			return true
 		})
 	}
-	check("WHERE", s.Where, false)
+	check("WHERE", s.Where, s.Window != nil)
 	for _, d := range s.Dimensions {
 		check("GROUP BY", d, false)
 	}

@@ -8,11 +8,11 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/robfig/cron/v3"
 
 	"github.com/rekuiper/rekuiper/internal/config"
+	"github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/value"
 )
 
@@ -53,8 +53,11 @@ type Def struct {
 	Options Options
 	// Triggered is the wanted state given at creation (default true).
 	Triggered bool
-	Tags      []string
-	Version   string
+	// TriggeredSet reports whether the JSON gave triggered explicitly; an
+	// update honours it then and keeps the rule's wanted state otherwise.
+	TriggeredSet bool
+	Tags         []string
+	Version      string
 	// Raw is the JSON as given; methods that change a field (tags, secrets)
 	// return a Def whose Raw reflects the change.
 	Raw json.RawMessage
@@ -93,6 +96,9 @@ func ParseDef(data []byte, defaults Options) (*Def, error) {
 				return nil, fmt.Errorf("%w: field %q: %v", ErrMalformed, f.name, err)
 			}
 		}
+	}
+	if raw, ok := top["triggered"]; ok && !isNull(raw) {
+		d.TriggeredSet = true
 	}
 	if raw, ok := top["temp"]; ok && !isNull(raw) {
 		var temp bool
@@ -214,20 +220,11 @@ func (d *Def) Schedule() (*Schedule, error) {
 	return &Schedule{Spec: spec, Duration: dur}, nil
 }
 
-// ValidateID checks a rule, stream or connection name: non-empty, at most 255
-// bytes, no whitespace, control characters or any of / \ # ? % (they break
-// REST paths). Errors wrap ErrInvalid.
+// ValidateID checks a rule, stream or connection name with the engine's
+// one name validator (guard.Name). Errors wrap ErrInvalid.
 func ValidateID(id string) error {
-	if id == "" {
-		return fmt.Errorf("%w: id is required", ErrInvalid)
-	}
-	if len(id) > 255 {
-		return fmt.Errorf("%w: id %.20q...: longer than 255 bytes", ErrInvalid, id)
-	}
-	for _, r := range id {
-		if unicode.IsSpace(r) || unicode.IsControl(r) || strings.ContainsRune(`/\#?%`, r) {
-			return fmt.Errorf("%w: id %q: must not contain %q", ErrInvalid, id, r)
-		}
+	if err := guard.Name("id", id); err != nil {
+		return fmt.Errorf("%w: %s", ErrInvalid, strings.TrimPrefix(err.Error(), guard.ErrName.Error()+": "))
 	}
 	return nil
 }
@@ -363,7 +360,10 @@ func (d *Def) RestoreSecrets(old *Def) error {
 		if i >= len(old.Actions) || old.Actions[i].Type != d.Actions[i].Type {
 			continue
 		}
-		p, ch := RestoreProps(d.Actions[i].Props, old.Actions[i].Props)
+		p, ch, err := RestoreProps(d.Actions[i].Props, old.Actions[i].Props)
+		if err != nil {
+			return fmt.Errorf("actions[%d] (%s): %w", i, d.Actions[i].Type, err)
+		}
 		if ch {
 			d.Actions[i].Props, changed = p, true
 		}

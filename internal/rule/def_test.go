@@ -146,11 +146,11 @@ func TestSecrets(t *testing.T) {
 	if props["password"] != "pw" {
 		t.Fatal("MaskProps modified its input")
 	}
-	restored, changed := RestoreProps(masked, props)
-	if !changed || restored["password"] != "pw" || restored["nested"].(map[string]any)["apiToken"] != "t2" {
+	restored, changed, err := RestoreProps(masked, props)
+	if err != nil || !changed || restored["password"] != "pw" || restored["nested"].(map[string]any)["apiToken"] != "t2" {
 		t.Fatalf("restore: %v", restored)
 	}
-	if _, changed := RestoreProps(map[string]any{"password": "new"}, props); changed {
+	if _, changed, _ := RestoreProps(map[string]any{"password": "new"}, props); changed {
 		t.Fatal("a new secret was replaced")
 	}
 }

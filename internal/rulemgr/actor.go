@@ -495,15 +495,22 @@ func (a *actor) update(ctx context.Context, def *rule.Def) error {
 			return fmt.Errorf("update rule %s: %w", a.id, err)
 		}
 	}
+	wanted := a.wanted
+	if def.TriggeredSet {
+		wanted = catalog.RuleStopped
+		if def.Triggered {
+			wanted = catalog.RuleRunning
+		}
+	}
 	_, err := a.m.cfg.Catalog.PutRule(ctx, catalog.Rule{
-		ID: a.id, Definition: def.Raw, State: a.wanted, Version: def.Version, Tags: def.Tags,
+		ID: a.id, Definition: def.Raw, State: wanted, Version: def.Version, Tags: def.Tags,
 	}, catalog.Replace)
 	if err != nil {
 		return fmt.Errorf("update rule %s: %w", a.id, err)
 	}
 	a.halt(ctx, StateStopped)
 	a.loadErr = nil
-	a.set(func() { a.def = def })
+	a.set(func() { a.def, a.wanted = def, wanted })
 	a.m.log.Info("rule updated", "rule", a.id)
 	if a.wanted == catalog.RuleRunning {
 		a.resetRestarts()

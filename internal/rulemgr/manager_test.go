@@ -402,7 +402,7 @@ func TestUpdate(t *testing.T) {
 	e := newEnv(t, "")
 	ctx := context.Background()
 	e.create(simpleRule("r1", `,"version":"2"`))
-	e.create(simpleRule("r2", `,"triggered":false,"actions":[{"mqtt":{"password":"s3cret"}}]`))
+	e.create(simpleRule("r2", `,"triggered":false,"actions":[{"mqtt":{"password":"s3cret","server":"b"}}]`))
 	t.Run("running rule restarts on the new definition", func(t *testing.T) {
 		old := e.runner.Current("r1")
 		created, err := e.mgr.Upsert(ctx, e.def(`{"id":"r1","version":"3","sql":"SELECT a FROM demo","actions":[{"log":{}}]}`))

@@ -167,7 +167,7 @@ func TestImportsCheckStreams(t *testing.T) {
 		{"bad stream not imported", "GET", "/streams/bad", "", 404, ""},
 		{"good rule imported", "GET", "/rules/rgood", "", 200, ""},
 		{"bad rule not imported", "GET", "/rules/rbad", "", 404, ""},
-		{"data, confKeys first", "POST", "/data/import?partial=1", fmt.Sprintf(`{"content":%q}`, data), 200, `"s2":"bad request: stream s2: CONF_KEY \"absent\"`},
+		{"data, confKeys first", "POST", "/data/import?partial=1", fmt.Sprintf(`{"content":%q}`, data), 400, `stream s2: CONF_KEY`},
 		{"stream on an imported confKey", "GET", "/streams/s1", "", 200, ""},
 		{"stream on a missing confKey not imported", "GET", "/streams/s2", "", 404, ""},
 	})

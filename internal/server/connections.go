@@ -157,7 +157,7 @@ func (s *Server) connectionJSON(c catalog.Connection) map[string]any {
 	}
 	return map[string]any{
 		"id": c.ID, "typ": c.Type, "props": rule.MaskProps(nonNil(c.Props)), "isNamed": true,
-		"status": st.State, "err": errText, "refCount": st.Users, "clients": st.Clients,
+		"status": st.State, "err": rule.MaskText(errText), "refCount": st.Users, "clients": st.Clients,
 		"lastConnected": unixMilli(st.LastConnected), "lastDisconnected": unixMilli(st.LastDisconnected),
 		"ruleRefs": refs,
 	}
@@ -231,7 +231,10 @@ func (s *Server) updateConnection(w http.ResponseWriter, r *http.Request) error 
 	if typ == "" {
 		typ = old.Type
 	}
-	props, _ := rule.RestoreProps(normalizeProps(body.Props), old.Props)
+	props, _, err := rule.RestoreProps(normalizeProps(body.Props), old.Props)
+	if err != nil {
+		return fmt.Errorf("update connection %s: %w", id, err)
+	}
 	conn := catalog.Connection{ID: id, Type: typ, Props: props}
 	if _, err := s.cat.PutConnection(r.Context(), conn, catalog.Replace); err != nil {
 		return fmt.Errorf("update connection %s: %w", id, err)
@@ -319,6 +322,9 @@ func (s *Server) mergedConfKeys(c, typ string) (map[string]map[string]any, error
 func (s *Server) getConfKeys(c string) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		typ := strings.ToLower(r.PathValue("type"))
+		if err := validName(c+" type", typ); err != nil {
+			return err
+		}
 		merged, err := s.mergedConfKeys(c, typ)
 		if err != nil {
 			return err
@@ -334,7 +340,7 @@ func (s *Server) getConfKeys(c string) handlerFunc {
 func (s *Server) putConfKey(c string) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		typ, key := strings.ToLower(r.PathValue("type")), r.PathValue("key")
-		if err := validName("confKey", key); err != nil {
+		if err := validConfKeyName(c, typ, key); err != nil {
 			return err
 		}
 		var props map[string]any
@@ -348,14 +354,30 @@ func (s *Server) putConfKey(c string) handlerFunc {
 	}
 }
 
+func validConfKeyName(c, typ, key string) error {
+	if err := validName(c+" type", typ); err != nil {
+		return err
+	}
+	return validName("confKey", key)
+}
+
 // storeConfKey upserts a confKey, keeping stored secrets where props carries
 // the masked value.
 func (s *Server) storeConfKey(ctx context.Context, c, typ, key string, props map[string]any) error {
+	if err := validConfKeyName(c, typ, key); err != nil {
+		return err
+	}
+	if err := s.checkConfKeyFiles(c, typ, props); err != nil {
+		return fmt.Errorf("confKey %s/%s: %w", typ, key, err)
+	}
 	merged, err := s.mergedConfKeys(c, typ)
 	if err != nil {
 		return err
 	}
-	props, _ = rule.RestoreProps(props, merged[key])
+	props, _, err = rule.RestoreProps(props, merged[key])
+	if err != nil {
+		return fmt.Errorf("put conf key %s/%s: %w", typ, key, err)
+	}
 	k := catalog.ConfKey{Category: confCategory(c), Type: typ, Key: key, Props: props}
 	if _, err := s.cat.PutConfKey(ctx, k, catalog.Upsert); err != nil {
 		return fmt.Errorf("put conf key %s/%s: %w", typ, key, err)
@@ -366,6 +388,9 @@ func (s *Server) storeConfKey(ctx context.Context, c, typ, key string, props map
 func (s *Server) deleteConfKey(c string) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		typ, key := strings.ToLower(r.PathValue("type")), r.PathValue("key")
+		if err := validConfKeyName(c, typ, key); err != nil {
+			return err
+		}
 		if _, err := s.cat.ConfKey(confCategory(c), typ, key); err != nil {
 			return fmt.Errorf("delete conf key %s/%s: %w", typ, key, err)
 		}

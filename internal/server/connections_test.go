@@ -47,7 +47,9 @@ func newEngineServer(t *testing.T) *testServer {
 	}
 	mgr := rulemgr.New(rulemgr.Config{Catalog: cat, Runner: runner})
 	conns := runner.(*daemon.Runner).Connections()
-	srv := httptest.NewServer(server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg, Connections: conns}))
+	d := runner.(*daemon.Runner)
+	srv := httptest.NewServer(server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg, Connections: conns,
+		Connectors: d.ConnectorRegistry(), Functions: d.FunctionRegistry()}))
 	t.Cleanup(func() {
 		srv.Close()
 		mgr.Close(context.Background()) //nolint:errcheck // test end
@@ -225,7 +227,63 @@ func TestConnectionStatusMQTT(t *testing.T) {
 	s.must("POST", "/connections", `{"id":"down","typ":"mqtt","props":{"server":"tcp://127.0.0.1:`+strconv.Itoa(port)+`"}}`, 201)
 	s.must("POST", "/rules", ruleJSON("r2", `{"mqtt":{"connectionSelector":"down","topic":"out"}}`), 201)
 	c = s.waitConnection("down", "failing for r2", func(c connectionJSON) bool { return c.RefCount == 1 && c.Err != "" })
-	if c.Status == "connected" || c.Clients != 1 || !strings.Contains(c.Err, strconv.Itoa(port)) {
+	if c.Status != "disconnected" || c.Clients != 1 || !strings.Contains(c.Err, strconv.Itoa(port)) {
 		t.Fatalf("broker down: %+v", c)
 	}
+}
+
+// TestSourceConnectionStatus follows eKuiper's connection test: a source
+// on a named connection whose broker is down reports disconnected (-1);
+// once connected, 1; when the broker goes away, connecting (0) while it
+// retries. The rule metrics are named after the connection
+// (source_<connection>/<datasource>_0_...) as well as after the stream.
+func TestSourceConnectionStatus(t *testing.T) {
+	port := redistest.FreePort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	s := newEngineServer(t)
+	s.must("POST", "/connections", `{"id":"conn1","typ":"mqtt","props":{"server":"tcp://`+addr+`"}}`, 201)
+	s.must("PUT", "/metadata/sources/mqtt/confKeys/ttt", `{"connectionSelector":"conn1"}`, 200)
+	s.must("POST", "/streams", `{"sql":"CREATE STREAM tttStream () WITH (TYPE=\"mqtt\", DATASOURCE=\"ttt\", FORMAT=\"json\", CONF_KEY=\"ttt\", SHARED=\"true\")"}`, 201)
+	s.must("POST", "/rules", `{"id":"r1","sql":"SELECT * FROM tttStream","actions":[{"nop":{}}]}`, 201)
+	metric := func(st map[string]any) any { return st["source_conn1/ttt_0_connection_status"] }
+	s.waitStatus("r1", "never connected", func(st map[string]any) bool {
+		msg, _ := st["source_conn1/ttt_0_connection_last_disconnected_message"].(string)
+		return msg != "" && metric(st) == -1.0 && st["source_tttStream_0_connection_status"] == -1.0
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b, err := broker.Start(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.waitStatus("r1", "connected", func(st map[string]any) bool { return metric(st) == 1.0 })
+	if c := s.connection("conn1"); c.Status != "connected" {
+		t.Fatalf("connection after the broker started: %+v", c)
+	}
+	b.Close()
+	s.waitStatus("r1", "connection lost", func(st map[string]any) bool { return metric(st) == 0.0 })
+	s.waitConnection("conn1", "connecting", func(c connectionJSON) bool { return c.Status == "connecting" })
+}
+
+// waitStatus polls GET /v2/rules/{id}/status until ok accepts it.
+func (s *testServer) waitStatus(id, what string, ok func(map[string]any) bool) map[string]any {
+	s.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var st map[string]any
+	for time.Now().Before(deadline) {
+		code, body := s.do("GET", "/v2/rules/"+id+"/status", "")
+		if code != 200 {
+			s.t.Fatalf("status of %s: %d %s", id, code, body)
+		}
+		st = map[string]any{}
+		if err := json.Unmarshal([]byte(body), &st); err != nil {
+			s.t.Fatal(err)
+		}
+		if ok(st) {
+			return st
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.t.Fatalf("rule %s never %s: %v", id, what, st)
+	return nil
 }

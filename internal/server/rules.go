@@ -100,12 +100,9 @@ func (s *Server) upsertRule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	created, err := s.rules.Upsert(r.Context(), def)
-	if err != nil {
+	// eKuiper answers a PUT that creates the rule as one that updates it.
+	if _, err := s.rules.Upsert(r.Context(), def); err != nil {
 		return err
-	}
-	if created {
-		return writeText(w, http.StatusCreated, "Rule %s was created successfully.", id)
 	}
 	return writeText(w, http.StatusOK, "Rule %s was updated successfully.", id)
 }
@@ -149,11 +146,12 @@ func (s *Server) lifecycle(verb string, op func(ctx context.Context, id string) 
 }
 
 // statusFields returns the status object's keys in eKuiper's order: the
-// rule-level fields, then the metrics sorted by key.
+// rule-level fields, then the metrics sorted by key. Error texts (message,
+// *_last_exception) have their secrets masked.
 func statusFields(st rulemgr.Status) ([]string, map[string]any) {
 	m := map[string]any{
 		"status":             st.State.String(),
-		"message":            st.Message,
+		"message":            rule.MaskText(st.Message),
 		"lastStartTimestamp": st.LastStart,
 		"lastStopTimestamp":  st.LastStop,
 		"nextStartTimestamp": st.NextStart,
@@ -168,6 +166,9 @@ func statusFields(st rulemgr.Status) ([]string, map[string]any) {
 	slices.Sort(mk)
 	for _, k := range mk {
 		m[k] = st.Metrics[k]
+		if sv, ok := m[k].(string); ok {
+			m[k] = rule.MaskText(sv)
+		}
 	}
 	return append(keys, mk...), m
 }
@@ -226,7 +227,7 @@ func (s *Server) allStatus(w http.ResponseWriter, r *http.Request) error {
 				}
 			}
 		}
-		out[st.ID] = map[string]any{"status": st.State.String(), "last_exception": lastExc, "exceptions_total": exc}
+		out[st.ID] = map[string]any{"status": st.State.String(), "last_exception": rule.MaskText(lastExc), "exceptions_total": exc}
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

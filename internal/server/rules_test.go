@@ -63,8 +63,16 @@ func TestRules(t *testing.T) {
 		{"update", "PUT", "/rules/r1", `{"version":"3","sql":"SELECT * FROM demo","actions":[{"log":{}}],"tags":["t1"]}`, 200, "Rule r1 was updated successfully."},
 		{"updated and running", "GET", "/rules/r1/status", "", 200, `"status": "running"`},
 		{"updated definition", "GET", "/rules/r1", "", 200, `"sql":"SELECT * FROM demo"`},
-		{"upsert creates", "PUT", "/rules/r2", `{"sql":"SELECT * FROM demo","actions":[{"log":{}}],"triggered":false}`, 201, "Rule r2 was created successfully."},
+		{"upsert creates", "PUT", "/rules/r2", `{"sql":"SELECT * FROM demo","actions":[{"log":{}}],"triggered":false}`, 200, "Rule r2 was updated successfully."},
 		{"r2 stopped", "GET", "/rules/r2/status", "", 200, `"status": "stopped"`},
+		{"update keeps stopped without triggered", "PUT", "/rules/r2", `{"sql":"SELECT a FROM demo","actions":[{"log":{}}]}`, 200, ""},
+		{"r2 still stopped", "GET", "/rules/r2/status", "", 200, `"status": "stopped"`},
+		{"update triggered true starts", "PUT", "/rules/r2", `{"sql":"SELECT * FROM demo","actions":[{"log":{}}],"triggered":true}`, 200, ""},
+		{"r2 running after update", "GET", "/rules/r2/status", "", 200, `"status": "running"`},
+		{"r2 definition says triggered", "GET", "/rules/r2", "", 200, `"triggered":true`},
+		{"update triggered false stops", "PUT", "/rules/r2", `{"sql":"SELECT * FROM demo","actions":[{"log":{}}],"triggered":false}`, 200, ""},
+		{"r2 stopped after update", "GET", "/rules/r2/status", "", 200, `"status": "stopped"`},
+		{"r2 definition says not triggered", "GET", "/rules/r2", "", 200, `"triggered":false`},
 		{"tags replace", "PUT", "/rules/r2/tags", `{"tags":["t1","t2"]}`, 200, ""},
 		{"tags add", "PATCH", "/rules/r2/tags", `{"tags":["t3"]}`, 200, ""},
 		{"tags remove", "DELETE", "/rules/r2/tags", `{"tags":["t2"]}`, 200, ""},
@@ -136,12 +144,92 @@ func TestRulesetAndData(t *testing.T) {
 		{"confKey imported", "GET", "/metadata/sinks/yaml/mqtt", "", 200, `"k1":{"server":"tcp://h:1883"}`},
 		{"rules back", "GET", "/rules", "", 200, `"id":"r2"`},
 	})
-	file := t.TempDir() + "/rs.json"
+	file := dst.data + "/rs.json"
 	if err := writeFile(file, rs); err != nil {
 		t.Fatal(err)
 	}
 	dst.run([]step{
 		{"import from file", "POST", "/ruleset/import", `{"file":"file://` + file + `"}`, 200, "imported 1 streams, 1 tables and 2 rules"},
-		{"import missing file", "POST", "/ruleset/import", `{"file":"file:///does/not/exist"}`, 400, ""},
+		{"import missing file", "POST", "/ruleset/import", `{"file":"file://` + dst.data + `/does/not/exist"}`, 400, ""},
+	})
+}
+
+// TestDataImportFailures: a /data/import whose items fail answers 400 with
+// the per-section errors (eKuiper's shape), and a full import that would
+// fail changes nothing. triggered in an import is honoured.
+func TestDataImportFailures(t *testing.T) {
+	s := newServer(t, "")
+	s.run([]step{
+		{"stream", "POST", "/streams", demoDDL, 201, ""},
+		{"rule", "POST", "/rules", r1, 201, ""},
+	})
+	bad, _ := json.Marshal(map[string]string{"content": `{"streams":{"s2":"CREATE STREAM s2 () WITH (TYPE=\"memory\")","s3":"CREATE STREAM"},` +
+		`"rules":{"r9":"{\"id\":\"r9\",\"sql\":\"SELECT * FROM nowhere\",\"actions\":[{\"log\":{}}]}"},"sinkConfig":{"mqtt":"[1"}}`})
+	code, body := s.do("POST", "/data/import", string(bad))
+	if code != 400 {
+		t.Fatalf("failed import: %d %s", code, body)
+	}
+	var shape struct {
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal([]byte(body), &shape); err != nil {
+		t.Fatal(err)
+	}
+	var resp map[string]map[string]string
+	if err := json.Unmarshal([]byte(shape.Message), &resp); err != nil {
+		t.Fatalf("message is not the per-section errors: %q", shape.Message)
+	}
+	for sec, name := range map[string]string{"streams": "s3", "rules": "r9", "sinkConfig": "mqtt"} {
+		if resp[sec][name] == "" {
+			t.Errorf("no error for %s %s in %v", sec, name, resp)
+		}
+	}
+	if _, ok := resp["streams"]["s2"]; ok {
+		t.Errorf("valid stream s2 reported failed: %v", resp)
+	}
+	s.run([]step{
+		{"nothing deleted", "GET", "/streams", "", 200, `["demo"]`},
+		{"rule kept", "GET", "/rules/r1/status", "", 200, `"status": "running"`},
+		{"partial failure is 400 too", "POST", "/data/import?partial=1", string(bad), 400, "r9"},
+		{"still nothing changed", "GET", "/streams", "", 200, `["demo"]`},
+	})
+	stop, _ := json.Marshal(map[string]string{"content": `{"rules":{"r1":"{\"id\":\"r1\",\"sql\":\"SELECT * FROM demo\",\"actions\":[{\"log\":{}}],\"triggered\":false}"}}`})
+	s.run([]step{
+		{"import triggered false", "POST", "/data/import?partial=1", string(stop), 200, `"ErrorMsg":""`},
+		{"rule stopped by import", "GET", "/rules/r1/status", "", 200, `"status": "stopped"`},
+		{"ruleset triggered true", "POST", "/ruleset/import", `{"content":"{\"rules\":{\"r1\":\"{\\\"id\\\":\\\"r1\\\",\\\"sql\\\":\\\"SELECT * FROM demo\\\",\\\"actions\\\":[{\\\"log\\\":{}}],\\\"triggered\\\":true}\"}}"}`, 200, "1 rules"},
+		{"rule started by import", "GET", "/rules/r1/status", "", 200, `"status": "running"`},
+	})
+}
+
+// TestSchemalessStreamSchema: the schema of a schemaless stream lists the
+// fields its running rules read (eKuiper's inferred schema); a rule that
+// reads every field makes it open.
+func TestSchemalessStreamSchema(t *testing.T) {
+	s := newServer(t, "")
+	s.run([]step{
+		{"stream", "POST", "/streams", `{"sql":"CREATE STREAM free () WITH (TYPE=\"memory\", SHARED=\"true\")"}`, 201, ""},
+		{"no rules", "GET", "/streams/free/schema", "", 200, "{}"},
+		{"rule a", "POST", "/rules", `{"id":"ra","sql":"SELECT temp AS t, meta(topic) FROM free WHERE hum > 3","actions":[{"log":{}}]}`, 201, ""},
+		{"rule b", "POST", "/rules", `{"id":"rb","sql":"SELECT f.temp, count(*) FROM free AS f GROUP BY f.site, TUMBLINGWINDOW(ss, 1) HAVING count(*) > 1","actions":[{"log":{}}]}`, 201, ""},
+		{"fields of the rules", "GET", "/streams/free/schema", "", 200, `{"hum":null,"site":null,"temp":null}`},
+		{"stopped rule", "POST", "/rules/rb/stop", "", 200, ""},
+		{"stopped rule's fields gone", "GET", "/streams/free/schema", "", 200, `{"hum":null,"temp":null}`},
+		{"wildcard rule", "POST", "/rules", `{"id":"rc","sql":"SELECT * FROM free","actions":[{"log":{}}]}`, 201, ""},
+		{"open", "GET", "/streams/free/schema", "", 200, `{}`},
+	})
+}
+
+// TestRuleSchema: GET /rules/{id}/schema lists the fields a running rule
+// sends to its sinks, typed where they are columns of a typed stream.
+func TestRuleSchema(t *testing.T) {
+	s := newServer(t, "")
+	s.run([]step{
+		{"stream", "POST", "/streams", demoDDL, 201, ""},
+		{"rule", "POST", "/rules", `{"id":"r1","sql":"SELECT a, d AS arr, b->c, a + 1 AS n, count(*), * FROM demo GROUP BY a, TUMBLINGWINDOW(ss, 1)","actions":[{"log":{}}]}`, 201, ""},
+		{"schema", "GET", "/rules/r1/schema", "", 200, `{"a":{"type":"bigint"},"arr":{"items":{"type":"float"},"type":"array"},"count":{},"kuiper_field_2":{},"n":{}}`},
+		{"unknown", "GET", "/rules/nope/schema", "", 404, ""},
+		{"stopped", "POST", "/rules/r1/stop", "", 200, ""},
+		{"not running", "GET", "/rules/r1/schema", "", 409, ""},
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,7 +25,11 @@ import (
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/config"
+	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/builtin"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
+	"github.com/rekuiper/rekuiper/internal/function"
+	access "github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
@@ -46,6 +51,10 @@ type Options struct {
 	// Connections reports the live state of named connections in GET
 	// /connections. Nil: every connection reads disconnected, refCount 0.
 	Connections *connection.Registry
+	// Connectors and Functions feed the /metadata routes and connection
+	// checks. Nil: the built-in connectors (without MQTT) and functions.
+	Connectors *connector.Registry
+	Functions  *function.Registry
 	// Streams checks stream and table definitions when they are created,
 	// replaced or imported (engine.Runner.CheckStream). Nil: definitions
 	// are only parsed.
@@ -67,9 +76,13 @@ type Server struct {
 	cat     *catalog.Catalog
 	rules   *rulemgr.Manager
 	log     *slog.Logger
+	access  *access.Guard // the file and network guard
 	mux     *http.ServeMux
 	started time.Time
-	guard   guard
+	// patterns are the routes in registration order (GET /openapi.json
+	// describes them; a test checks it describes every one).
+	patterns []string
+	guard    guard
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -85,12 +98,21 @@ func New(opts Options) *Server {
 	if opts.Config == nil {
 		opts.Config = config.Default()
 	}
+	if opts.Connectors == nil {
+		opts.Connectors = connector.NewRegistry()
+		if err := builtin.Register(opts.Connectors); err != nil {
+			opts.Logger.Error("register built-in connectors", "err", err)
+		}
+	}
+	if opts.Functions == nil {
+		opts.Functions = function.Builtins()
+	}
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
 	s := &Server{
 		opts: opts, cat: opts.Catalog, rules: opts.Rules, log: opts.Logger,
-		mux: http.NewServeMux(), started: opts.Clock.Now(),
+		access: opts.Config.Guard(), mux: http.NewServeMux(), started: opts.Clock.Now(),
 	}
 	s.guard = guard{audit: opts.Config.Basic.EnableRestAuditLog, cors: map[string]bool{}}
 	for _, o := range opts.Config.Basic.CORS {
@@ -102,6 +124,10 @@ func New(opts Options) *Server {
 	s.routes()
 	return s
 }
+
+// Routes returns the route patterns ("METHOD /path/{var}") in the order
+// they were registered.
+func (s *Server) Routes() []string { return slices.Clone(s.patterns) }
 
 // ServeHTTP checks the request (origin, token, content type; see
 // serveGuarded), dispatches it to its route and, with
@@ -122,6 +148,7 @@ func (s *Server) Mount(pattern string, h http.Handler) { s.mux.Handle(pattern, h
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (s *Server) handle(pattern string, h handlerFunc) {
+	s.patterns = append(s.patterns, pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
 			s.renderError(w, r, err)
@@ -137,22 +164,35 @@ func (s *Server) routes() {
 	s.ruleRoutes()
 	s.connectionRoutes()
 	s.transferRoutes()
+	s.metadataRoutes()
+	s.unsupportedRoutes()
+	s.uploadRoutes()
+	s.handle("POST /batch/req", s.batch)
+	s.handle("GET /rules/{id}/schema", s.ruleSchema)
+	s.handle("GET /openapi.json", s.openAPI)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, fmt.Errorf("%s %s: %w", r.Method, r.URL.Path, errNoRoute))
 	})
 }
 
 func (s *Server) info(w http.ResponseWriter, r *http.Request) error {
-	v := map[string]any{
+	up := s.opts.Clock.Now().Sub(s.started)
+	out := map[string]any{
 		"version":       s.opts.Version,
 		"os":            runtime.GOOS,
 		"arch":          runtime.GOARCH,
-		"upTimeSeconds": int64(s.opts.Clock.Now().Sub(s.started).Seconds()),
+		"upTimeSeconds": int64(up.Seconds()),
+	}
+	si := readSysInfo(up)
+	for k, v := range map[string]string{"cpuUsage": si.CPUUsage, "memoryUsed": si.MemoryUsed, "memoryTotal": si.MemoryTotal} {
+		if v != "" {
+			out[k] = v
+		}
 	}
 	if len(s.opts.Warnings) > 0 {
-		v["warnings"] = s.opts.Warnings
+		out["warnings"] = s.opts.Warnings
 	}
-	return writeJSON(w, http.StatusOK, v)
+	return writeJSON(w, http.StatusOK, out)
 }
 
 // Errors the handlers return besides those of catalog, rule and rulemgr.
@@ -169,14 +209,16 @@ func badRequest(format string, args ...any) error {
 // statusOf is the one mapping from errors to HTTP status codes.
 func statusOf(err error) int {
 	switch {
-	case errors.Is(err, errNoRoute), errors.Is(err, catalog.ErrNotFound):
+	case errors.Is(err, errNoRoute), errors.Is(err, catalog.ErrNotFound), errors.Is(err, errNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, errBadRequest), errors.Is(err, rule.ErrMalformed), errors.Is(err, catalog.ErrInvalid):
 		return http.StatusBadRequest
 	case errors.Is(err, catalog.ErrConflict), errors.Is(err, errReferenced), errors.Is(err, rulemgr.ErrNotRunning):
 		return http.StatusConflict
-	case errors.Is(err, rule.ErrInvalid):
+	case errors.Is(err, rule.ErrInvalid), errors.Is(err, access.ErrOutside), errors.Is(err, access.ErrBlockedAddress):
 		return http.StatusUnprocessableEntity
+	case errors.Is(err, errNotImplemented):
+		return http.StatusNotImplemented
 	case errors.Is(err, auth.ErrUnauthorized):
 		return http.StatusUnauthorized
 	case errors.Is(err, errForbiddenOrigin):
@@ -207,12 +249,13 @@ func errorCode(status int) int {
 // renderError is the one place errors become responses.
 func (s *Server) renderError(w http.ResponseWriter, r *http.Request, err error) {
 	status := statusOf(err)
+	msg := rule.MaskText(err.Error())
 	if status >= 500 {
-		s.log.Error("rest call failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+		s.log.Error("rest call failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", msg)
 	} else {
-		s.log.Debug("rest call rejected", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+		s.log.Debug("rest call rejected", "method", r.Method, "path", r.URL.Path, "status", status, "err", msg)
 	}
-	writeJSON(w, status, map[string]any{"error": errorCode(status), "message": err.Error()}) //nolint:errcheck // the client is gone
+	writeJSON(w, status, map[string]any{"error": errorCode(status), "message": msg}) //nolint:errcheck // the client is gone
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) error {
@@ -279,9 +322,11 @@ func decodeBytes(b []byte, dst any) error {
 	return nil
 }
 
+// validName checks a name a client gave with the engine's one name
+// validator; errors are 400 naming what the name is for.
 func validName(what, name string) error {
-	if err := rule.ValidateID(name); err != nil {
-		return badRequest("invalid %s name: %v", what, strings.TrimPrefix(err.Error(), rule.ErrInvalid.Error()+": "))
+	if err := access.Name(what, name); err != nil {
+		return badRequest("%s", strings.TrimPrefix(err.Error(), access.ErrName.Error()+": "))
 	}
 	return nil
 }

@@ -66,6 +66,7 @@ func (f *faultyStore) DeleteStream(ctx context.Context, name string) error {
 type testServer struct {
 	t      *testing.T
 	url    string
+	data   string // the data folder
 	cat    *catalog.Catalog
 	store  *faultyStore
 	runner *rulemgrtest.Runner
@@ -95,9 +96,7 @@ func newServerWith(t *testing.T, etc string, edit func(*server.Options)) *testSe
 	runner := rulemgrtest.New()
 	mgr := rulemgr.New(rulemgr.Config{Catalog: cat, Runner: runner})
 	cfg := config.Default()
-	if etc != "" {
-		cfg.Paths = config.Paths{Etc: etc, Data: dir}
-	}
+	cfg.Paths = config.Paths{Etc: etc, Data: dir}
 	opts := server.Options{Catalog: cat, Rules: mgr, Config: cfg}
 	if edit != nil {
 		edit(&opts)
@@ -108,7 +107,7 @@ func newServerWith(t *testing.T, etc string, edit func(*server.Options)) *testSe
 		mgr.Close(context.Background()) //nolint:errcheck // test end
 		st.Close()
 	})
-	return &testServer{t: t, url: srv.URL, cat: cat, store: fs, runner: runner, mgr: mgr}
+	return &testServer{t: t, url: srv.URL, data: dir, cat: cat, store: fs, runner: runner, mgr: mgr}
 }
 
 func (s *testServer) do(method, path, body string) (int, string) {
@@ -266,7 +265,8 @@ func TestSecretMasking(t *testing.T) {
 		{"certificate is not secret", "GET", "/metadata/sources/yaml/mqtt", "", 200, `"certificationRaw":"CERT"`},
 		{"put confKey", "PUT", "/metadata/sources/mqtt/confKeys/demo_conf", `{"server":"tcp://x:1883","password":"keypw","clientSecret":"cs"}`, 200, ""},
 		{"put confKey bad body", "PUT", "/metadata/sources/mqtt/confKeys/demo_conf", `[1]`, 400, ""},
-		{"keep secret on masked put", "PUT", "/metadata/sources/mqtt/confKeys/demo_conf", `{"server":"tcp://y:1883","password":"******","clientSecret":"******"}`, 200, ""},
+		{"keep secret on masked put", "PUT", "/metadata/sources/mqtt/confKeys/demo_conf", `{"server":"tcp://x:1883","password":"******","clientSecret":"******","qos":1}`, 200, ""},
+		{"masked put to a new server", "PUT", "/metadata/sources/mqtt/confKeys/demo_conf", `{"server":"tcp://y:1883","password":"******","clientSecret":"******"}`, 422, `\"server\" changed`},
 		{"connection", "POST", "/connections", `{"id":"c1","typ":"mqtt","props":{"server":"tcp://h:1883","password":"connpw","privateKey":"pk"}}`, 201, "success"},
 	})
 	for _, path := range []string{"/rules/r1", "/metadata/sources/yaml/mqtt", "/connections", "/connections/c1", "/data/export"} {
@@ -287,11 +287,12 @@ func TestSecretMasking(t *testing.T) {
 		t.Fatalf("ruleset export: %d %s", code, body)
 	}
 	k, err := s.cat.ConfKey(catalog.ConfSource, "mqtt", "demo_conf")
-	if err != nil || k.Props["password"] != "keypw" || k.Props["clientSecret"] != "cs" || k.Props["server"] != "tcp://y:1883" {
+	if err != nil || k.Props["password"] != "keypw" || k.Props["clientSecret"] != "cs" || k.Props["server"] != "tcp://x:1883" {
 		t.Fatalf("masked put lost the stored secret: %v %v", k.Props, err)
 	}
 	s.run([]step{
-		{"rule put with masked secret", "PUT", "/rules/r1", `{"id":"r1","sql":"SELECT * FROM demo","actions":[{"mqtt":{"server":"tcp://h2:1883","password":"******","token":"******","nested":{"saslPassword":"******"}}}]}`, 200, "Rule r1 was updated successfully."},
+		{"rule put with masked secret", "PUT", "/rules/r1", `{"id":"r1","sql":"SELECT * FROM demo","actions":[{"mqtt":{"server":"tcp://h:1883","password":"******","token":"******","nested":{"saslPassword":"******"},"qos":1}}]}`, 200, "Rule r1 was updated successfully."},
+		{"rule put with masked secret to a new server", "PUT", "/rules/r1", `{"id":"r1","sql":"SELECT * FROM demo","actions":[{"mqtt":{"server":"tcp://h2:1883","password":"******","token":"******","nested":{"saslPassword":"******"}}}]}`, 422, `\"server\" changed`},
 		{"delete confKey", "DELETE", "/metadata/sources/mqtt/confKeys/demo_conf", "", 200, ""},
 		{"delete confKey again", "DELETE", "/metadata/sources/mqtt/confKeys/demo_conf", "", 404, ""},
 		{"sink confKeys empty", "GET", "/metadata/sinks/yaml/mqtt", "", 200, "{}"},
@@ -303,7 +304,7 @@ func TestSecretMasking(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := def.Actions[0].Props
-	if p["password"] != "rulepw" || p["token"] != "tk" || p["nested"].(map[string]any)["saslPassword"] != "sp" || p["server"] != "tcp://h2:1883" {
+	if p["password"] != "rulepw" || p["token"] != "tk" || p["nested"].(map[string]any)["saslPassword"] != "sp" || p["server"] != "tcp://h:1883" {
 		t.Fatalf("rule update lost secrets: %v", p)
 	}
 }
@@ -314,7 +315,7 @@ func TestConnections(t *testing.T) {
 		{"create", "POST", "/connections", `{"id":"c1","typ":"mqtt","props":{"server":"tcp://h:1883","password":"pw"}}`, 201, "success"},
 		{"create again", "POST", "/connections", `{"id":"c1","typ":"mqtt","props":{}}`, 409, ""},
 		{"missing typ", "POST", "/connections", `{"id":"c2","props":{}}`, 400, "typ"},
-		{"bad id", "POST", "/connections", `{"id":"a/b","typ":"mqtt"}`, 400, "invalid connection name"},
+		{"bad id", "POST", "/connections", `{"id":"a/b","typ":"mqtt"}`, 400, `connection \"a/b\" must not contain`},
 		{"unknown field", "POST", "/connections", `{"id":"c2","typ":"mqtt","foo":1}`, 400, "foo"},
 		{"list", "GET", "/connections", "", 200, `"refCount":0`},
 		{"get", "GET", "/connections/c1", "", 200, `"status":"disconnected"`},
@@ -330,7 +331,8 @@ func TestConnections(t *testing.T) {
 		{"drop r1", "DELETE", "/rules/r1", "", 200, ""},
 		{"drop r2", "DELETE", "/rules/r2", "", 200, ""},
 		{"drop r3", "DELETE", "/rules/r3", "", 200, ""},
-		{"update", "PUT", "/connections/c1", `{"typ":"mqtt","props":{"server":"tcp://h2:1883","password":"******"}}`, 200, "success"},
+		{"update", "PUT", "/connections/c1", `{"typ":"mqtt","props":{"server":"tcp://h:1883","password":"******","qos":1}}`, 200, "success"},
+		{"masked update to a new server", "PUT", "/connections/c1", `{"typ":"mqtt","props":{"server":"tcp://h2:1883","password":"******"}}`, 422, `\"server\" changed`},
 		{"update id mismatch", "PUT", "/connections/c1", `{"id":"c9","typ":"mqtt","props":{}}`, 400, ""},
 		{"update unknown", "PUT", "/connections/nope", `{"typ":"mqtt","props":{}}`, 404, ""},
 		{"delete", "DELETE", "/connections/c1", "", 200, "success"},

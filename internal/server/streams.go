@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/sql/parser"
 	"github.com/rekuiper/rekuiper/internal/sql/token"
@@ -141,6 +142,9 @@ func (s *Server) createStream(k streamKind) handlerFunc {
 		if err != nil {
 			return err
 		}
+		if err := s.checkStreamFiles(cs); err != nil {
+			return err
+		}
 		if err := s.checkStream(r, cs); err != nil {
 			return err
 		}
@@ -158,6 +162,9 @@ func (s *Server) replaceStream(k streamKind) handlerFunc {
 		if err != nil {
 			return err
 		}
+		if err := s.checkStreamFiles(cs); err != nil {
+			return err
+		}
 		if cs.Name != name {
 			return badRequest("%s name %s in sql does not match %s in the path", k.kind, cs.Name, name)
 		}
@@ -169,6 +176,9 @@ func (s *Server) replaceStream(k streamKind) handlerFunc {
 		oldV, hasOld := old.Option("VERSION")
 		if hasNew && hasOld && newV <= oldV {
 			return fmt.Errorf("replace %s %s: version %q is not newer than %q: %w", k.kind, name, newV, oldV, catalog.ErrConflict)
+		}
+		if sql, err = s.restoreStreamSQL(name, sql); err != nil {
+			return err
 		}
 		if err := s.checkStream(r, cs); err != nil {
 			return err
@@ -279,7 +289,7 @@ func describeOptions(cs *ast.CreateStreamStmt) map[string]any {
 				continue
 			}
 		}
-		out[name] = o.Value
+		out[name] = rule.MaskText(o.Value)
 	}
 	return out
 }
@@ -319,6 +329,9 @@ func (s *Server) streamSchema(k streamKind) handlerFunc {
 		_, cs, err := s.getStream(k, r.PathValue("name"))
 		if err != nil {
 			return err
+		}
+		if len(cs.Fields) == 0 {
+			return writeJSON(w, http.StatusOK, s.usedSchema(cs.Name))
 		}
 		return writeJSON(w, http.StatusOK, schemaFields(cs.Fields))
 	}

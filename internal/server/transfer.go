@@ -9,12 +9,14 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
+	access "github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/sql/parser"
@@ -94,9 +96,9 @@ func (s *Server) ruleset(ids []string) (Ruleset, error) {
 			continue
 		}
 		if st.Kind == catalog.KindTable {
-			rs.Tables[st.Name] = st.SQL
+			rs.Tables[st.Name] = rule.MaskText(st.SQL)
 		} else {
-			rs.Streams[st.Name] = st.SQL
+			rs.Streams[st.Name] = rule.MaskText(st.SQL)
 		}
 	}
 	if ids == nil {
@@ -133,8 +135,10 @@ type importBody struct {
 }
 
 // importContent returns the document of an import body: its content, or
-// the file it names (file:// path or http(s) URL).
-func importContent(ctx context.Context, r *http.Request) ([]byte, error) {
+// the file it names (file:// path or http(s) URL). The file and network
+// guards apply, and a failure says neither whether a refused file exists
+// nor whether a refused port is open.
+func (s *Server) importContent(ctx context.Context, r *http.Request) ([]byte, error) {
 	var body importBody
 	if err := decodeStrict(r, &body); err != nil {
 		return nil, err
@@ -149,13 +153,24 @@ func importContent(ctx context.Context, r *http.Request) ([]byte, error) {
 	}
 	u, err := url.Parse(body.File)
 	if err != nil {
-		return nil, badRequest("invalid file url %q: %v", body.File, err)
+		return nil, badRequest("invalid file url: %v", err)
 	}
+	shown := rule.MaskText(body.File)
 	switch u.Scheme {
 	case "file":
-		b, err := os.ReadFile(u.Path)
+		p := u.Path
+		if u.Host != "" && u.Host != "localhost" {
+			return nil, badRequest("file url %q: want file:///absolute/path", shown)
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(s.dataDir(), p)
+		}
+		if err := s.access.Path("file", p); err != nil {
+			return nil, err
+		}
+		b, err := os.ReadFile(p)
 		if err != nil {
-			return nil, badRequest("read %s: %v", u.Path, err)
+			return nil, badRequest("read %s: %v", p, err)
 		}
 		return b, nil
 	case "http", "https":
@@ -163,23 +178,28 @@ func importContent(ctx context.Context, r *http.Request) ([]byte, error) {
 		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, body.File, nil)
 		if err != nil {
-			return nil, badRequest("fetch %s: %v", body.File, err)
+			return nil, badRequest("fetch %s: invalid url", shown)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		client := s.access.HTTPClient(0)
+		defer client.CloseIdleConnections()
+		resp, err := client.Do(req)
+		if errors.Is(err, access.ErrBlockedAddress) {
+			return nil, fmt.Errorf("fetch %s: %w (basic.enablePrivateNet is false)", shown, access.ErrBlockedAddress)
+		}
 		if err != nil {
-			return nil, badRequest("fetch %s: %v", body.File, err)
+			return nil, badRequest("fetch %s: %v", shown, rule.MaskText(err.Error()))
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode/100 != 2 {
-			return nil, badRequest("fetch %s: status %s", body.File, resp.Status)
+			return nil, badRequest("fetch %s: status %s", shown, resp.Status)
 		}
 		return io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	}
-	return nil, badRequest("file url %q: want file:// or http(s)://", body.File)
+	return nil, badRequest("file url %q: want file:// or http(s)://", shown)
 }
 
 func (s *Server) importRuleset(w http.ResponseWriter, r *http.Request) error {
-	doc, err := importContent(r.Context(), r)
+	doc, err := s.importContent(r.Context(), r)
 	if err != nil {
 		return err
 	}
@@ -240,14 +260,31 @@ func (s *Server) importDefs(ctx context.Context, streams, tables, rules map[stri
 	return res
 }
 
-func (s *Server) importStream(ctx context.Context, k streamKind, name, sql string) error {
+func parseImportStream(k streamKind, name, sql string) (*ast.CreateStreamStmt, error) {
+	if err := validName(string(k.kind), name); err != nil {
+		return nil, err
+	}
 	st, err := parser.ParseStatement(sql)
 	if err != nil {
-		return badRequest("parse sql: %v", err)
+		return nil, badRequest("parse sql: %v", err)
 	}
 	cs, ok := st.(*ast.CreateStreamStmt)
 	if !ok || cs.Kind != k.ast || cs.Name != name {
-		return badRequest("want CREATE %s %s", strings.ToUpper(string(k.kind)), name)
+		return nil, badRequest("want CREATE %s %s", strings.ToUpper(string(k.kind)), name)
+	}
+	return cs, nil
+}
+
+func (s *Server) importStream(ctx context.Context, k streamKind, name, sql string) error {
+	cs, err := parseImportStream(k, name, sql)
+	if err != nil {
+		return err
+	}
+	if err := s.checkStreamFiles(cs); err != nil {
+		return err
+	}
+	if sql, err = s.restoreStreamSQL(name, sql); err != nil {
+		return err
 	}
 	if s.opts.Streams != nil {
 		if err := s.opts.Streams.CheckStream(ctx, cs); err != nil {
@@ -266,7 +303,21 @@ func (s *Server) importRule(ctx context.Context, id, js string) error {
 		return err
 	}
 	if old, err := s.rules.Def(id); err == nil && sameRule(def, old) {
-		return nil // re-importing an unchanged rule is a no-op
+		// Re-importing an unchanged rule changes at most its wanted state.
+		if !def.TriggeredSet {
+			return nil
+		}
+		st, err := s.rules.Status(id)
+		if err != nil {
+			return err
+		}
+		switch running := st.Wanted == catalog.RuleRunning; {
+		case def.Triggered && !running:
+			return s.rules.Start(ctx, id)
+		case !def.Triggered && running:
+			return s.rules.Stop(ctx, id)
+		}
+		return nil
 	}
 	_, err = s.rules.Upsert(ctx, def)
 	return err
@@ -357,7 +408,7 @@ func (s *Server) exportConfKeys(c catalog.ConfCategory) (map[string]string, erro
 // removes every rule, stream, table and confKey (eKuiper's full import).
 // The response lists per-item errors; stop=1 is accepted and ignored.
 func (s *Server) importData(w http.ResponseWriter, r *http.Request) error {
-	doc, err := importContent(r.Context(), r)
+	doc, err := s.importContent(r.Context(), r)
 	if err != nil {
 		return err
 	}
@@ -366,18 +417,19 @@ func (s *Server) importData(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("decode data: %v", err)
 	}
 	partial, _ := strconv.ParseBool(r.URL.Query().Get("partial"))
+	// Everything is checked before anything changes: a full import that
+	// would fail leaves the catalog as it was.
+	if res := s.checkImport(&d, partial); res.first != nil {
+		return res.failure()
+	}
+	ctx := r.Context()
 	if !partial {
-		if err := s.resetAll(r.Context()); err != nil {
+		if err := s.resetAll(ctx); err != nil {
 			return fmt.Errorf("reset before import: %w", err)
 		}
 	}
-	ctx := r.Context()
 	res := &importResult{errs: map[string]map[string]string{}}
-	for _, sec := range []struct {
-		name string
-		m    map[string]string
-		cat  string
-	}{{"sourceConfig", d.SourceConfig, "sources"}, {"sinkConfig", d.SinkConfig, "sinks"}, {"connectionConfig", d.ConnectionConfig, "connections"}} {
+	for _, sec := range confSections(&d) {
 		for _, typ := range sortedKeys(sec.m) {
 			var keys map[string]map[string]any
 			if err := json.Unmarshal([]byte(sec.m[typ]), &keys); err != nil {
@@ -397,11 +449,25 @@ func (s *Server) importData(w http.ResponseWriter, r *http.Request) error {
 			res.fail(sec, name, errors.New(e))
 		}
 	}
-	msg := ""
 	if res.first != nil {
-		msg = res.first.Error()
+		return res.failure()
 	}
-	resp := map[string]any{}
+	return writeJSON(w, http.StatusOK, map[string]any{"ErrorMsg": "", "ConfigResponse": res.configResponse()})
+}
+
+type confSection struct {
+	name string
+	m    map[string]string
+	cat  string
+}
+
+func confSections(d *DataExport) []confSection {
+	return []confSection{{"sourceConfig", d.SourceConfig, "sources"}, {"sinkConfig", d.SinkConfig, "sinks"}, {"connectionConfig", d.ConnectionConfig, "connections"}}
+}
+
+// configResponse is eKuiper's per-section map of item errors.
+func (res *importResult) configResponse() map[string]map[string]string {
+	resp := map[string]map[string]string{}
 	for _, sec := range []string{"streams", "tables", "rules", "sourceConfig", "sinkConfig", "connectionConfig"} {
 		m := res.errs[sec]
 		if m == nil {
@@ -409,7 +475,79 @@ func (s *Server) importData(w http.ResponseWriter, r *http.Request) error {
 		}
 		resp[sec] = m
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"ErrorMsg": msg, "ConfigResponse": resp})
+	return resp
+}
+
+// importFailed is a /data/import whose items failed: 400 with the JSON of
+// the per-section errors as the message, as eKuiper answers.
+type importFailed struct{ resp map[string]map[string]string }
+
+func (e importFailed) Error() string {
+	b, _ := json.Marshal(e.resp)
+	return string(b)
+}
+
+func (e importFailed) Unwrap() error { return errBadRequest }
+
+func (res *importResult) failure() error { return importFailed{res.configResponse()} }
+
+// checkImport checks every item of an import without changing anything:
+// confKey sections decode, statements parse and match their names, rules
+// decode and read only streams and tables that the import (or, for a
+// partial import, the catalog) has.
+func (s *Server) checkImport(d *DataExport, partial bool) *importResult {
+	res := &importResult{errs: map[string]map[string]string{}}
+	for _, sec := range confSections(d) {
+		for _, typ := range sortedKeys(sec.m) {
+			var keys map[string]map[string]any
+			if err := json.Unmarshal([]byte(sec.m[typ]), &keys); err != nil {
+				res.fail(sec.name, typ, badRequest("decode confKeys: %v", err))
+			}
+		}
+	}
+	known := map[string]bool{}
+	for _, sec := range []struct {
+		name string
+		m    map[string]string
+		kind streamKind
+	}{{"streams", d.Streams, kindStream}, {"tables", d.Tables, kindTable}} {
+		for _, name := range sortedKeys(sec.m) {
+			// The engine's stream check waits for the apply phase: a
+			// stream may use a confKey that the same import brings.
+			if _, err := parseImportStream(sec.kind, name, sec.m[name]); err != nil {
+				res.fail(sec.name, name, err)
+				continue
+			}
+			known[name] = true
+		}
+	}
+	for _, id := range sortedKeys(d.Rules) {
+		def, err := s.parseRuleForPath([]byte(d.Rules[id]), id)
+		if err != nil {
+			res.fail("rules", id, err)
+			continue
+		}
+		stmt, err := parser.ParseSelect(def.SQL)
+		if err != nil {
+			res.fail("rules", id, fmt.Errorf("%w: parse sql: %v", rule.ErrInvalid, err))
+			continue
+		}
+		names := []string{stmt.From.Name}
+		for _, j := range stmt.Joins {
+			names = append(names, j.Name)
+		}
+		for _, n := range names {
+			if known[n] {
+				continue
+			}
+			if _, err := s.cat.Stream(n); err == nil && partial {
+				continue
+			}
+			res.fail("rules", id, fmt.Errorf("%w: stream or table %s is not found", rule.ErrInvalid, n))
+			break
+		}
+	}
+	return res
 }
 
 func (s *Server) resetAll(ctx context.Context) error {

@@ -258,15 +258,25 @@ func (s *Subscription) Stop(ctx context.Context) error {
 	return nil
 }
 
+func (s *Subscription) retryState() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.status.LastConnected == 0 {
+		return "disconnected"
+	}
+	return "connecting"
+}
+
 func (s *Subscription) setState(state string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := clock.NowMilli(s.clock)
+	prev := s.status.State
 	s.status.State = state
-	switch state {
-	case "connected":
+	switch {
+	case state == "connected":
 		s.status.LastConnected = now
-	case "disconnected":
+	case err != nil || prev == "connected":
 		s.status.LastDisconnected = now
 	}
 	if err != nil {
@@ -288,7 +298,9 @@ func (s *Subscription) loop(ctx context.Context) {
 	}
 	for ctx.Err() == nil {
 		if err := s.connect(ctx); err != nil {
-			s.setState("disconnected", err)
+			// The loop retries: connecting once the source has worked,
+			// disconnected while it never has, as eKuiper reports them.
+			s.setState(s.retryState(), err)
 			s.logger.Warn("source connect failed", "stream", s.name, "err", err)
 			if !s.sleep(ctx, backoff.next()) {
 				return
@@ -311,7 +323,7 @@ func (s *Subscription) loop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		s.setState("disconnected", err)
+		s.setState("connecting", err)
 		s.logger.Warn("source read failed, reconnecting", "stream", s.name, "err", err)
 		s.src.Close(context.Background())
 		if !s.sleep(ctx, backoff.next()) {

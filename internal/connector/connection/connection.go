@@ -226,6 +226,18 @@ func (t *Tracker) Connecting() {
 	t.set(stateConnecting, nil)
 }
 
+// Retrying reports that the client is connecting again after err (nil: no
+// new error), as a client waiting out its backoff does.
+func (t *Tracker) Retrying(err error) {
+	if t == nil {
+		return
+	}
+	if err == nil && t.state.Load() == stateConnecting {
+		return
+	}
+	t.set(stateConnecting, err)
+}
+
 // Failed reports that the client is disconnected because of err (nil: no
 // new error).
 func (t *Tracker) Failed(err error) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/guard"
 )
 
 // Type is the connector type name.
@@ -26,6 +27,37 @@ func Register(r *connector.Registry) error {
 		return err
 	}
 	return r.RegisterSink(Type, SinkSpec(), NewSink)
+}
+
+// CheckPaths checks the paths a client set in props of a file source
+// (path, datasource, moveTo) or sink (path) against g, with the same
+// resolution the connector uses. REST calls it at create time; the
+// connector checks again when it is built and before each file it opens.
+func CheckPaths(g *guard.Guard, dataDir string, k connector.Kind, props map[string]any) error {
+	str := func(k, def string) string {
+		if v, ok := props[k].(string); ok && v != "" {
+			return v
+		}
+		return def
+	}
+	switch k {
+	case connector.KindSource:
+		dir := resolve(dataDir, str("path", "data"))
+		if err := g.Path("path", dir); err != nil {
+			return err
+		}
+		if ds := str("datasource", ""); ds != "" {
+			if err := g.Path("datasource", filepath.Join(dir, ds)); err != nil {
+				return err
+			}
+		}
+		if mv := str("moveTo", ""); mv != "" {
+			return g.Path("moveTo", resolve(dataDir, mv))
+		}
+	case connector.KindSink:
+		return g.Path("path", resolve(dataDir, str("path", "cache")))
+	}
+	return nil
 }
 
 // resolve makes p absolute. Relative paths are relative to the data

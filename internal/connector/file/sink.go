@@ -17,6 +17,7 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/payload"
 )
 
@@ -49,6 +50,7 @@ type Sink struct {
 	rollEvery time.Duration
 	rollCount int64
 	pattern   string
+	guard     *guard.Guard
 	clk       clock.Clock
 	compress  string
 	encrypt   string
@@ -72,6 +74,9 @@ func NewSink(props map[string]any, deps connector.Deps) (api.Sink, error) {
 	if p == "" {
 		return nil, errors.New("path is empty")
 	}
+	if err := CheckPaths(deps.Guard, deps.DataDir, connector.KindSink, props); err != nil {
+		return nil, err
+	}
 	compress, encrypt := connector.Get[string](props, "compression"), connector.Get[string](props, "encryption")
 	// Refuse a missing key now, not at the first write.
 	if _, err := payload.NewWriter(io.Discard, "", encrypt, deps.AESKey); err != nil {
@@ -88,6 +93,7 @@ func NewSink(props map[string]any, deps connector.Deps) (api.Sink, error) {
 		rollEvery: connector.Get[time.Duration](props, "rollingInterval"),
 		rollCount: connector.Get[int64](props, "rollingCount"),
 		pattern:   connector.Get[string](props, "rollingNamePattern"),
+		guard:     deps.Guard,
 		clk:       deps.Clock,
 	}, nil
 }
@@ -156,6 +162,9 @@ func (s *Sink) fileName(now time.Time) string {
 func (s *Sink) openFile(msg *api.SinkMessage) error {
 	now := s.clk.Now()
 	name := s.fileName(now)
+	if err := s.guard.Path("path", name); err != nil {
+		return err
+	}
 	// Lines and CSV files are appended to, so a restarted rule continues the
 	// file; a JSON array file is rewritten whole, and so is a compressed or
 	// encrypted file (one stream from its start).

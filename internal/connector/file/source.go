@@ -20,6 +20,7 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/payload"
 	"github.com/rekuiper/rekuiper/internal/value"
 )
@@ -77,6 +78,7 @@ type Source struct {
 	decompress   string
 	action       int64
 	moveTo       string
+	guard        *guard.Guard
 	clk          clock.Clock
 	logger       *slog.Logger
 	connected    bool
@@ -112,6 +114,7 @@ func NewSource(props map[string]any, deps connector.Deps) (api.Source, error) {
 		ignoreStart:  int(connector.Get[int64](props, "ignoreStartLines")),
 		ignoreEnd:    int(connector.Get[int64](props, "ignoreEndLines")),
 		action:       connector.Get[int64](props, "actionAfterRead"),
+		guard:        deps.Guard,
 		decompress:   connector.Get[string](props, "decompression"),
 		clk:          deps.Clock,
 		logger:       deps.Logger,
@@ -142,6 +145,9 @@ func NewSource(props map[string]any, deps connector.Deps) (api.Source, error) {
 			return nil, errors.New("moveTo is required when actionAfterRead is 2")
 		}
 		s.moveTo = resolve(deps.DataDir, mv)
+	}
+	if err := CheckPaths(deps.Guard, deps.DataDir, connector.KindSource, props); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -264,6 +270,10 @@ func (s *Source) list() ([]string, error) {
 }
 
 func (s *Source) open(name string) error {
+	// A file of the folder may be a symlink to a file outside it.
+	if err := s.guard.Path("path", filepath.Join(s.dir, name)); err != nil {
+		return err
+	}
 	b, err := os.ReadFile(filepath.Join(s.dir, name))
 	if errors.Is(err, fs.ErrNotExist) {
 		b = nil
@@ -289,6 +299,16 @@ func (s *Source) open(name string) error {
 
 func (s *Source) afterRead(name string) error {
 	p := filepath.Join(s.dir, name)
+	if s.action != actionKeep {
+		if err := s.guard.Path("path", p); err != nil {
+			return err
+		}
+	}
+	if s.action == actionMove {
+		if err := s.guard.Path("moveTo", filepath.Join(s.moveTo, name)); err != nil {
+			return err
+		}
+	}
 	switch s.action {
 	case actionDelete:
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {

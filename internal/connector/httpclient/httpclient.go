@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/value"
 )
 
@@ -38,10 +39,12 @@ var ErrNoCode = errors.New("response body has no code field")
 const MaxResponse = 64 << 20
 
 // NewClient returns a client with the given overall request timeout (0 =
-// none) and TLS verification setting. Callers own it and should call
-// CloseIdleConnections when done.
-func NewClient(timeout time.Duration, insecureSkipVerify bool) *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+// none) and TLS verification setting, dialing through g (the network
+// guard: with basic.enablePrivateNet false it refuses non-public
+// addresses when it connects; nil allows every address). Callers own it
+// and should call CloseIdleConnections when done.
+func NewClient(g *guard.Guard, timeout time.Duration, insecureSkipVerify bool) *http.Client {
+	tr := g.Transport()
 	tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: insecureSkipVerify} //nolint:gosec // user opt-in
 	return &http.Client{Transport: tr, Timeout: timeout}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/httpclient"
+	"github.com/rekuiper/rekuiper/internal/guard"
 )
 
 // Type is the connector type name.
@@ -61,6 +62,7 @@ type Source struct {
 	incremental, insecure               bool
 	clk                                 clock.Clock
 
+	guard    *guard.Guard
 	client   *http.Client
 	due      time.Time
 	lastHash string
@@ -87,6 +89,7 @@ func New(props map[string]any, deps connector.Deps) (api.Source, error) {
 		incremental:  connector.Get[bool](props, "incremental"),
 		insecure:     connector.Get[bool](props, "insecureSkipVerify"),
 		clk:          deps.Clock,
+		guard:        deps.Guard,
 	}
 	if b, ok := props["body"].(string); ok {
 		s.body = []byte(b)
@@ -110,7 +113,7 @@ func New(props map[string]any, deps connector.Deps) (api.Source, error) {
 // contact the server.
 func (s *Source) Connect(context.Context) error {
 	if s.client == nil {
-		s.client = httpclient.NewClient(s.timeout, s.insecure)
+		s.client = httpclient.NewClient(s.guard, s.timeout, s.insecure)
 	}
 	s.due = s.clk.Now().Add(s.interval)
 	return nil

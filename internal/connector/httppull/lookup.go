@@ -11,6 +11,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/httpclient"
+	"github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/value"
 )
 
@@ -39,6 +40,7 @@ type Lookup struct {
 	timeout                             time.Duration
 	insecure                            bool
 
+	guard  *guard.Guard
 	mu     sync.Mutex
 	client *http.Client
 }
@@ -46,8 +48,9 @@ type Lookup struct {
 var _ connector.LookupSource = (*Lookup)(nil)
 
 // NewLookup builds an httppull lookup source from validated props.
-func NewLookup(props map[string]any, _ connector.Deps) (connector.LookupSource, error) {
+func NewLookup(props map[string]any, deps connector.Deps) (connector.LookupSource, error) {
 	l := &Lookup{
+		guard:        deps.Guard,
 		url:          httpclient.JoinURL(connector.Get[string](props, "url"), connector.Get[string](props, "datasource")),
 		method:       connector.Get[string](props, "method"),
 		bodyType:     connector.Get[string](props, "bodyType"),
@@ -76,7 +79,7 @@ func (l *Lookup) Connect(context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.client == nil {
-		l.client = httpclient.NewClient(l.timeout, l.insecure)
+		l.client = httpclient.NewClient(l.guard, l.timeout, l.insecure)
 	}
 	return nil
 }

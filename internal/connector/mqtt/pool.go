@@ -368,11 +368,15 @@ func (c *conn) run() {
 			return
 		}
 		if err != nil {
-			c.setState(StateDisconnected, err)
 			if !c.attempted && errors.Is(err, errPermanent) {
+				c.setState(StateDisconnected, err)
 				c.signalFirst(err)
 				return
 			}
+			// Waiting to retry reads connecting once the connection has
+			// worked (it was lost), disconnected while it never has, as
+			// eKuiper reports them; the failure is the last error.
+			c.setState(c.retryState(), err)
 			c.signalFirst(nil)
 			attempt++
 			d := c.pool.backoff(attempt)
@@ -445,10 +449,20 @@ func (c *conn) signalFirst(err error) {
 	close(c.first)
 }
 
+// retryState is the state of a connection waiting to retry.
+func (c *conn) retryState() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lastConn.IsZero() {
+		return StateDisconnected
+	}
+	return StateConnecting
+}
+
 func (c *conn) setState(s string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s == StateDisconnected && c.state != StateDisconnected {
+	if (s == StateDisconnected && c.state != StateDisconnected) || (s != StateConnected && err != nil) {
 		c.lastDisc = c.pool.clock.Now()
 	}
 	c.state = s
@@ -456,7 +470,7 @@ func (c *conn) setState(s string, err error) {
 		c.lastErr = err.Error()
 	}
 	if s == StateConnecting {
-		c.tracker.Connecting()
+		c.tracker.Retrying(err)
 	} else {
 		c.tracker.Failed(err)
 	}

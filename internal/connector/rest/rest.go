@@ -13,6 +13,7 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/httpclient"
+	"github.com/rekuiper/rekuiper/internal/guard"
 )
 
 // Type is the connector type name.
@@ -52,6 +53,7 @@ type Sink struct {
 	insecure, debug                     bool
 	logger                              *slog.Logger
 	client                              *http.Client
+	guard                               *guard.Guard
 }
 
 var _ api.Sink = (*Sink)(nil)
@@ -68,6 +70,7 @@ func New(props map[string]any, deps connector.Deps) (api.Sink, error) {
 		insecure:     connector.Get[bool](props, "insecureSkipVerify"),
 		debug:        connector.Get[bool](props, "debugResp"),
 		logger:       deps.Logger,
+		guard:        deps.Guard,
 	}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
@@ -81,7 +84,7 @@ func New(props map[string]any, deps connector.Deps) (api.Sink, error) {
 // Connect creates the HTTP client; it does not contact the server.
 func (s *Sink) Connect(context.Context) error {
 	if s.client == nil {
-		s.client = httpclient.NewClient(s.timeout, s.insecure)
+		s.client = httpclient.NewClient(s.guard, s.timeout, s.insecure)
 	}
 	return nil
 }
@@ -115,8 +118,8 @@ func (s *Sink) Write(ctx context.Context, msg *api.SinkMessage) error {
 			return api.Retryable(err)
 		}
 		return err
-	case errors.Is(err, httpclient.ErrNoCode):
-		return err
+	case errors.Is(err, httpclient.ErrNoCode), errors.Is(err, guard.ErrBlockedAddress):
+		return err // retrying cannot help
 	}
 	return api.Retryable(err)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/guard"
 )
 
 func newSink(t *testing.T, props map[string]any, deps connector.Deps) api.Sink {
@@ -249,4 +250,32 @@ func TestConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestPrivateNetGuard sends to a name that resolves to loopback: with
+// enablePrivateNet false the dial is refused and the server never sees the
+// request; with it true the request arrives.
+func TestPrivateNetGuard(t *testing.T) {
+	var hits atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	defer ts.Close()
+	_, port, _ := net.SplitHostPort(ts.Listener.Addr().String())
+	props := map[string]any{"url": "http://localhost:" + port + "/x"}
+	msg := &api.SinkMessage{Payload: []byte(`{"a":1}`)}
+
+	s := newSink(t, props, connector.Deps{Guard: guard.New(guard.Policy{})})
+	err := s.Write(context.Background(), msg)
+	if !errors.Is(err, guard.ErrBlockedAddress) {
+		t.Fatalf("write to localhost with enablePrivateNet false: %v, want ErrBlockedAddress", err)
+	}
+	if hits.Load() != 0 {
+		t.Fatalf("the server got %d requests", hits.Load())
+	}
+	s = newSink(t, props, connector.Deps{Guard: guard.New(guard.Policy{AllowPrivateNet: true})})
+	if err := s.Write(context.Background(), msg); err != nil {
+		t.Fatalf("write with enablePrivateNet true: %v", err)
+	}
+	if hits.Load() != 1 {
+		t.Fatalf("the server got %d requests, want 1", hits.Load())
+	}
 }

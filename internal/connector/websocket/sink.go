@@ -48,6 +48,7 @@ var _ api.Sink = (*Sink)(nil)
 // NewSink builds a websocket sink from validated props.
 func NewSink(props map[string]any, deps connector.Deps) (api.Sink, error) {
 	ep, err := parseEndpoint(props, connector.Get[string](props, "path"))
+	ep.guard = deps.Guard
 	if err != nil {
 		return nil, err
 	}

@@ -48,6 +48,7 @@ var _ api.Source = (*Source)(nil)
 // NewSource builds a websocket source from validated props.
 func NewSource(props map[string]any, deps connector.Deps) (api.Source, error) {
 	ep, err := parseEndpoint(props, connector.Get[string](props, "datasource"))
+	ep.guard = deps.Guard
 	if err != nil {
 		return nil, err
 	}

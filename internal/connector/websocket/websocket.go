@@ -22,6 +22,7 @@ import (
 	ws "github.com/coder/websocket"
 
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/value"
 )
 
@@ -56,6 +57,7 @@ type endpoint struct {
 	header  http.Header
 	insec   bool
 	timeout time.Duration
+	guard   *guard.Guard // client mode: the network guard
 }
 
 func parseEndpoint(props map[string]any, path string) (endpoint, error) {
@@ -90,12 +92,12 @@ func parseEndpoint(props map[string]any, path string) (endpoint, error) {
 func (e endpoint) dial(ctx context.Context) (*ws.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
-	opts := &ws.DialOptions{HTTPHeader: e.header}
+	tr := e.guard.Transport()
 	if e.insec {
-		opts.HTTPClient = &http.Client{Transport: &http.Transport{
-			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // user's choice
-		}}
+		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // user's choice
 	}
+	defer tr.CloseIdleConnections()
+	opts := &ws.DialOptions{HTTPHeader: e.header, HTTPClient: &http.Client{Transport: tr}}
 	c, resp, err := ws.Dial(ctx, e.url, opts)
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close()

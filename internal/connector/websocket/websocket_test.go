@@ -2,6 +2,7 @@ package websocket
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
+	"github.com/rekuiper/rekuiper/internal/guard"
 )
 
 // remote is a websocket server for client-mode tests: it pushes produced
@@ -354,4 +356,49 @@ func registry(t *testing.T) *connector.Registry {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// TestClientModeNetworkGuard connects a client-mode sink to a server on
+// loopback through the name localhost: refused at dial time with
+// enablePrivateNet false (the server sees no upgrade), allowed with true.
+func TestClientModeNetworkGuard(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		mu.Unlock()
+		c, err := ws.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		c.CloseNow() //nolint:errcheck // test server
+	}))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	props := map[string]any{"addr": "localhost:" + port, "path": "/x", "timeout": "5s"}
+	for _, tc := range []struct {
+		name  string
+		allow bool
+	}{{"enablePrivateNet false", false}, {"enablePrivateNet true", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := registry(t).NewSink(Type, props, connector.Deps{Guard: guard.New(guard.Policy{AllowPrivateNet: tc.allow})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.Connect(context.Background())
+			if tc.allow && err != nil {
+				t.Fatalf("connect: %v", err)
+			}
+			if !tc.allow && !errors.Is(err, guard.ErrBlockedAddress) {
+				t.Fatalf("connect: %v, want ErrBlockedAddress", err)
+			}
+			s.Close(context.Background()) //nolint:errcheck // test end
+		})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n != 1 {
+		t.Fatalf("the server got %d requests, want 1 (from the allowed sink only)", n)
+	}
 }

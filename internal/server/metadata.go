@@ -1,0 +1,262 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/membus"
+	"github.com/rekuiper/rekuiper/internal/format"
+	"github.com/rekuiper/rekuiper/internal/function"
+)
+
+// The metadata routes the eKuiper Manager UI reads. Everything here is
+// generated from the connector property specs and the function registry,
+// so it cannot drift from what the engine accepts.
+func (s *Server) metadataRoutes() {
+	for _, k := range []struct {
+		path string
+		kind connector.Kind
+	}{{"sources", connector.KindSource}, {"sinks", connector.KindSink}, {"lookups", connector.KindLookup}} {
+		s.handle("GET /metadata/"+k.path, s.listConnectorMeta(k.kind))
+		s.handle("GET /metadata/"+k.path+"/{type}", s.connectorMeta(k.kind))
+		s.handle("POST /metadata/"+k.path+"/connection/{type}", s.pingConnector(k.kind))
+	}
+	s.handle("GET /metadata/functions", s.functionMeta)
+	s.handle("GET /metadata/formats", s.formatMeta)
+}
+
+// metaLanguage is eKuiper's {"en": ..., "zh": ...} text.
+type metaLanguage struct {
+	English string `json:"en"`
+	Chinese string `json:"zh"`
+}
+
+func text(s string) *metaLanguage { return &metaLanguage{English: s, Chinese: s} }
+
+type metaAbout struct {
+	Trial       bool          `json:"trial"`
+	Installed   bool          `json:"installed"`
+	Description *metaLanguage `json:"description"`
+}
+
+type metaField struct {
+	Name              string        `json:"name"`
+	Default           any           `json:"default"`
+	Type              string        `json:"type"`
+	Control           string        `json:"control"`
+	ConnectionRelated bool          `json:"connection_related"`
+	Optional          bool          `json:"optional"`
+	Values            any           `json:"values,omitempty"`
+	Hint              *metaLanguage `json:"hint"`
+	Label             *metaLanguage `json:"label"`
+}
+
+func aboutOf(kind connector.Kind, typ string) *metaAbout {
+	return &metaAbout{Installed: true, Description: text(fmt.Sprintf("the built-in %s %s", typ, kind))}
+}
+
+// fieldsOf turns a property spec into the UI's field list.
+func fieldsOf(spec connector.Spec) []metaField {
+	out := make([]metaField, 0, len(spec.Props))
+	for _, p := range spec.Props {
+		f := metaField{
+			Name: p.Name, Default: p.Default, Optional: !p.Required,
+			Hint: text(p.Doc), Label: text(p.Name),
+		}
+		switch p.Type {
+		case connector.TypeInt, connector.TypeDuration:
+			f.Type, f.Control = "int", "text"
+		case connector.TypeFloat:
+			f.Type, f.Control = "float", "text"
+		case connector.TypeBool:
+			f.Type, f.Control = "bool", "radio"
+		case connector.TypeList:
+			f.Type, f.Control = "list_object", "list"
+		case connector.TypeMap:
+			f.Type, f.Control = "object", "textarea"
+		default:
+			f.Type, f.Control = "string", "text"
+		}
+		if p.Secret {
+			f.Control = "password"
+		}
+		if len(p.Enum) > 0 {
+			f.Control, f.Values = "select", p.Enum
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func (s *Server) listConnectorMeta(kind connector.Kind) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		out := []map[string]any{}
+		for _, name := range s.opts.Connectors.Names(kind) {
+			out = append(out, map[string]any{"name": name, "about": aboutOf(kind, name), "type": "internal"})
+		}
+		return writeJSON(w, http.StatusOK, out)
+	}
+}
+
+func (s *Server) connectorMeta(kind connector.Kind) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		typ := strings.ToLower(r.PathValue("type"))
+		spec, err := s.opts.Connectors.Spec(kind, typ)
+		if err != nil {
+			return notFound(err)
+		}
+		out := map[string]any{"about": aboutOf(kind, typ), "libs": []string{}, "node": nil, "type": "internal"}
+		if kind == connector.KindSink {
+			out["properties"] = fieldsOf(spec)
+		} else {
+			out["properties"] = map[string]any{"default": fieldsOf(spec)}
+		}
+		return writeJSON(w, http.StatusOK, out)
+	}
+}
+
+// errNotFound marks things other than catalog entries that are not there.
+var errNotFound = errors.New("not found")
+
+func notFound(err error) error { return fmt.Errorf("%w: %w", errNotFound, err) }
+
+// pingTimeout bounds a connection check.
+const pingTimeout = 10 * time.Second
+
+// connState is implemented by connectors that connect in the background
+// (MQTT): Connect succeeds at once and the state tells the outcome.
+type connState interface {
+	Status() (state string, lastConnected, lastDisconnected time.Time, lastErr string)
+}
+
+type closer interface {
+	Close(ctx context.Context) error
+}
+
+// pingConnector builds a connector of the type from the body's properties,
+// connects it and closes it again: 200 when it connected, 400 naming the
+// problem otherwise.
+func (s *Server) pingConnector(kind connector.Kind) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		typ := strings.ToLower(r.PathValue("type"))
+		if _, err := s.opts.Connectors.Spec(kind, typ); err != nil {
+			return notFound(err)
+		}
+		var props map[string]any
+		if err := decodeStrict(r, &props); err != nil {
+			return err
+		}
+		props = normalizeProps(props)
+		deps := connector.Deps{Logger: s.log, Clock: s.opts.Clock, Memory: membus.New(), DataDir: s.opts.Config.Paths.Data}
+		ctx, cancel := context.WithTimeout(r.Context(), pingTimeout)
+		defer cancel()
+		var (
+			c       closer
+			connect func(context.Context) error
+		)
+		switch kind {
+		case connector.KindSource:
+			src, err := s.opts.Connectors.NewSource(typ, props, deps)
+			if err != nil {
+				return badRequest("%s source: %v", typ, err)
+			}
+			c, connect = src, src.Connect
+		case connector.KindSink:
+			snk, err := s.opts.Connectors.NewSink(typ, props, deps)
+			if err != nil {
+				return badRequest("%s sink: %v", typ, err)
+			}
+			c, connect = snk, snk.Connect
+		default:
+			lk, err := s.opts.Connectors.NewLookup(typ, props, deps)
+			if err != nil {
+				return badRequest("%s lookup: %v", typ, err)
+			}
+			c, connect = lk, lk.Connect
+		}
+		defer c.Close(context.Background()) //nolint:errcheck // a probe
+		if err := connect(ctx); err != nil {
+			return badRequest("connect %s: %v", typ, err)
+		}
+		if cs, ok := c.(connState); ok {
+			if err := waitConnected(ctx, cs); err != nil {
+				return badRequest("connect %s: %v", typ, err)
+			}
+		}
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
+}
+
+func waitConnected(ctx context.Context, cs connState) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		state, _, _, lastErr := cs.Status()
+		if state == "connected" {
+			return nil
+		}
+		if lastErr != "" { // the first attempt failed: no need to wait for more
+			return errors.New(lastErr)
+		}
+		select {
+		case <-ctx.Done():
+			if lastErr == "" {
+				lastErr = "not connected within " + pingTimeout.String()
+			}
+			return errors.New(lastErr)
+		case <-tick.C:
+		}
+	}
+}
+
+// functionMeta lists the built-in functions grouped by kind, in the shape
+// of eKuiper's function metadata ({name, about, functions: [...]}).
+func (s *Server) functionMeta(w http.ResponseWriter, r *http.Request) error {
+	groups := map[function.Kind][]map[string]any{}
+	for _, name := range s.opts.Functions.Names() {
+		d, _ := s.opts.Functions.Lookup(name)
+		if d.Name != name { // an alias: listed under its definition
+			continue
+		}
+		args := d.MaxArgs
+		groups[d.Kind] = append(groups[d.Kind], map[string]any{
+			"name": d.Name, "aliases": nonNilStrings(d.Aliases), "type": d.Kind.String(),
+			"aggregate": d.Kind == function.Aggregate, "minArgs": d.MinArgs, "maxArgs": args,
+		})
+	}
+	out := []map[string]any{}
+	for _, k := range []function.Kind{function.Scalar, function.Aggregate, function.Analytic, function.SRF} {
+		fs := groups[k]
+		if fs == nil {
+			fs = []map[string]any{}
+		}
+		out = append(out, map[string]any{
+			"name": k.String(), "about": &metaAbout{Installed: true, Description: text(k.String() + " functions")},
+			"functions": fs,
+		})
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return slices.Clone(s)
+}
+
+// formatMeta lists the payload formats the engine decodes and encodes.
+func (s *Server) formatMeta(w http.ResponseWriter, r *http.Request) error {
+	out := []map[string]any{}
+	for _, f := range []string{format.JSON, format.Binary, format.Delimited, format.URLEncoded} {
+		out = append(out, map[string]any{"name": f, "schema": false})
+	}
+	return writeJSON(w, http.StatusOK, out)
+}

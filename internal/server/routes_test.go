@@ -1,0 +1,133 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBatch(t *testing.T) {
+	s := newServer(t, "")
+	code, body := s.do("POST", "/batch/req", `[
+		{"method":"POST","path":"/streams","body":"{\"sql\":\"CREATE STREAM b1 () WITH (TYPE=\\\"memory\\\")\"}"},
+		{"method":"get","path":"/streams"},
+		{"method":"GET","path":"/streams/nope"},
+		{"method":"POST","path":"/batch/req","body":"[]"},
+		{"method":"GET","path":"streams"}
+	]`)
+	if code != 200 {
+		t.Fatalf("batch: %d %s", code, body)
+	}
+	var out []struct {
+		Code     int    `json:"code"`
+		Response string `json:"response"`
+		Error    string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &out); err != nil || len(out) != 5 {
+		t.Fatalf("batch answer %s: %v", body, err)
+	}
+	if out[0].Code != 201 || out[0].Response != "Stream b1 is created." {
+		t.Errorf("create: %+v", out[0])
+	}
+	if out[1].Code != 200 || out[1].Response != `["b1"]` {
+		t.Errorf("list: %+v", out[1])
+	}
+	if out[2].Code != 404 || !strings.Contains(out[2].Response, "not found") {
+		t.Errorf("unknown: %+v", out[2])
+	}
+	if out[3].Code != 0 || out[3].Error == "" {
+		t.Errorf("nested batch ran: %+v", out[3])
+	}
+	if out[4].Code != 0 || !strings.Contains(out[4].Error, "must start with /") {
+		t.Errorf("relative path: %+v", out[4])
+	}
+	s.run([]step{
+		{"not a list", "POST", "/batch/req", `{"method":"GET"}`, 400, "decode body"},
+	})
+}
+
+func TestUnsupportedExtensions(t *testing.T) {
+	s := newServer(t, "")
+	s.run([]step{
+		{"plugins list", "GET", "/plugins/sources", "", 200, "[]"},
+		{"portables list", "GET", "/plugins/portables", "", 200, "[]"},
+		{"udfs list", "GET", "/plugins/udfs", "", 200, "[]"},
+		{"prebuild", "GET", "/plugins/sinks/prebuild", "", 200, "{}"},
+		{"plugin install", "POST", "/plugins/sources", `{"name":"x","file":"http://h/x.zip"}`, 501, "public Go SDK"},
+		{"plugin delete", "DELETE", "/plugins/portables/x", "", 501, "public Go SDK"},
+		{"plugin describe", "GET", "/plugins/functions/x", "", 404, ""},
+		{"services list", "GET", "/services", "", 200, "[]"},
+		{"service functions", "GET", "/services/functions", "", 200, "[]"},
+		{"service create", "POST", "/services", `{"name":"s","file":"x"}`, 501, "rest sink"},
+		{"schemas list", "GET", "/schemas/protobuf", "", 200, "[]"},
+		{"schema create", "POST", "/schemas/protobuf", `{"name":"s","content":"x"}`, 501, "not supported"},
+		{"js list", "GET", "/udf/javascript", "", 200, "[]"},
+		{"js create", "POST", "/udf/javascript", `{"id":"f","script":"function f(){}"}`, 501, "JavaScript"},
+		{"js describe", "GET", "/udf/javascript/f", "", 404, ""},
+	})
+}
+
+func TestUploads(t *testing.T) {
+	etc := t.TempDir()
+	s := newServer(t, etc)
+	src := filepath.Join(s.data, "src.txt") // inside the allowed folders
+	if err := os.WriteFile(src, []byte("from a file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "secret.txt")
+	if err := os.WriteFile(outside, []byte("not for you"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, path := s.do("POST", "/config/uploads", `{"name":"a.txt","content":"hello"}`)
+	if code != 201 || !filepath.IsAbs(path) || filepath.Base(path) != "a.txt" || filepath.Base(filepath.Dir(path)) != "uploads" {
+		t.Fatalf("upload: %d %s", code, path)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "hello" {
+		t.Fatalf("uploaded file: %q %v", b, err)
+	}
+	code, path2 := s.do("POST", "/config/uploads", `{"name":"b.txt","file":"file://`+src+`"}`)
+	if b, err := os.ReadFile(path2); code != 201 || err != nil || string(b) != "from a file" {
+		t.Fatalf("upload by url: %d %s %q %v", code, path2, b, err)
+	}
+	// multipart: refused by the request guard, as every body that is not
+	// JSON (an HTML form could send one from another site).
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	fw, _ := mw.CreateFormFile("uploadFile", "c.csv")
+	io.WriteString(fw, "x,y\n1,2\n")
+	mw.Close()
+	resp, err := http.Post(s.url+"/config/uploads", mw.FormDataContentType(), &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnsupportedMediaType {
+		t.Fatalf("multipart: %d, want 415", resp.StatusCode)
+	}
+	want, _ := json.Marshal([]string{path, path2})
+	s.run([]step{
+		{"list", "GET", "/config/uploads", "", 200, string(want)},
+		{"separator", "POST", "/config/uploads", `{"name":"../x","content":"x"}`, 400, "path separator"},
+		{"dot dot", "POST", "/config/uploads", `{"name":"..","content":"x"}`, 400, "dot"},
+		{"hidden", "POST", "/config/uploads", `{"name":".env","content":"x"}`, 400, "dot"},
+		{"backslash", "POST", "/config/uploads", `{"name":"a\\b","content":"x"}`, 400, "path separator"},
+		{"no name", "POST", "/config/uploads", `{"content":"x"}`, 400, "name is required"},
+		{"both", "POST", "/config/uploads", `{"name":"z","content":"x","file":"file:///etc/hostname"}`, 400, "not both"},
+		{"bad scheme", "POST", "/config/uploads", `{"name":"z","file":"ftp://h/x"}`, 400, "want file://"},
+		{"outside file", "POST", "/config/uploads", `{"name":"z","file":"file://` + outside + `"}`, 422, "outside the allowed folders"},
+		{"missing outside file", "POST", "/config/uploads", `{"name":"z","file":"file:///nonexistent/x"}`, 422, "outside the allowed folders"},
+		{"loopback url", "POST", "/config/uploads", `{"name":"z","file":"` + s.url + `/ping"}`, 422, "enablePrivateNet"},
+		{"delete", "DELETE", "/config/uploads/a.txt", "", 200, "ok"},
+		{"delete again", "DELETE", "/config/uploads/a.txt", "", 404, ""},
+		{"delete bad name", "DELETE", "/config/uploads/..", "", 404, ""},
+	})
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("deleted upload still on disk: %v", err)
+	}
+}
