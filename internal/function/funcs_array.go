@@ -77,11 +77,16 @@ func arrayCardinality(_ Env, args []any) (any, error) {
 
 // arrayCreate builds an array of its arguments; no arguments give nil.
 func arrayCreate(_ Env, args []any) (any, error) {
-	if len(args) == 0 {
+	var out []any
+	for _, a := range args {
+		// Null arguments are left out, as in eKuiper; none left gives null.
+		if a != nil {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
 		return nil, nil
 	}
-	out := make([]any, len(args))
-	copy(out, args)
 	return out, nil
 }
 

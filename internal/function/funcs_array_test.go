@@ -113,7 +113,8 @@ func TestArrayFunctions(t *testing.T) {
 	miscRun(t, miscTestEnv{}, []miscCase{
 		{name: "cardinality", fn: "array_cardinality", args: []any{arrayInts(1, 2)}, want: int64(2)},
 		{name: "cardinality nil", fn: "cardinality", args: []any{nil}, want: int64(0)},
-		{name: "array_create", fn: "array_create", args: []any{int64(1), "a", nil}, want: []any{int64(1), "a", nil}},
+		{name: "array_create", fn: "array_create", args: []any{int64(1), nil, "a", nil}, want: []any{int64(1), "a"}},
+		{name: "array_create_all_nil", fn: "array_create", args: []any{nil, nil}, want: nil},
 		{name: "element_at negative", fn: "element_at", args: []any{arrayInts(1, 2, 3), int64(-1)}, want: int64(3)},
 		{name: "element_at too negative", fn: "element_at", args: []any{arrayInts(1, 2, 3), int64(-4)}, wantErr: "index out of range"},
 		{name: "element_at missing key", fn: "element_at", args: []any{map[string]any{}, "k"}, want: nil},
