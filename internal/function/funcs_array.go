@@ -91,12 +91,16 @@ func arrayCreate(_ Env, args []any) (any, error) {
 }
 
 // arrayPosition returns the 0-based index of the first (or last) element
-// equal in type and value to args[1], or -1.
+// equal in type and value to args[1], or -1 (also for a null array, as in
+// eKuiper: nothing is found in it).
 func arrayPosition(last bool) ScalarFunc {
 	return func(_ Env, args []any) (any, error) {
 		arr, isNil, err := arrayArg(args, 0)
-		if isNil || err != nil {
+		if err != nil {
 			return nil, err
+		}
+		if isNil {
+			return int64(-1), nil
 		}
 		if last {
 			for i := len(arr) - 1; i >= 0; i-- {
@@ -151,8 +155,12 @@ func arrayElementAt(_ Env, args []any) (any, error) {
 // (a nil second argument finds nil elements).
 func arrayContains(_ Env, args []any) (any, error) {
 	arr, isNil, err := arrayArg(args, 0)
-	if isNil || err != nil {
+	if err != nil {
 		return nil, err
+	}
+	if isNil {
+		// A null array contains nothing, as in eKuiper.
+		return false, nil
 	}
 	for _, v := range arr {
 		if arraySame(v, args[1]) {
