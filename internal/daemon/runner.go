@@ -26,6 +26,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/jsudf"
 	"github.com/rekuiper/rekuiper/internal/payload"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
+	"github.com/rekuiper/rekuiper/internal/schema"
 	"github.com/rekuiper/rekuiper/internal/stream"
 )
 
@@ -131,6 +132,7 @@ func newRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger, ex
 		DefaultCheckpointInterval: cfg.Rule.CheckpointInterval.Std(),
 		SinkDefaults:              cfg.Sink,
 		NodeID:                    nodeID,
+		Schemas:                   schema.New(cat, cfg.Paths.Etc),
 	}
 	if err := rn.StartLookupTables(context.Background()); err != nil {
 		logger.Warn("memory lookup tables not started", "err", err)

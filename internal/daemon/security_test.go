@@ -157,7 +157,7 @@ func TestSecurityNames(t *testing.T) {
 		t.Errorf("ruleset import of %q: %s", escape, body)
 	}
 	data, _ := json.Marshal(map[string]any{"streams": map[string]string{escape: stream}, "sourceConfig": map[string]string{"../x": `{"k":{"a":1}}`}})
-	body = d.must("POST", "/data/import?partial=1", `{"content":`+jsonString(string(data))+`}`, 200)
+	body = d.must("POST", "/data/import?partial=1", `{"content":`+jsonString(string(data))+`}`, 400)
 	if !strings.Contains(body, "must not contain") || strings.Contains(body, `"streams":{}`) {
 		t.Errorf("data import of %q: %s", escape, body)
 	}
@@ -532,8 +532,8 @@ func TestSecuritySecrets(t *testing.T) {
 	doc["sinkConfig"]["mqtt"] = strings.Replace(doc["sinkConfig"]["mqtt"], "@h:1883", "@evil:1883", 1)
 	doc["streams"]["hp"] = strings.Replace(doc["streams"]["hp"], "example.com", "evil.example", 1)
 	imp, _ = json.Marshal(doc)
-	body = d.must("POST", "/data/import?partial=1", `{"content":`+jsonString(string(imp))+`}`, 200)
-	if !strings.Contains(body, `\"server\" carries a masked secret`) || !strings.Contains(body, "differs from the stored one") {
+	body = d.must("POST", "/data/import?partial=1", `{"content":`+jsonString(string(imp))+`}`, 400)
+	if !strings.Contains(body, `server\\\" carries a masked secret`) || !strings.Contains(body, "differs from the stored one") {
 		t.Errorf("import of masked secrets with new hosts: %s", body)
 	}
 	check("import answer", body)

@@ -116,7 +116,7 @@ func streamDecoder(b *testing.B) format.TupleDecoder {
 	if err != nil {
 		b.Fatal(err)
 	}
-	dec, err := newDecoder(defs["s"])
+	dec, err := newDecoder(defs["s"], nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func (rn *Runner) CheckStream(_ context.Context, def *ast.CreateStreamStmt) erro
 		return fmt.Errorf("stream %s: unknown TYPE %q; source types are %s",
 			def.Name, typ, strings.Join(rn.Registry.Names(connector.KindSource), ", "))
 	}
-	if _, err := newDecoder(def); err != nil {
+	if _, err := newDecoder(def, rn.Schemas); err != nil {
 		f, _ := def.Option("FORMAT")
 		return fmt.Errorf("stream %s: FORMAT %q: %w", def.Name, f, err)
 	}

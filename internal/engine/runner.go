@@ -16,6 +16,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/format"
 	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
@@ -50,6 +51,9 @@ type Runner struct {
 	// derived MQTT client id of a rule at qos >= 1); it must be the same
 	// after a restart. Empty uses the data folder's path.
 	NodeID string
+	// Schemas resolves the SCHEMAID of protobuf streams and sinks; nil
+	// refuses FORMAT="protobuf".
+	Schemas format.Schemas
 
 	memTables memoryTables
 }

@@ -326,7 +326,7 @@ func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props m
 			return nil, fmt.Errorf("stream %s: %w", def.Name, err)
 		}
 	}
-	dec, err := newDecoder(def)
+	dec, err := newDecoder(def, rn.Schemas)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", def.Name, err)
 	}
@@ -335,13 +335,15 @@ func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props m
 
 // newDecoder returns the decoder of a stream's FORMAT. Given the declared
 // fields, a JSON decoder puts them into slots (format.TupleDecoder), the
-// layout the rule's planner compiles column reads against.
-func newDecoder(def *ast.CreateStreamStmt) (format.Decoder, error) {
+// layout the rule's planner compiles column reads against. schemas resolves
+// a protobuf stream's SCHEMAID.
+func newDecoder(def *ast.CreateStreamStmt, schemas format.Schemas) (format.Decoder, error) {
 	fmtName, _ := def.Option("FORMAT")
 	if fmtName == "" {
 		fmtName = "json"
 	}
-	opts := format.Options{}
+	opts := format.Options{Schemas: schemas}
+	opts.SchemaID, _ = def.Option("SCHEMAID")
 	if d, ok := def.Option("DELIMITER"); ok {
 		opts.Delimiter = d
 	}

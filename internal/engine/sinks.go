@@ -130,7 +130,7 @@ func (rn *Runner) buildSink(ruleID string, qos int, index int, typ string, actio
 		shaperProps = maps.Clone(props)
 		delete(shaperProps, output.PropHasHeader)
 	}
-	shaper, err := output.NewShaper(shaperProps)
+	shaper, err := output.NewShaperWith(shaperProps, rn.Schemas)
 	if err != nil {
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
 	}

@@ -71,7 +71,17 @@ func (c *Compiler) compileCall(n *ast.Call) (Expr, error) {
 		c.hasAgg = true
 		agg := def.Aggregate
 		site := c.aggSite(n, def, args, star).Index
+		collect := def.Name == "collect"
 		return func(ctx *Ctx) (any, error) {
+			if ctx.Group != nil && len(ctx.Group.Rows) == 0 {
+				// A window with no rows: every aggregate is null, count(*)
+				// included, as in eKuiper; collect's null is written out
+				// (an empty list typed as a list, as eKuiper's is).
+				if collect {
+					return []any(nil), nil
+				}
+				return nil, nil
+			}
 			if ok, v, err := folded(ctx.Group, site); ok {
 				return v, err
 			}

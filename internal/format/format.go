@@ -1,6 +1,6 @@
 // Package format decodes source payloads into records and encodes result
 // rows into sink payloads, for the stream FORMATs of eKuiper: json, binary,
-// delimited and urlencoded.
+// delimited, urlencoded and protobuf.
 //
 // Decoded records hold only value-model types (see internal/value): nil,
 // int64, float64, string, bool, []byte, []any and map[string]any. JSON
@@ -81,6 +81,8 @@ type Options struct {
 	HasHeader bool
 	// SchemaID is the protobuf/custom schema ("schema.Message").
 	SchemaID string
+	// Schemas resolves SchemaID for the protobuf format.
+	Schemas Schemas
 }
 
 // New returns a Codec for format (case-insensitive). An unknown or
@@ -106,8 +108,20 @@ func New(format string, opts Options) (Codec, error) {
 		return &delimitedCodec{delim: d, cols: opts.Fields, header: opts.HasHeader}, nil
 	case URLEncoded:
 		return urlCodec{}, nil
-	case "protobuf", "custom":
-		return nil, fmt.Errorf("format %q is not supported (schema %q)", format, opts.SchemaID)
+	case Protobuf:
+		if opts.SchemaID == "" {
+			return nil, fmt.Errorf("format protobuf needs a schema id (SCHEMAID of a stream, schemaId of a sink): \"schema.Message\"")
+		}
+		if opts.Schemas == nil {
+			return nil, fmt.Errorf("format protobuf: no schema registry to resolve SCHEMAID %q", opts.SchemaID)
+		}
+		md, err := opts.Schemas.ProtoMessage(opts.SchemaID)
+		if err != nil {
+			return nil, fmt.Errorf("format protobuf: %w", err)
+		}
+		return NewProtobuf(md, opts.Fields), nil
+	case "custom":
+		return nil, fmt.Errorf("format %q is not supported (schema %q): custom formats need native plugins", format, opts.SchemaID)
 	}
 	return nil, fmt.Errorf("unknown format %q", format)
 }

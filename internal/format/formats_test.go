@@ -19,7 +19,9 @@ func TestNew(t *testing.T) {
 		{format: "delimited", opts: Options{Delimiter: "|"}},
 		{format: "urlencoded"},
 		{format: "binary", opts: Options{Fields: []string{"a", "b"}}, wantErr: "format binary: at most one field allowed, got 2"},
-		{format: "protobuf", opts: Options{SchemaID: "s.M"}, wantErr: `format "protobuf" is not supported (schema "s.M")`},
+		{format: "protobuf", opts: Options{SchemaID: "s.M"}, wantErr: `format protobuf: no schema registry to resolve SCHEMAID "s.M"`},
+		{format: "protobuf", wantErr: `format protobuf needs a schema id (SCHEMAID of a stream, schemaId of a sink): "schema.Message"`},
+		{format: "custom", opts: Options{SchemaID: "s.M"}, wantErr: `format "custom" is not supported (schema "s.M"): custom formats need native plugins`},
 		{format: "xml", wantErr: `unknown format "xml"`},
 	}
 	for _, tt := range tests {

@@ -102,24 +102,40 @@ func aggVarianceFunc(sample, root bool) AggregateFunc {
 	}
 }
 
-// aggPercentileArg reads the percentile argument (a constant column) and
-// checks it is a number in [0, 1]. ok is false for an empty group.
+// aggPercentileArg reads the percentile argument: its first non-null value,
+// as in eKuiper (the argument is meant to be a constant). ok is false for an
+// empty group. The range is checked by aggPercentileRange once the values
+// are known.
 func aggPercentileArg(col []any) (p float64, ok bool, err error) {
 	if len(col) == 0 {
 		return 0, false, nil
 	}
-	switch x := col[0].(type) {
+	v := col[0]
+	for _, x := range col {
+		if x != nil {
+			v = x
+			break
+		}
+	}
+	switch x := v.(type) {
 	case int64:
 		p = float64(x)
 	case float64:
 		p = x
 	default:
-		return 0, false, fmt.Errorf("percentile should be a number but found %s", value.Describe(col[0]))
-	}
-	if p < 0 || p > 1 || math.IsNaN(p) {
-		return 0, false, fmt.Errorf("percentile %v is outside of range [0, 1]", p)
+		return 0, false, fmt.Errorf("percentile should be a number but found %s", value.Describe(v))
 	}
 	return p, true, nil
+}
+
+// aggPercentileRange checks a percentile is in [0, 1]. It runs after the
+// empty (and, for percentile_cont, single-value) groups have been answered,
+// as in eKuiper: a group with no values is null whatever the percentile.
+func aggPercentileRange(p float64) error {
+	if p < 0 || p > 1 || math.IsNaN(p) {
+		return fmt.Errorf("percentile %v is outside of range [0, 1]", p)
+	}
+	return nil
 }
 
 // aggPercentileCont is eKuiper's "continuous" percentile: with the rank
@@ -143,6 +159,9 @@ func aggPercentileCont(_ Env, cols [][]any) (any, error) {
 		return nil, nil
 	case 1:
 		return xs[0], nil
+	}
+	if err := aggPercentileRange(p); err != nil {
+		return nil, err
 	}
 	rank := (p * 100 / 100) * float64(n)
 	i := int(rank)
@@ -169,9 +188,13 @@ func aggPercentileDisc(_ Env, cols [][]any) (any, error) {
 		return nil, err
 	}
 	n := len(xs)
-	switch {
-	case n == 0:
+	if n == 0 {
 		return nil, nil
+	}
+	if err := aggPercentileRange(p); err != nil {
+		return nil, err
+	}
+	switch {
 	case p == 1:
 		return xs[n-1], nil
 	}

@@ -113,6 +113,13 @@ func TestAggregateCorpus(t *testing.T) {
 		// quirk avg_int_truncation: eKuiper answers the truncated int 1.
 		{"avg_int_truncation/avg", "avg", [][]any{ints}, 5.0 / 3},
 		{"avg_int_truncation/sum", "sum", [][]any{ints}, int64(5)},
+		// eKuiper answers a group without values, and percentile_cont a
+		// single value, before it checks the percentile's range; the
+		// percentile is the argument's first non-null value.
+		{"percentile_range_no_values/cont", "percentile_cont", [][]any{{nil, nil}, {int64(5), int64(5)}}, nil},
+		{"percentile_range_no_values/disc", "percentile_disc", [][]any{{nil}, {-1.0}}, nil},
+		{"percentile_range_single/cont", "percentile_cont", [][]any{{nil, 3.5}, {int64(-1), int64(-1)}}, 3.5},
+		{"percentile_first_non_null/disc", "percentile_disc", [][]any{{1.0, 2.0, 3.0}, {nil, 1.0, 0.0}}, 3.0},
 		{"collect/w1", "collect", [][]any{aggCol(w1to4, "temp")}, []any{20.5, 22.0, 19.5, 30.0}},
 		{"collect/w2", "collect", [][]any{aggCol(w5to8, "temp")}, []any{21.0, nil, 25.5, 18.0}},
 		{"collect/devs", "collect", [][]any{aggCol(w5to8, "dev")}, []any{"b", "a", "c", "a"}},
@@ -289,7 +296,8 @@ func TestAggregateErrors(t *testing.T) {
 		{"max_bool", "max", [][]any{{true}}, "requires number, string or datetime but found bool(true)"},
 		{"median_string", "median", [][]any{{"x"}}, "string(x) should be number"},
 		{"stddev_string", "stddev", [][]any{{1.0, "x"}}, "string(x) should be number"},
-		{"percentile_range", "percentile_cont", [][]any{{1.0}, {1.5}}, "outside of range"},
+		{"percentile_range", "percentile_cont", [][]any{{1.0, 2.0}, {1.5, 1.5}}, "outside of range"},
+		{"percentile_disc_range", "percentile_disc", [][]any{{1.0}, {-1.0}}, "outside of range"},
 		{"percentile_type", "percentile_disc", [][]any{{1.0}, {"x"}}, "should be a number"},
 		{"last_value_not_bool", "last_value", [][]any{{int64(1)}, {int64(1)}}, "second argument is not a bool"},
 		{"deduplicate_not_bool", "deduplicate", [][]any{{int64(1)}, {"x"}}, "second argument is not a bool"},

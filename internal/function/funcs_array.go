@@ -77,21 +77,30 @@ func arrayCardinality(_ Env, args []any) (any, error) {
 
 // arrayCreate builds an array of its arguments; no arguments give nil.
 func arrayCreate(_ Env, args []any) (any, error) {
-	if len(args) == 0 {
+	var out []any
+	for _, a := range args {
+		// Null arguments are left out, as in eKuiper; none left gives null.
+		if a != nil {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
 		return nil, nil
 	}
-	out := make([]any, len(args))
-	copy(out, args)
 	return out, nil
 }
 
 // arrayPosition returns the 0-based index of the first (or last) element
-// equal in type and value to args[1], or -1.
+// equal in type and value to args[1], or -1 (also for a null array, as in
+// eKuiper: nothing is found in it).
 func arrayPosition(last bool) ScalarFunc {
 	return func(_ Env, args []any) (any, error) {
 		arr, isNil, err := arrayArg(args, 0)
-		if isNil || err != nil {
+		if err != nil {
 			return nil, err
+		}
+		if isNil {
+			return int64(-1), nil
 		}
 		if last {
 			for i := len(arr) - 1; i >= 0; i-- {
@@ -146,8 +155,12 @@ func arrayElementAt(_ Env, args []any) (any, error) {
 // (a nil second argument finds nil elements).
 func arrayContains(_ Env, args []any) (any, error) {
 	arr, isNil, err := arrayArg(args, 0)
-	if isNil || err != nil {
+	if err != nil {
 		return nil, err
+	}
+	if isNil {
+		// A null array contains nothing, as in eKuiper.
+		return false, nil
 	}
 	for _, v := range arr {
 		if arraySame(v, args[1]) {

@@ -113,12 +113,16 @@ func TestArrayFunctions(t *testing.T) {
 	miscRun(t, miscTestEnv{}, []miscCase{
 		{name: "cardinality", fn: "array_cardinality", args: []any{arrayInts(1, 2)}, want: int64(2)},
 		{name: "cardinality nil", fn: "cardinality", args: []any{nil}, want: int64(0)},
-		{name: "array_create", fn: "array_create", args: []any{int64(1), "a", nil}, want: []any{int64(1), "a", nil}},
+		{name: "array_create", fn: "array_create", args: []any{int64(1), nil, "a", nil}, want: []any{int64(1), "a"}},
+		{name: "array_create_all_nil", fn: "array_create", args: []any{nil, nil}, want: nil},
 		{name: "element_at negative", fn: "element_at", args: []any{arrayInts(1, 2, 3), int64(-1)}, want: int64(3)},
 		{name: "element_at too negative", fn: "element_at", args: []any{arrayInts(1, 2, 3), int64(-4)}, wantErr: "index out of range"},
 		{name: "element_at missing key", fn: "element_at", args: []any{map[string]any{}, "k"}, want: nil},
 		{name: "element_at bad", fn: "element_at", args: []any{"s", int64(1)}, wantErr: "first argument should be"},
-		{name: "nil array", fn: "array_position", args: []any{nil, int64(1)}, want: nil},
+		// A null array holds nothing, as in eKuiper.
+		{name: "nil array", fn: "array_position", args: []any{nil, int64(1)}, want: int64(-1)},
+		{name: "nil array last", fn: "array_last_position", args: []any{nil, "x"}, want: int64(-1)},
+		{name: "nil array contains", fn: "array_contains", args: []any{nil, nil}, want: false},
 		{name: "contains array element", fn: "array_contains", args: []any{[]any{arrayInts(1)}, arrayInts(1)}, want: true},
 		{name: "contains_any not array", fn: "array_contains_any", args: []any{arrayInts(1), "x"}, wantErr: "second argument should be array"},
 		{name: "max strings", fn: "array_max", args: []any{[]any{"b", "c", "a"}}, want: "c"},

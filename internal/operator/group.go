@@ -195,10 +195,17 @@ func (o *Order) Process(ctx *Context, it Item, emit Emit) error {
 	sort.SliceStable(idx, func(a, b int) bool {
 		ka, kb := keys[idx[a]], keys[idx[b]]
 		for j, k := range o.Keys {
-			if sortLess(ka[j], kb[j]) {
+			// Nulls come last in both directions, as in eKuiper.
+			if an, bn := ka[j] == nil, kb[j] == nil; an || bn {
+				if an != bn {
+					return bn
+				}
+				continue
+			}
+			if value.Less(ka[j], kb[j]) {
 				return !k.Desc
 			}
-			if sortLess(kb[j], ka[j]) {
+			if value.Less(kb[j], ka[j]) {
 				return k.Desc
 			}
 		}
@@ -220,14 +227,6 @@ func (o *Order) Process(ctx *Context, it Item, emit Emit) error {
 	it.Set = &set
 	emit(it)
 	return nil
-}
-
-// sortLess orders ORDER BY keys; nil sorts after every value.
-func sortLess(a, b any) bool {
-	if a == nil || b == nil {
-		return a != nil && b == nil
-	}
-	return value.Less(a, b)
 }
 
 // comparableKeys checks that each ORDER BY key holds values of one kind

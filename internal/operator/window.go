@@ -55,6 +55,7 @@ type Window struct {
 type windowState struct {
 	Rows       []*row.Tuple
 	Next       int64            // next boundary (time windows)
+	Opened     int64            // processing time: when the first window began
 	Started    bool             // event time: first window known
 	First      int64            // event time: first row's time
 	Pending    []int64          // sliding delay triggers
@@ -89,6 +90,7 @@ func (w *Window) Start(ctx *Context) {
 		// A restored window keeps its boundary, even one already past: it
 		// fires at once and the rows it held are not lost.
 		if w.st.Next == 0 {
+			w.st.Opened = now
 			step := w.Spec.Size
 			if w.Spec.Kind == Hopping {
 				step = w.Spec.Hop
@@ -211,7 +213,10 @@ func (w *Window) tick(ctx *Context, now int64, emit Emit) error {
 		if now != w.st.Next {
 			return nil
 		}
-		err := w.emitRange(now-w.Spec.Size, now, now, emit)
+		// The first window of a rule starts when the rule did, as in
+		// eKuiper: it holds no row from before.
+		start := max(now-w.Spec.Size, w.st.Opened)
+		err := w.emitRange(start, now, now, emit)
 		w.st.Next = now + w.Spec.Size
 		ctx.Timers.At(w.st.Next)
 		return err
@@ -331,7 +336,7 @@ func (w *Window) Snapshot() ([]byte, error) {
 		pending[i] = p
 	}
 	buf = value.AppendValue(buf, map[string]any{
-		"next": st.Next, "started": st.Started, "first": st.First, "pending": pending,
+		"next": st.Next, "opened": st.Opened, "started": st.Started, "first": st.First, "pending": pending,
 		"sessStart": st.SessStart, "sessLast": st.SessLast, "cutAt": st.CutAt, "cutUntil": st.CutUntil,
 		"counter": int64(st.Counter), "collecting": st.Collecting,
 	})
@@ -360,6 +365,7 @@ func (w *Window) Restore(data []byte) error {
 	st.Rows = row.ReadTuples(r)
 	m, _ := r.Value().(map[string]any)
 	st.Next, _ = m["next"].(int64)
+	st.Opened, _ = m["opened"].(int64)
 	st.Started, _ = m["started"].(bool)
 	st.First, _ = m["first"].(int64)
 	for _, p := range asSlice(m["pending"]) {

@@ -189,9 +189,13 @@ func (w *Window) addCount(t *row.Tuple, emit Emit) {
 	if len(w.st.Rows) > n {
 		w.st.Rows = append([]*row.Tuple(nil), w.st.Rows[len(w.st.Rows)-n:]...)
 	}
-	if w.st.Counter >= step && len(w.st.Rows) >= n {
-		w.emitRows(w.st.Rows, emit)
+	// Every step-th row triggers, as in eKuiper: the window is emitted if
+	// it holds n rows by then, and the count starts again either way.
+	if w.st.Counter >= step {
 		w.st.Counter = 0
+		if len(w.st.Rows) >= n {
+			w.emitRows(w.st.Rows, emit)
+		}
 	}
 }
 

@@ -46,6 +46,12 @@ type Shaper struct {
 // NewShaper validates the common sink properties in props and returns a
 // Shaper for them. A property of the wrong type is an error naming it.
 func NewShaper(props map[string]any) (*Shaper, error) {
+	return NewShaperWith(props, nil)
+}
+
+// NewShaperWith is NewShaper with the schema registry that resolves the
+// schemaId of format protobuf.
+func NewShaperWith(props map[string]any, schemas format.Schemas) (*Shaper, error) {
 	s := &Shaper{json: format.NewJSON()}
 	var err error
 	if s.sendSingle, err = boolProp(props, PropSendSingle); err != nil {
@@ -95,6 +101,7 @@ func NewShaper(props map[string]any) (*Shaper, error) {
 		return nil, err
 	}
 	opts.Fields = s.fields
+	opts.Schemas = schemas
 	if name == "" || name == format.JSON {
 		s.enc = s.json
 	} else {

@@ -63,10 +63,16 @@ func (b *builder) chain() ([]operator.Operator, error) {
 	if err != nil {
 		return nil, err
 	}
+	// As without a window, analytic calls see every row before WHERE and
+	// the window, once: a row in several windows keeps one lag().
+	if sites := b.comp.Sites(); len(sites) > 0 {
+		ops = append(ops, &operator.Analytic{Sites: sites, Store: b.comp.Analytic})
+	}
 	// A WHERE that calls aggregates runs after the window, over its rows
 	// (eKuiper's semantics).
 	whereAgg := where != nil && b.comp.IsAggregate(s.Where)
-	pushDown := where != nil && !whereAgg && len(s.Joins) == 0 && !b.opts.IsEventTime && win.Spec.Kind != operator.Count
+	pushDown := where != nil && !whereAgg && len(s.Joins) == 0 && !b.opts.IsEventTime &&
+		win.Spec.Kind != operator.Count && win.Spec.Kind != operator.Sliding
 	if pushDown {
 		ops = append(ops, &operator.Filter{Cond: where})
 	}
@@ -210,7 +216,10 @@ func (b *builder) fields() ([]operator.ProjField, error) {
 			return nil, err
 		}
 		pf := operator.ProjField{Name: name, Expr: x, Invisible: f.Invisible, Multi: eval.IsMultiColumn(f.Expr), SRF: b.comp.IsSRF(f.Expr)}
-		if ref, ok := f.Expr.(*ast.FieldRef); ok && b.isColumn(ref, f.Alias) {
+		// A column's explicit null is written out only when the column is
+		// selected under its own name; an alias of a null is left out, as in
+		// eKuiper.
+		if ref, ok := f.Expr.(*ast.FieldRef); ok && f.Alias == "" && b.isColumn(ref, f.Alias) {
 			pf.Column = &operator.ColumnRef{Stream: b.streams[ref.Stream], Name: ref.Name}
 		}
 		if pf.SRF {

@@ -61,8 +61,25 @@ func (s *Server) serveGuarded(w http.ResponseWriter, r *http.Request) string {
 			return subject
 		}
 	}
+	if hasDotSegment(r.URL.Path) {
+		// No route has a "." or ".." segment; the mux would redirect to
+		// the cleaned path, which turns a traversal probe into a request
+		// for another route. Refuse it instead.
+		s.renderError(w, r, badRequest("path %q: '.' and '..' segments are not allowed", r.URL.Path))
+		return subject
+	}
 	s.mux.ServeHTTP(w, r)
 	return subject
+}
+
+// hasDotSegment reports whether p (decoded) has a "." or ".." segment.
+func hasDotSegment(p string) bool {
+	for seg := range strings.SplitSeq(p, "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // checkOrigin allows the server's own origin and the listed ones, sets the

@@ -66,7 +66,7 @@ func TestUnsupportedExtensions(t *testing.T) {
 		{"service functions", "GET", "/services/functions", "", 200, "[]"},
 		{"service create", "POST", "/services", `{"name":"s","file":"x"}`, 501, "rest sink"},
 		{"schemas list", "GET", "/schemas/protobuf", "", 200, "[]"},
-		{"schema create", "POST", "/schemas/protobuf", `{"name":"s","content":"x"}`, 501, "not supported"},
+		{"schema upload form", "PUT", "/schemas/protobuf/s/upload", "", 501, "multipart form is not supported"},
 		{"js list", "GET", "/udf/javascript", "", 200, "[]"},
 	})
 }
@@ -123,7 +123,8 @@ func TestUploads(t *testing.T) {
 		{"loopback url", "POST", "/config/uploads", `{"name":"z","file":"` + s.url + `/ping"}`, 422, "enablePrivateNet"},
 		{"delete", "DELETE", "/config/uploads/a.txt", "", 200, "ok"},
 		{"delete again", "DELETE", "/config/uploads/a.txt", "", 404, ""},
-		{"delete bad name", "DELETE", "/config/uploads/..", "", 404, ""},
+		{"delete dot segment", "DELETE", "/config/uploads/..", "", 400, "segments are not allowed"},
+		{"delete bad name", "DELETE", "/config/uploads/.env", "", 400, "must not start with a dot"},
 	})
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("deleted upload still on disk: %v", err)

@@ -34,6 +34,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/jsudf"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
+	"github.com/rekuiper/rekuiper/internal/schema"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/version"
 )
@@ -93,6 +94,7 @@ type Server struct {
 	// describes them; a test checks it describes every one).
 	patterns []string
 	guard    guard
+	schemas  *schema.Registry
 	// builtins are the functions compiled in (built-in and extension),
 	// whose names JavaScript functions may not take.
 	builtins *function.Registry
@@ -185,6 +187,7 @@ func (s *Server) routes() {
 	s.udfRoutes()
 	s.metadataRoutes()
 	s.unsupportedRoutes()
+	s.schemaRoutes()
 	s.uploadRoutes()
 	s.memoryRoutes()
 	s.handle("POST /batch/req", s.batch)

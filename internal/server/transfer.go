@@ -5,18 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
-	access "github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/sql/parser"
@@ -151,51 +145,7 @@ func (s *Server) importContent(ctx context.Context, r *http.Request) ([]byte, er
 	case body.File == "":
 		return nil, badRequest("field content or file is required")
 	}
-	u, err := url.Parse(body.File)
-	if err != nil {
-		return nil, badRequest("invalid file url: %v", err)
-	}
-	shown := rule.MaskText(body.File)
-	switch u.Scheme {
-	case "file":
-		p := u.Path
-		if u.Host != "" && u.Host != "localhost" {
-			return nil, badRequest("file url %q: want file:///absolute/path", shown)
-		}
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(s.dataDir(), p)
-		}
-		if err := s.access.Path("file", p); err != nil {
-			return nil, err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil, badRequest("read %s: %v", p, err)
-		}
-		return b, nil
-	case "http", "https":
-		ctx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, body.File, nil)
-		if err != nil {
-			return nil, badRequest("fetch %s: invalid url", shown)
-		}
-		client := s.access.HTTPClient(0)
-		defer client.CloseIdleConnections()
-		resp, err := client.Do(req)
-		if errors.Is(err, access.ErrBlockedAddress) {
-			return nil, fmt.Errorf("fetch %s: %w (basic.enablePrivateNet is false)", shown, access.ErrBlockedAddress)
-		}
-		if err != nil {
-			return nil, badRequest("fetch %s: %v", shown, rule.MaskText(err.Error()))
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode/100 != 2 {
-			return nil, badRequest("fetch %s: status %s", shown, resp.Status)
-		}
-		return io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	}
-	return nil, badRequest("file url %q: want file:// or http(s)://", shown)
+	return s.fetchFile(ctx, body.File, maxBody)
 }
 
 func (s *Server) importRuleset(w http.ResponseWriter, r *http.Request) error {

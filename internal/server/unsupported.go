@@ -16,7 +16,7 @@ func (s *Server) unsupportedRoutes() {
 	const (
 		plugins  = "native and portable plugins are not supported: build connectors and functions into kuiperd with the public Go SDK (see docs/extensions.md)"
 		services = "external services are not supported: call HTTP services with the rest sink or httppull lookups, or extend kuiperd with the public Go SDK"
-		schemas  = "schema registry (protobuf, custom formats) is not supported yet: use the json, binary, delimited or urlencoded formats"
+		schemas  = "schema upload as a multipart form is not supported: POST or PUT /schemas/{type} with {\"name\",\"content\"} or a file:// URL of an uploaded file"
 	)
 	empty := func(v any) handlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) error { return writeJSON(w, http.StatusOK, v) }
@@ -54,11 +54,6 @@ func (s *Server) unsupportedRoutes() {
 	s.handle("PUT /services/{name}", refuse(services))
 	s.handle("DELETE /services/{name}", refuse(services))
 
-	s.handle("GET /schemas/{type}", empty([]string{}))
-	s.handle("POST /schemas/{type}", refuse(schemas))
-	s.handle("GET /schemas/{type}/{name}", none("schema"))
-	s.handle("PUT /schemas/{type}/{name}", refuse(schemas))
-	s.handle("DELETE /schemas/{type}/{name}", refuse(schemas))
 	s.handle("PUT /schemas/{type}/{name}/upload", refuse(schemas))
 
 }

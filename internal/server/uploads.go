@@ -110,18 +110,19 @@ func (s *Server) uploadBody(r *http.Request) (string, []byte, error) {
 	case body.Content != "" && body.File != "":
 		return "", nil, badRequest("give either content or file, not both")
 	case body.File != "":
-		data, err := s.fetchUpload(r.Context(), body.File)
+		data, err := s.fetchFile(r.Context(), body.File, maxUpload)
 		return body.Name, data, err
 	}
 	return body.Name, []byte(body.Content), nil
 }
 
-// fetchUpload reads a file:// or http(s):// URL, at most maxUpload bytes,
-// through the file and network guards: a file outside the allowed folders
-// (basic.allowExternalFileAccess false) or an address that is not public
-// (basic.enablePrivateNet false) is refused with 422 before anything is
-// read or connected, so the route reveals nothing about them.
-func (s *Server) fetchUpload(ctx context.Context, raw string) ([]byte, error) {
+// fetchFile reads a file:// or http(s):// URL named by a client (imports,
+// uploads), at most limit bytes, through the file and network guards: a
+// file outside the allowed folders (basic.allowExternalFileAccess false) or
+// an address that is not public (basic.enablePrivateNet false) is refused
+// with 422 before anything is read or connected, so that the answer says
+// neither whether a refused file exists nor whether a refused port is open.
+func (s *Server) fetchFile(ctx context.Context, raw string, limit int64) ([]byte, error) {
 	shown := rule.MaskText(raw)
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -170,12 +171,12 @@ func (s *Server) fetchUpload(ctx context.Context, raw string) ([]byte, error) {
 		return nil, badRequest("file url %q: want file:// or http(s)://", shown)
 	}
 	defer rd.Close()
-	data, err := io.ReadAll(io.LimitReader(rd, maxUpload+1))
+	data, err := io.ReadAll(io.LimitReader(rd, limit+1))
 	if err != nil {
 		return nil, badRequest("read %s: %v", shown, err)
 	}
-	if len(data) > maxUpload {
-		return nil, badRequest("file %s larger than %d bytes", shown, maxUpload)
+	if int64(len(data)) > limit {
+		return nil, badRequest("file %s larger than %d bytes", shown, limit)
 	}
 	return data, nil
 }

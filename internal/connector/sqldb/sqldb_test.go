@@ -344,25 +344,27 @@ func TestTransactional(t *testing.T) {
 func TestSinkBatching(t *testing.T) {
 	d := sqliteDB(t)
 	d.exec(t, "CREATE TABLE b (k TEXT, v BIGINT)")
-	s := newSink(t, map[string]any{"url": d.url, "table": "b", "batchSize": 3, "lingerInterval": "50ms"})
 	ctx := context.Background()
-	for i := range 2 {
-		if err := s.Write(ctx, &api.SinkMessage{Rows: []map[string]any{{"k": fmt.Sprint(i), "v": int64(i)}}}); err != nil {
+	write := func(s *Sink, k string, v int64) {
+		t.Helper()
+		if err := s.Write(ctx, &api.SinkMessage{Rows: []map[string]any{{"k": k, "v": v}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// A linger far longer than the test: only a full batch writes.
+	s := newSink(t, map[string]any{"url": d.url, "table": "b", "batchSize": 3, "lingerInterval": "1h"})
+	write(s, "0", 0)
+	write(s, "1", 1)
 	if got := rowsOf(t, d, "SELECT k, v FROM b ORDER BY k"); got != "" {
 		t.Fatalf("written before the batch filled: %s", got)
 	}
-	if err := s.Write(ctx, &api.SinkMessage{Rows: []map[string]any{{"k": "2", "v": int64(2)}}}); err != nil {
-		t.Fatal(err)
-	}
+	write(s, "2", 2)
 	if got := rowsOf(t, d, "SELECT k, v FROM b ORDER BY k"); got != "0:0,1:1,2:2" {
 		t.Fatalf("after a full batch: %s", got)
 	}
-	if err := s.Write(ctx, &api.SinkMessage{Rows: []map[string]any{{"k": "3", "v": int64(3)}}}); err != nil {
-		t.Fatal(err)
-	}
+	// A short linger writes a batch that does not fill.
+	lingering := newSink(t, map[string]any{"url": d.url, "table": "b", "batchSize": 3, "lingerInterval": "50ms"})
+	write(lingering, "3", 3)
 	deadline := time.Now().Add(5 * time.Second)
 	for rowsOf(t, d, "SELECT k, v FROM b ORDER BY k") != "0:0,1:1,2:2,3:3" {
 		if time.Now().After(deadline) {
