@@ -56,9 +56,11 @@ type Source struct {
 
 	conn *conn
 	sub  *subscription
-	// live is conn for Status, which other goroutines (rule status
-	// requests) call while Connect and Close run on the read loop.
-	live atomic.Pointer[conn]
+	// live is conn for Status and liveSub is sub for Dropped, which other
+	// goroutines (rule status requests) call while Connect and Close run
+	// on the read loop.
+	live    atomic.Pointer[conn]
+	liveSub atomic.Pointer[subscription]
 }
 
 var _ api.Source = (*Source)(nil)
@@ -137,6 +139,7 @@ func (s *Source) Connect(ctx context.Context) error {
 	}
 	s.conn, s.sub = c, sub
 	s.live.Store(c)
+	s.liveSub.Store(sub)
 	return nil
 }
 
@@ -310,12 +313,13 @@ func (s *subscription) dropped(topic string, err error) {
 // Dropped reports the payloads that did not decompress: how many, the last
 // error and when (stream.DropReporter).
 func (s *Source) Dropped() (int64, string, time.Time) {
-	if s.sub == nil {
+	sub := s.liveSub.Load()
+	if sub == nil {
 		return 0, "", time.Time{}
 	}
-	s.sub.dropMu.Lock()
-	defer s.sub.dropMu.Unlock()
-	return s.sub.drops, s.sub.lastDrop, s.sub.lastDropAt
+	sub.dropMu.Lock()
+	defer sub.dropMu.Unlock()
+	return sub.drops, sub.lastDrop, sub.lastDropAt
 }
 
 // flush hands the batch to push. A batch push refuses, or one gathered
