@@ -253,11 +253,15 @@ func (a *actor) begin() {
 		a.scheduleNext()
 		return
 	}
-	a.startRun()
+	a.startRun(0)
 }
 
 // startRun starts a new run generation; it reports whether it runs.
-func (a *actor) startRun() bool {
+// startRun starts the rule. A cron run passes its duration: the timer that
+// ends it is armed before the rule reads as running, so that whoever sees
+// it running (a status request, a test advancing a virtual clock) also
+// sees its end scheduled.
+func (a *actor) startRun(runFor time.Duration) bool {
 	a.stopTimers()
 	a.gen++
 	gen := a.gen
@@ -276,6 +280,9 @@ func (a *actor) startRun() bool {
 	}
 	stop := make(chan struct{})
 	a.runStop, a.runStart = stop, now
+	if runFor > 0 {
+		a.after(runFor, evCronEnd)
+	}
 	a.set(func() { a.state, a.run, a.lastStart = StateRunning, run, now.UnixMilli() })
 	a.m.log.Info("rule started", "rule", a.id)
 	a.after(a.m.cfg.StartSettle, evSettled)
@@ -454,8 +461,7 @@ func (a *actor) cronRun() {
 	if sched == nil {
 		return
 	}
-	if a.startRun() {
-		a.after(sched.Duration, evCronEnd)
+	if a.startRun(sched.Duration) {
 		return
 	}
 	a.scheduleNextKeepState()
