@@ -425,8 +425,10 @@ func (a *actor) scheduleRetry() {
 	}
 	d := backoff(rs, a.restarts, a.m.cfg.Rand())
 	next := a.now().Add(d)
-	a.set(func() { a.nextStart = next.UnixMilli() })
+	// Armed before nextStart is published: whoever reads the next start
+	// (a status request, a test advancing a virtual clock) finds its timer.
 	a.after(d, evRetry)
+	a.set(func() { a.nextStart = next.UnixMilli() })
 }
 
 // scheduleNext waits for the next cron firing inside cronDatetimeRange.
@@ -452,8 +454,8 @@ func (a *actor) scheduleNextKeepState() {
 		a.set(func() { a.nextStart = 0 })
 		return
 	}
+	a.after(next.Sub(now), evCronStart) // armed before nextStart is published
 	a.set(func() { a.nextStart = next.UnixMilli() })
-	a.after(next.Sub(now), evCronStart)
 }
 
 func (a *actor) cronRun() {
