@@ -42,8 +42,28 @@ func StartMosquitto(t testing.TB) *Mosquitto {
 	if err != nil {
 		t.Skip("mosquitto binary not found (apt-get install mosquitto): skipping broker integration test")
 	}
-	m := &Mosquitto{t: t, Certs: NewCerts(t), Dir: t.TempDir()}
-	m.Plain, m.TLS, m.MTLS, m.WrongName = FreePort(t), FreePort(t), FreePort(t), FreePort(t)
+	m := &Mosquitto{t: t, Certs: NewCerts(t), Dir: t.TempDir(), bin: bin}
+	// A free port is free when FreePort returns it, not necessarily when
+	// mosquitto binds it: another process may take it in between. Such a
+	// start is retried on new ports.
+	for attempt := 1; ; attempt++ {
+		m.Plain, m.TLS, m.MTLS, m.WrongName = FreePort(t), FreePort(t), FreePort(t), FreePort(t)
+		m.writeConf()
+		err := m.start()
+		if err == nil {
+			break
+		}
+		if attempt == 3 || !strings.Contains(m.log.String(), "Address already in use") {
+			t.Fatalf("%v\n%s", err, m.log.String())
+		}
+	}
+	t.Cleanup(m.Stop)
+	return m
+}
+
+// writeConf writes mosquitto.conf for the current ports.
+func (m *Mosquitto) writeConf() {
+	m.t.Helper()
 	var b strings.Builder
 	if os.Geteuid() == 0 {
 		b.WriteString("user root\n")
@@ -62,12 +82,8 @@ func StartMosquitto(t testing.TB) *Mosquitto {
 	tlsListener(m.WrongName, m.Certs.WrongName, false)
 	m.conf = filepath.Join(m.Dir, "mosquitto.conf")
 	if err := os.WriteFile(m.conf, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
+		m.t.Fatal(err)
 	}
-	m.bin = bin
-	m.Start()
-	t.Cleanup(m.Stop)
-	return m
 }
 
 // URL returns the broker URL of a listener: "plain", "tls", "mtls" or
@@ -84,31 +100,38 @@ func (m *Mosquitto) URL(listener string) string {
 	return fmt.Sprintf("tcp://127.0.0.1:%d", m.Plain)
 }
 
-// Start starts the process and waits until the plain listener accepts.
+// Start starts the process and waits until every listener accepts.
 func (m *Mosquitto) Start() {
 	m.t.Helper()
+	if err := m.start(); err != nil {
+		m.t.Fatalf("%v\n%s", err, m.Log())
+	}
+}
+
+func (m *Mosquitto) start() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.ex != nil {
-		return
+		return nil
 	}
 	m.log = &procs.SyncBuffer{}
 	m.cmd = exec.Command(m.bin, "-c", m.conf)
 	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
 	if err := m.cmd.Start(); err != nil {
-		m.t.Fatalf("start mosquitto: %v", err)
+		return fmt.Errorf("start mosquitto: %w", err)
 	}
 	ex := make(chan struct{})
 	m.ex = ex
 	go func(c *exec.Cmd) { _ = c.Wait(); close(ex) }(m.cmd)
-	if err := procs.WaitListening(fmt.Sprintf("127.0.0.1:%d", m.Plain), 10*time.Second, ex); err != nil {
-		m.t.Fatalf("mosquitto did not start: %v\n%s", err, m.log.String())
-	}
-	for _, p := range []int{m.TLS, m.MTLS, m.WrongName} {
-		if err := procs.WaitListening(fmt.Sprintf("127.0.0.1:%d", p), 5*time.Second, ex); err != nil {
-			m.t.Fatalf("mosquitto TLS listener: %v\n%s", err, m.log.String())
+	for _, p := range []int{m.Plain, m.TLS, m.MTLS, m.WrongName} {
+		if err := procs.WaitListening(fmt.Sprintf("127.0.0.1:%d", p), 10*time.Second, ex); err != nil {
+			_ = m.cmd.Process.Kill()
+			<-ex
+			m.ex = nil
+			return fmt.Errorf("mosquitto did not start: %w", err)
 		}
 	}
+	return nil
 }
 
 // Stop terminates the process gracefully (SIGTERM, so it saves its
