@@ -273,8 +273,10 @@ func (a *actor) startRun(runFor time.Duration) bool {
 	now := a.now()
 	if err != nil {
 		a.m.log.Warn("rule start failed", "rule", a.id, "err", err)
-		a.set(func() { a.state, a.message, a.lastStop = StateStoppedByError, err.Error(), now.UnixMilli() })
-		a.scheduleRetry()
+		next := a.scheduleRetry()
+		a.set(func() {
+			a.state, a.message, a.lastStop, a.nextStart = StateStoppedByError, err.Error(), now.UnixMilli(), next
+		})
 		a.unmark()
 		return false
 	}
@@ -317,11 +319,12 @@ func (a *actor) ended() {
 	switch {
 	case err != nil:
 		a.m.log.Warn("rule stopped by error", "rule", a.id, "err", err)
-		a.set(func() { a.state, a.message = StateStoppedByError, err.Error() })
 		if sched != nil {
+			a.set(func() { a.state, a.message = StateStoppedByError, err.Error() })
 			a.scheduleNextKeepState()
 		} else {
-			a.scheduleRetry()
+			next := a.scheduleRetry()
+			a.set(func() { a.state, a.message, a.nextStart = StateStoppedByError, err.Error(), next })
 		}
 	case sched != nil:
 		a.set(func() { a.state, a.message = StateScheduled, "" })
@@ -418,17 +421,19 @@ func (a *actor) after(d time.Duration, kind cmdKind) {
 	a.timers = append(a.timers, t)
 }
 
-func (a *actor) scheduleRetry() {
+// scheduleRetry arms the next restart of restartStrategy and returns when it
+// is due (Unix ms), 0 when no restart is left. The caller publishes it with
+// the stopped state in one update, so a status never shows the state without
+// its next start; the timer is armed first, so whoever reads the next start
+// (a status request, a test advancing a virtual clock) finds it.
+func (a *actor) scheduleRetry() int64 {
 	rs := a.def.Options.RestartStrategy
 	if a.wanted != catalog.RuleRunning || rs.Attempts <= 0 || a.restarts >= rs.Attempts {
-		return
+		return 0
 	}
 	d := backoff(rs, a.restarts, a.m.cfg.Rand())
-	next := a.now().Add(d)
-	// Armed before nextStart is published: whoever reads the next start
-	// (a status request, a test advancing a virtual clock) finds its timer.
 	a.after(d, evRetry)
-	a.set(func() { a.nextStart = next.UnixMilli() })
+	return a.now().Add(d).UnixMilli()
 }
 
 // scheduleNext waits for the next cron firing inside cronDatetimeRange.

@@ -322,7 +322,12 @@ func TestRestartBackoff(t *testing.T) {
 		}
 		at += delay
 		e.clock.AdvanceTo(at, nil)
-		eventually(t, "restart", func() bool { return e.runner.Starts("r1") == i+2 && e.status("r1").NextStart != at })
+		// The start has been counted once the runner was called; the failure
+		// is recorded a moment later (state "starting" until then).
+		eventually(t, "restart", func() bool {
+			st := e.status("r1")
+			return e.runner.Starts("r1") == i+2 && st.State == rulemgr.StateStoppedByError && st.NextStart != at
+		})
 	}
 	e.clock.AdvanceTo(at+time.Hour.Milliseconds(), nil)
 	time.Sleep(10 * time.Millisecond)
