@@ -1,0 +1,5 @@
+//go:build race
+
+package apisurface
+
+func init() { buildFlags = []string{"-race"} }
