@@ -52,7 +52,7 @@ func (v *jsonValidator) validate(payload []byte) error {
 }
 
 // briefValidation is the innermost causes of a validation error on one
-// line: "at '/a': got string, want integer; at ”: missing property 'b'".
+// line, such as "at '/a': got string, want integer".
 func briefValidation(err error) string {
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
