@@ -62,6 +62,10 @@ type Registry struct {
 	cat *catalog.Catalog
 	etc string // etc folder; "" reads no files
 
+	// overlay holds schemas seen before the catalog (see WithOverlay),
+	// by type/name.
+	overlay map[string]catalog.Schema
+
 	mu        sync.Mutex
 	cache     map[string]compiled
 	jsonCache map[string]compiledJSON
@@ -75,6 +79,19 @@ type compiled struct {
 // New returns a registry over cat and the schema files of the etc folder.
 func New(cat *catalog.Catalog, etc string) *Registry {
 	return &Registry{cat: cat, etc: etc, cache: map[string]compiled{}, jsonCache: map[string]compiledJSON{}}
+}
+
+// WithOverlay returns a view of the registry in which schemas are found
+// first, before the catalog and the etc files: an import checks its
+// schemas, which may import each other, before it stores any. The view
+// has its own caches.
+func (r *Registry) WithOverlay(schemas []catalog.Schema) *Registry {
+	v := New(r.cat, r.etc)
+	v.overlay = make(map[string]catalog.Schema, len(schemas))
+	for _, sc := range schemas {
+		v.overlay[sc.Type+"/"+sc.Name] = sc
+	}
+	return v
 }
 
 // ValidateName refuses names that are empty, too long, or could leave a
@@ -158,6 +175,9 @@ func (r *Registry) Compile(ctx context.Context, name, content string) (protorefl
 func (r *Registry) Get(typ, name string) (Entry, error) {
 	if err := ValidateName(name); err != nil {
 		return Entry{}, err
+	}
+	if s, ok := r.overlay[typ+"/"+name]; ok {
+		return Entry{Schema: s}, nil
 	}
 	s, err := r.cat.Schema(typ, name)
 	if err == nil {

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,4 +100,72 @@ func TestJSONSchemaEndToEnd(t *testing.T) {
 	if e, _ := st["source_js_0_last_exception"].(string); !strings.Contains(e, "json schema reading: at '': missing property 'id'") {
 		t.Fatalf("last exception %q, want the validation error", e)
 	}
+}
+
+// TestSchemaExportImport: registered schemas travel in the Schema section
+// of /data/export and /data/import, keyed "<type>_<name>"; an import that
+// carries streams using its schemas, and schemas importing each other,
+// applies in one go; a bad schema refuses the whole import.
+func TestSchemaExportImport(t *testing.T) {
+	s, _ := newSchemaServer(t)
+	s.must("POST", "/schemas/json", schemaJSON("reading", readingSchema), 201)
+	s.must("POST", "/schemas/protobuf", schemaJSON("demo", demoProto), 201)
+	code, body := s.do("GET", "/data/export", "")
+	if code != 200 {
+		t.Fatalf("export: %d %s", code, body)
+	}
+	var doc struct {
+		Schema map[string]string `json:"Schema"`
+	}
+	if err := json.Unmarshal([]byte(body), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Schema) != 2 {
+		t.Fatalf("Schema section %v: want the two registered schemas (not the etc file)", doc.Schema)
+	}
+	var reading map[string]string
+	if err := json.Unmarshal([]byte(doc.Schema["json_reading"]), &reading); err != nil {
+		t.Fatalf("json_reading %q: %v", doc.Schema["json_reading"], err)
+	}
+	if reading["type"] != "json" || reading["name"] != "reading" || reading["content"] != readingSchema {
+		t.Fatalf("exported %v", reading)
+	}
+	importDoc := func(schemas, streams map[string]string) string {
+		doc, err := json.Marshal(map[string]any{"Schema": schemas, "streams": streams})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mustJSON(map[string]string{"content": string(doc)})
+	}
+	item := func(typ, name, content string) string {
+		return mustJSON(map[string]string{"type": typ, "name": name, "content": content})
+	}
+	base := `syntax = "proto3"; message Base { int64 v = 1; }`
+	user := `syntax = "proto3"; import "base.proto"; message User { Base b = 1; }`
+	s.run([]step{
+		{"bad schema refuses all", "POST", "/data/import", importDoc(map[string]string{
+			"protobuf_base": item("protobuf", "base", base),
+			"json_bad":      item("json", "bad", `{"type":`),
+		}, nil), 400, `\"Schema\":{\"json_bad\":`},
+		{"key mismatch", "POST", "/data/import", importDoc(map[string]string{"json_other": item("json", "x", `{}`)}, nil), 400, `key \\\"json_other\\\" does not match`},
+		{"unknown type", "POST", "/data/import", importDoc(map[string]string{"avro_x": item("avro", "x", `{}`)}, nil), 400, `unknown schema type`},
+		{"bad name", "POST", "/data/import", importDoc(map[string]string{"json_../x": item("json", "../x", `{}`)}, nil), 400, `path separator`},
+		{"nothing changed", "GET", "/schemas/protobuf", "", 200, `["demo","filed"]`},
+		{"full import", "POST", "/data/import", importDoc(map[string]string{
+			"protobuf_base": item("protobuf", "base", base),
+			"protobuf_user": item("protobuf", "user", user),
+			"json_reading":  item("json", "reading", readingSchema),
+		}, map[string]string{
+			"u": `CREATE STREAM u () WITH (DATASOURCE="t", TYPE="memory", FORMAT="protobuf", SCHEMAID="user.User")`,
+			"j": `CREATE STREAM j () WITH (DATASOURCE="t", TYPE="memory", FORMAT="json", SCHEMAID="reading")`,
+		}), 200, `"Schema":{}`},
+		{"demo removed by the full import", "GET", "/schemas/protobuf/demo", "", 404, ""},
+		{"protobuf imported", "GET", "/schemas/protobuf", "", 200, `["base","filed","user"]`},
+		{"json imported", "GET", "/schemas/json/reading", "", 200, `"content":` + mustJSON(readingSchema)},
+		{"stream on imported schema", "GET", "/streams/u", "", 200, `user.User`},
+		{"partial import adds", "POST", "/data/import?partial=1", importDoc(map[string]string{
+			"json_batch": item("json", "batch", `{"type":"array","items":{"$ref":"reading.json"}}`),
+		}, nil), 200, ""},
+		{"both json schemas", "GET", "/schemas/json", "", 200, `["batch","reading"]`},
+	})
 }
