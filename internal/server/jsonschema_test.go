@@ -42,13 +42,7 @@ func TestJSONSchemasREST(t *testing.T) {
 // stream with a JSON schema: records that do not validate are counted as
 // decode errors and reach no rule; the others flow.
 func TestJSONSchemaEndToEnd(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	b, err := broker.Start(ctx, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := startBroker(t)
 	s, data := newSchemaServer(t)
 	s.must("POST", "/schemas/json", schemaJSON("reading", readingSchema), 201)
 	s.must("PUT", "/metadata/sources/mqtt/confKeys/js", `{"server":"`+b.URL()+`"}`, 200)
@@ -168,4 +162,21 @@ func TestSchemaExportImport(t *testing.T) {
 		}, nil), 200, ""},
 		{"both json schemas", "GET", "/schemas/json", "", 200, `["batch","reading"]`},
 	})
+}
+
+// startBroker starts an in-process MQTT broker on an ephemeral port,
+// closed when the test ends.
+func startBroker(t *testing.T) *broker.Broker {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	b, err := broker.Start(ctx, "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		b.Close()
+		cancel()
+	})
+	return b
 }
