@@ -175,6 +175,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		sopts.Memory = r.MemoryBus()
 	}
 	api := server.New(sopts)
+	defer api.Close() // ends the rule test runs
 
 	// /metrics and pprof on the REST port sit behind the API's checks
 	// (authentication, origin), as in eKuiper.
@@ -217,6 +218,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		TLSConfig:         restTLS,
 	}
+	// Shutdown waits for open requests: end the rule test event streams.
+	srv.RegisterOnShutdown(api.Close)
 	serveErr := make(chan error, 1)
 	scheme := "http"
 	if restTLS != nil {

@@ -79,9 +79,11 @@ type Options struct {
 	Fields []string
 	// HasHeader makes delimited encoding write a header line first.
 	HasHeader bool
-	// SchemaID is the protobuf/custom schema ("schema.Message").
+	// SchemaID is the protobuf/custom schema ("schema.Message"), or the
+	// JSON schema a JSON stream's records must validate against.
 	SchemaID string
-	// Schemas resolves SchemaID for the protobuf format.
+	// Schemas resolves SchemaID: the protobuf format's messages, and JSON
+	// schemas when it is also a JSONSchemas.
 	Schemas Schemas
 }
 
@@ -90,6 +92,9 @@ type Options struct {
 func New(format string, opts Options) (Codec, error) {
 	switch strings.ToLower(format) {
 	case "", JSON:
+		if opts.SchemaID != "" {
+			return newValidatedJSON(opts)
+		}
 		return NewJSONStream(opts.Fields), nil
 	case Binary:
 		if len(opts.Fields) > 1 {

@@ -1,11 +1,14 @@
-// Package schema is the schema registry behind /schemas and the protobuf
-// format's SCHEMAID: it validates schema names, compiles .proto text with
-// protocompile and resolves "schema.Message" to a message descriptor.
+// Package schema is the schema registry behind /schemas and the SCHEMAID of
+// streams: it validates schema names, compiles .proto text with
+// protocompile and resolves "schema.Message" to a message descriptor, and
+// compiles JSON schemas (jsonschema.go) that JSON streams validate their
+// records against.
 //
 // Schemas come from two places. Those registered over REST live in the
-// catalog. Files under etc/schemas/protobuf/<name>.proto, where eKuiper
-// keeps its schemas, are read-only baselines: they are found by name
-// unless the catalog holds a schema of the same name, which wins.
+// catalog. Files under etc/schemas/protobuf/<name>.proto (where eKuiper
+// keeps its schemas) and etc/schemas/json/<name>.json are read-only
+// baselines: they are found by name unless the catalog holds a schema of
+// the same type and name, which wins.
 // Compiled schemas are cached by name and content, so a replaced schema is
 // compiled again on its next use; one that imports other schemas is
 // compiled on every use (decoders resolve it once, when a rule starts).
@@ -31,8 +34,15 @@ import (
 // Schema types.
 const (
 	TypeProtobuf = "protobuf"
+	TypeJSON     = "json"
 	TypeCustom   = "custom"
 )
+
+// Types are the schema types the registry holds.
+var Types = []string{TypeProtobuf, TypeJSON}
+
+// fileExt is the extension of a type's schema files under etc.
+var fileExt = map[string]string{TypeProtobuf: ".proto", TypeJSON: ".json"}
 
 // ErrInvalid marks a bad schema name, type or text.
 var ErrInvalid = errors.New("invalid schema")
@@ -52,8 +62,13 @@ type Registry struct {
 	cat *catalog.Catalog
 	etc string // etc folder; "" reads no files
 
-	mu    sync.Mutex
-	cache map[string]compiled
+	// overlay holds schemas seen before the catalog (see WithOverlay),
+	// by type/name.
+	overlay map[string]catalog.Schema
+
+	mu        sync.Mutex
+	cache     map[string]compiled
+	jsonCache map[string]compiledJSON
 }
 
 type compiled struct {
@@ -63,7 +78,20 @@ type compiled struct {
 
 // New returns a registry over cat and the schema files of the etc folder.
 func New(cat *catalog.Catalog, etc string) *Registry {
-	return &Registry{cat: cat, etc: etc, cache: map[string]compiled{}}
+	return &Registry{cat: cat, etc: etc, cache: map[string]compiled{}, jsonCache: map[string]compiledJSON{}}
+}
+
+// WithOverlay returns a view of the registry in which schemas are found
+// first, before the catalog and the etc files: an import checks its
+// schemas, which may import each other, before it stores any. The view
+// has its own caches.
+func (r *Registry) WithOverlay(schemas []catalog.Schema) *Registry {
+	v := New(r.cat, r.etc)
+	v.overlay = make(map[string]catalog.Schema, len(schemas))
+	for _, sc := range schemas {
+		v.overlay[sc.Type+"/"+sc.Name] = sc
+	}
+	return v
 }
 
 // ValidateName refuses names that are empty, too long, or could leave a
@@ -84,16 +112,31 @@ func ValidateName(name string) error {
 	return nil
 }
 
-// ValidateType accepts protobuf and refuses custom (it needs native
-// plugins) and anything else.
+// ValidateType accepts protobuf and json and refuses custom (it needs
+// native plugins) and anything else.
 func ValidateType(typ string) error {
 	switch typ {
-	case TypeProtobuf:
+	case TypeProtobuf, TypeJSON:
 		return nil
 	case TypeCustom:
-		return fmt.Errorf("%w: schema type custom needs native plugins, which rekuiper does not load; use protobuf", ErrInvalid)
+		return fmt.Errorf("%w: schema type custom needs native plugins, which rekuiper does not load; use protobuf or json", ErrInvalid)
 	}
-	return fmt.Errorf("%w: unknown schema type %q; the type is protobuf", ErrInvalid, typ)
+	return fmt.Errorf("%w: unknown schema type %q; the types are protobuf and json", ErrInvalid, typ)
+}
+
+// Check compiles the text of schema typ/name, so that a schema that
+// cannot be used is refused when it is registered; the error carries the
+// compiler's position or reason.
+func (r *Registry) Check(ctx context.Context, typ, name, content string) error {
+	if err := ValidateType(typ); err != nil {
+		return err
+	}
+	if typ == TypeJSON {
+		_, _, err := r.compileJSON(name, content)
+		return err
+	}
+	_, err := r.Compile(ctx, name, content)
+	return err
 }
 
 // Compile compiles the .proto text of schema name and returns its file.
@@ -133,6 +176,9 @@ func (r *Registry) Get(typ, name string) (Entry, error) {
 	if err := ValidateName(name); err != nil {
 		return Entry{}, err
 	}
+	if s, ok := r.overlay[typ+"/"+name]; ok {
+		return Entry{Schema: s}, nil
+	}
 	s, err := r.cat.Schema(typ, name)
 	if err == nil {
 		return Entry{Schema: s}, nil
@@ -159,7 +205,7 @@ func (r *Registry) List(typ string) []Entry {
 	if dir := r.dir(typ); dir != "" {
 		ents, _ := os.ReadDir(dir)
 		for _, de := range ents {
-			name, ok := strings.CutSuffix(de.Name(), ".proto")
+			name, ok := strings.CutSuffix(de.Name(), fileExt[typ])
 			if !ok || de.IsDir() || seen[name] || ValidateName(name) != nil {
 				continue
 			}
@@ -173,7 +219,7 @@ func (r *Registry) List(typ string) []Entry {
 }
 
 func (r *Registry) dir(typ string) string {
-	if r.etc == "" || typ != TypeProtobuf {
+	if r.etc == "" || fileExt[typ] == "" {
 		return ""
 	}
 	return filepath.Join(r.etc, "schemas", typ)
@@ -181,7 +227,7 @@ func (r *Registry) dir(typ string) string {
 
 func (r *Registry) file(typ, name string) string {
 	if d := r.dir(typ); d != "" {
-		return filepath.Join(d, name+".proto")
+		return filepath.Join(d, name+fileExt[typ])
 	}
 	return ""
 }

@@ -96,3 +96,90 @@ func TestProtoMessage(t *testing.T) {
 		t.Errorf("catalog schema does not win over the file: %v", err)
 	}
 }
+
+func TestJSONValidator(t *testing.T) {
+	r, cat, etc := newRegistry(t)
+	ctx := context.Background()
+	put := func(name, content string) {
+		t.Helper()
+		if _, err := cat.PutSchema(ctx, catalog.Schema{Type: schema.TypeJSON, Name: name, Content: content}, catalog.Upsert); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("reading", `{"type":"object","required":["id"],"properties":{"id":{"type":"string"},"t":{"type":"number","maximum":100},"loc":{"$ref":"loc.json"}}}`)
+	put("loc", `{"type":"object","properties":{"lat":{"type":"number"}}}`)
+	if err := os.MkdirAll(filepath.Join(etc, "schemas", "json"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(etc, "schemas", "json", "filed.json"), []byte(`{"type":"object","required":["n"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	validate, err := r.JSONValidator("reading")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ok := range []string{`{"id":"a"}`, `{"id":"a","t":20.5,"loc":{"lat":1}}`, `[{"id":"a"},{"id":"b","t":3}]`} {
+		if err := validate([]byte(ok)); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for payload, want := range map[string]string{
+		`{"t":1}`:                         `json schema reading: at '': missing property 'id'`,
+		`{"id":1}`:                        `at '/id': got number, want string`,
+		`{"id":"a","t":101}`:              `at '/t': maximum: got 101, want 100`,
+		`{"id":"a","loc":{"lat":"x"}}`:    `at '/loc/lat': got string, want number`,
+		`[{"id":"a"},{"id":"b","t":"x"}]`: `json schema reading: record 1: at '/t'`,
+		`{"id":`:                          `json schema reading:`,
+	} {
+		if err := validate([]byte(payload)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", payload, err, want)
+		}
+	}
+	// A change of a referenced schema is seen by the schema referring to it.
+	put("loc", `{"type":"object","properties":{"lat":{"type":"string"}}}`)
+	if validate, err = r.JSONValidator("reading"); err != nil {
+		t.Fatal(err)
+	}
+	if err := validate([]byte(`{"id":"a","loc":{"lat":"x"}}`)); err != nil {
+		t.Errorf("reading still sees the old loc: %v", err)
+	}
+	// An etc file is found by name.
+	if validate, err = r.JSONValidator("filed"); err != nil {
+		t.Fatal(err)
+	}
+	if err := validate([]byte(`{}`)); err == nil {
+		t.Error("the etc file's schema is not applied")
+	}
+	if _, err := r.JSONValidator("nosuch"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("unknown schema: %v", err)
+	}
+}
+
+func TestCheckJSONSchema(t *testing.T) {
+	r, _, _ := newRegistry(t)
+	ctx := context.Background()
+	secret := filepath.Join(t.TempDir(), "secret.json")
+	if err := os.WriteFile(secret, []byte(`{"type":"string"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Check(ctx, schema.TypeJSON, "ok", `{"type":"object"}`); err != nil {
+		t.Errorf("valid schema refused: %v", err)
+	}
+	for content, want := range map[string]string{
+		`{"type":`:                                   "is not JSON",
+		`{"type":"nosuchtype"}`:                      "json schema bad",
+		`{"$ref":"file://` + secret + `"}`:           "only other registered json schemas",
+		`{"$ref":"http://127.0.0.1:1/x.json"}`:       "only other registered json schemas",
+		`{"$ref":"missing.json"}`:                    "json schema missing is not registered",
+		`{"properties":{"a":{"$ref":"a%2Fb.json"}}}`: `"a/b" is not a json schema name`,
+		`{"$ref":"../x.json"}`:                       "only other registered json schemas",
+	} {
+		err := r.Check(ctx, schema.TypeJSON, "bad", content)
+		if !errors.Is(err, schema.ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want ErrInvalid containing %q", content, err, want)
+		}
+	}
+	if err := r.Check(ctx, "custom", "c", "{}"); !errors.Is(err, schema.ErrInvalid) {
+		t.Errorf("custom: %v", err)
+	}
+}

@@ -136,13 +136,19 @@ func isMutating(method string) bool {
 }
 
 // checkJSONBody refuses a request body that is not declared JSON, so that
-// a web page cannot send one with an HTML form or a "simple" fetch.
+// a web page cannot send one with an HTML form or a "simple" fetch. The
+// one exception is a multipart/form-data upload to POST /config/uploads
+// (eKuiper's upload form); the origin check and authentication still
+// apply to it.
 func checkJSONBody(r *http.Request) error {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
 		return fmt.Errorf("%w: a request body needs the header Content-Type: application/json", errMediaType)
 	}
 	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil && mt == "multipart/form-data" && r.Method == http.MethodPost && r.URL.Path == uploadsPath {
+		return nil
+	}
 	if err != nil || mt != "application/json" {
 		return fmt.Errorf("%w: %q; send the body as application/json", errMediaType, ct)
 	}

@@ -217,7 +217,8 @@ func waitConnected(ctx context.Context, cs connState) error {
 }
 
 // functionMeta lists the built-in functions grouped by kind, in the shape
-// of eKuiper's function metadata ({name, about, functions: [...]}).
+// of eKuiper's function metadata ({name, about, functions: [...]}), then
+// the JavaScript functions of /udf/javascript in a group "javascript".
 func (s *Server) functionMeta(w http.ResponseWriter, r *http.Request) error {
 	groups := map[function.Kind][]map[string]any{}
 	for _, name := range s.opts.Functions.Names() {
@@ -242,6 +243,14 @@ func (s *Server) functionMeta(w http.ResponseWriter, r *http.Request) error {
 			"functions": fs,
 		})
 	}
+	js, err := s.jsFunctionMeta(r.Context())
+	if err != nil {
+		return err
+	}
+	out = append(out, map[string]any{
+		"name": "javascript", "about": &metaAbout{Installed: true, Description: text("JavaScript functions (/udf/javascript)")},
+		"functions": js,
+	})
 	return writeJSON(w, http.StatusOK, out)
 }
 

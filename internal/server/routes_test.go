@@ -93,22 +93,49 @@ func TestUploads(t *testing.T) {
 	if b, err := os.ReadFile(path2); code != 201 || err != nil || string(b) != "from a file" {
 		t.Fatalf("upload by url: %d %s %q %v", code, path2, b, err)
 	}
-	// multipart: refused by the request guard, as every body that is not
-	// JSON (an HTML form could send one from another site).
+	// multipart: eKuiper's upload form, field uploadFile.
+	code, path3 := postForm(t, s.url, formFile{"uploadFile", "c.csv", "x,y\n1,2\n"})
+	if b, err := os.ReadFile(path3); code != 201 || err != nil || string(b) != "x,y\n1,2\n" || filepath.Dir(path3) != filepath.Dir(path) {
+		t.Fatalf("multipart upload: %d %s %q %v", code, path3, b, err)
+	}
+	for _, tt := range []struct {
+		name     string
+		parts    []formFile
+		contains string
+	}{
+		{"wrong field", []formFile{{"file", "d.csv", "x"}}, `unknown field \"file\"`},
+		{"no file name", []formFile{{"uploadFile", "", "x"}}, "no file name"},
+		{"two files", []formFile{{"uploadFile", "d.csv", "x"}, {"uploadFile", "e.csv", "y"}}, "more than one"},
+		{"file then other field", []formFile{{"uploadFile", "d.csv", "x"}, {"extra", "", "y"}}, `unknown field \"extra\"`},
+		{"no parts", nil, "no \\\"uploadFile\\\" field"},
+		{"hidden name", []formFile{{"uploadFile", ".env", "x"}}, "must not start with a dot"},
+		{"traversal name", []formFile{{"uploadFile", "..", "x"}}, "dot"},
+	} {
+		t.Run("multipart "+tt.name, func(t *testing.T) {
+			code, body := postForm(t, s.url, tt.parts...)
+			if code != 400 || !strings.Contains(body, tt.contains) {
+				t.Fatalf("got %d %s, want 400 containing %s", code, body, tt.contains)
+			}
+		})
+	}
+	// A refused form stores nothing, not even its first, valid file.
+	if _, err := os.Stat(filepath.Join(filepath.Dir(path), "d.csv")); !os.IsNotExist(err) {
+		t.Fatalf("a refused form left d.csv: %v", err)
+	}
+	// Multipart is taken by this route only.
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
-	fw, _ := mw.CreateFormFile("uploadFile", "c.csv")
-	io.WriteString(fw, "x,y\n1,2\n")
+	mw.WriteField("sql", "CREATE STREAM x () WITH (TYPE=\"memory\")")
 	mw.Close()
-	resp, err := http.Post(s.url+"/config/uploads", mw.FormDataContentType(), &buf)
+	resp, err := http.Post(s.url+"/streams", mw.FormDataContentType(), &buf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnsupportedMediaType {
-		t.Fatalf("multipart: %d, want 415", resp.StatusCode)
+		t.Fatalf("multipart stream: %d, want 415", resp.StatusCode)
 	}
-	want, _ := json.Marshal([]string{path, path2})
+	want, _ := json.Marshal([]string{path, path2, path3})
 	s.run([]step{
 		{"list", "GET", "/config/uploads", "", 200, string(want)},
 		{"separator", "POST", "/config/uploads", `{"name":"../x","content":"x"}`, 400, "path separator"},
@@ -129,4 +156,38 @@ func TestUploads(t *testing.T) {
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("deleted upload still on disk: %v", err)
 	}
+}
+
+type formFile struct{ field, file, content string }
+
+// postForm posts a multipart/form-data upload with the parts given (a part
+// without a file name is a plain field) and returns the status and body.
+func postForm(t *testing.T, url string, parts ...formFile) (int, string) {
+	t.Helper()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	for _, p := range parts {
+		var w io.Writer
+		var err error
+		if p.file != "" {
+			w, err = mw.CreateFormFile(p.field, p.file)
+		} else {
+			w, err = mw.CreateFormField(p.field)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(w, p.content) //nolint:errcheck // a buffer
+	}
+	mw.Close()
+	resp, err := http.Post(url+"/config/uploads", mw.FormDataContentType(), &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
 }

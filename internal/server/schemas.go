@@ -15,9 +15,10 @@ import (
 	"github.com/rekuiper/rekuiper/internal/sql/parser"
 )
 
-// schemaRoutes serves eKuiper's /schemas/{type} routes. Schemas registered
-// here live in the catalog; etc/schemas/protobuf/*.proto files are listed
-// and described too, but are read-only.
+// schemaRoutes serves eKuiper's /schemas/{type} routes, for the types
+// protobuf and json. Schemas registered here live in the catalog;
+// etc/schemas/protobuf/*.proto and etc/schemas/json/*.json files are
+// listed and described too, but are read-only.
 func (s *Server) schemaRoutes() {
 	s.schemas = schema.New(s.cat, s.opts.Config.Paths.Etc)
 	s.handle("GET /schemas/{type}", s.listSchemas)
@@ -136,7 +137,7 @@ func (s *Server) deleteSchema(w http.ResponseWriter, r *http.Request) error {
 	if e.FromFile != "" {
 		return badRequest("%v: %s schema %s comes from %s; remove the file", schema.ErrReadOnly, typ, name, e.FromFile)
 	}
-	if refs := s.schemaUsers(name); len(refs) > 0 {
+	if refs := s.schemaUsers(typ, name); len(refs) > 0 {
 		return fmt.Errorf("%s schema %s is used by %s: %w", typ, name, strings.Join(refs, ", "), errReferenced)
 	}
 	if err := s.cat.DeleteSchema(r.Context(), typ, name); err != nil {
@@ -146,8 +147,8 @@ func (s *Server) deleteSchema(w http.ResponseWriter, r *http.Request) error {
 }
 
 // checkSchema validates a POST or PUT body and compiles its schema text,
-// so a schema that cannot be used is refused with protocompile's error
-// (file:line:col).
+// so a schema that cannot be used is refused with the compiler's error
+// (protobuf: file:line:col).
 func (s *Server) checkSchema(r *http.Request, typ string, b schemaBody) (catalog.Schema, error) {
 	if err := schema.ValidateType(typ); err != nil {
 		return catalog.Schema{}, schemaErr(err)
@@ -170,7 +171,7 @@ func (s *Server) checkSchema(r *http.Request, typ string, b schemaBody) (catalog
 	case strings.TrimSpace(b.Content) == "":
 		return catalog.Schema{}, badRequest("content or file is required")
 	}
-	if _, err := s.schemas.Compile(r.Context(), b.Name, content); err != nil {
+	if err := s.schemas.Check(r.Context(), typ, b.Name, content); err != nil {
 		return catalog.Schema{}, schemaErr(err)
 	}
 	return catalog.Schema{Type: typ, Name: b.Name, Content: content, File: b.File, Version: b.Version}, nil
@@ -208,9 +209,19 @@ func (s *Server) readSchemaFile(raw string) (string, error) {
 }
 
 // schemaUsers lists the streams, tables and rule actions whose SCHEMAID
-// or schemaId names schema name.
-func (s *Server) schemaUsers(name string) []string {
-	uses := func(id string) bool {
+// or schemaId names schema typ/name: a protobuf schema by "name.Message"
+// in a protobuf definition, a JSON schema by its name in a JSON one.
+func (s *Server) schemaUsers(typ, name string) []string {
+	uses := func(format, id string) bool {
+		if format == "" {
+			format = schema.TypeJSON
+		}
+		if !strings.EqualFold(format, typ) {
+			return false
+		}
+		if typ == schema.TypeJSON {
+			return id == name
+		}
 		n, _, _ := strings.Cut(id, ".")
 		return n == name
 	}
@@ -222,7 +233,8 @@ func (s *Server) schemaUsers(name string) []string {
 				continue
 			}
 			if cs, ok := parsed.(*ast.CreateStreamStmt); ok {
-				if id, ok := cs.Option("SCHEMAID"); ok && uses(id) {
+				f, _ := cs.Option("FORMAT")
+				if id, ok := cs.Option("SCHEMAID"); ok && uses(f, id) {
 					refs = append(refs, string(k)+" "+st.Name)
 				}
 			}
@@ -234,7 +246,8 @@ func (s *Server) schemaUsers(name string) []string {
 			continue
 		}
 		for _, a := range def.Actions {
-			if id, ok := a.Props["schemaId"].(string); ok && uses(id) {
+			f, _ := a.Props["format"].(string)
+			if id, ok := a.Props["schemaId"].(string); ok && uses(f, id) {
 				refs = append(refs, "rule "+st.ID)
 				break
 			}

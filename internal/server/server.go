@@ -36,6 +36,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/schema"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
+	"github.com/rekuiper/rekuiper/internal/trial"
 	"github.com/rekuiper/rekuiper/internal/version"
 )
 
@@ -98,6 +99,8 @@ type Server struct {
 	// builtins are the functions compiled in (built-in and extension),
 	// whose names JavaScript functions may not take.
 	builtins *function.Registry
+	// trials are the rule test runs of /ruletest.
+	trials *trial.Manager
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -190,6 +193,7 @@ func (s *Server) routes() {
 	s.schemaRoutes()
 	s.uploadRoutes()
 	s.memoryRoutes()
+	s.ruleTestRoutes()
 	s.handle("POST /batch/req", s.batch)
 	s.handle("GET /rules/{id}/schema", s.ruleSchema)
 	s.handle("GET /openapi.json", s.openAPI)

@@ -325,6 +325,9 @@ func (s *Server) exportData(w http.ResponseWriter, r *http.Request) error {
 	if doc.Scripts, err = s.exportJSFunctions(r.Context()); err != nil {
 		return err
 	}
+	if doc.Schema, err = s.exportSchemas(); err != nil {
+		return err
+	}
 	if doc.SourceConfig, err = s.exportConfKeys(catalog.ConfSource); err != nil {
 		return err
 	}
@@ -358,8 +361,8 @@ func (s *Server) exportConfKeys(c catalog.ConfCategory) (map[string]string, erro
 }
 
 // importData imports a DataExport document. Without partial=1 it first
-// removes every rule, stream, table, confKey and JavaScript function
-// (eKuiper's full import).
+// removes every rule, stream, table, confKey, schema and JavaScript
+// function (eKuiper's full import).
 // The response lists per-item errors; stop=1 is accepted and ignored.
 func (s *Server) importData(w http.ResponseWriter, r *http.Request) error {
 	doc, err := s.importContent(r.Context(), r)
@@ -373,7 +376,8 @@ func (s *Server) importData(w http.ResponseWriter, r *http.Request) error {
 	partial, _ := strconv.ParseBool(r.URL.Query().Get("partial"))
 	// Everything is checked before anything changes: a full import that
 	// would fail leaves the catalog as it was.
-	if res := s.checkImport(&d, partial); res.first != nil {
+	res, schemas := s.checkImport(&d, partial)
+	if res.first != nil {
 		return res.failure()
 	}
 	ctx := r.Context()
@@ -382,7 +386,7 @@ func (s *Server) importData(w http.ResponseWriter, r *http.Request) error {
 			return fmt.Errorf("reset before import: %w", err)
 		}
 	}
-	res := &importResult{errs: map[string]map[string]string{}}
+	res = &importResult{errs: map[string]map[string]string{}}
 	for _, sec := range confSections(&d) {
 		for _, typ := range sortedKeys(sec.m) {
 			var keys map[string]map[string]any
@@ -398,6 +402,7 @@ func (s *Server) importData(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	s.importJSFunctions(r, d.Scripts, res)
+	s.importSchemas(ctx, schemas, res)
 	defs := s.importDefs(ctx, d.Streams, d.Tables, d.Rules)
 	for sec, m := range defs.errs {
 		for name, e := range m {
@@ -423,7 +428,7 @@ func confSections(d *DataExport) []confSection {
 // configResponse is eKuiper's per-section map of item errors.
 func (res *importResult) configResponse() map[string]map[string]string {
 	resp := map[string]map[string]string{}
-	for _, sec := range []string{"streams", "tables", "rules", "sourceConfig", "sinkConfig", "connectionConfig", "scripts"} {
+	for _, sec := range []string{"streams", "tables", "rules", "sourceConfig", "sinkConfig", "connectionConfig", "scripts", schemaSection} {
 		m := res.errs[sec]
 		if m == nil {
 			m = map[string]string{}
@@ -449,8 +454,9 @@ func (res *importResult) failure() error { return importFailed{res.configRespons
 // checkImport checks every item of an import without changing anything:
 // confKey sections decode, statements parse and match their names, rules
 // decode and read only streams and tables that the import (or, for a
-// partial import, the catalog) has.
-func (s *Server) checkImport(d *DataExport, partial bool) *importResult {
+// partial import, the catalog) has, schemas compile. It returns the
+// schemas to store.
+func (s *Server) checkImport(d *DataExport, partial bool) (*importResult, []catalog.Schema) {
 	res := &importResult{errs: map[string]map[string]string{}}
 	for _, sec := range confSections(d) {
 		for _, typ := range sortedKeys(sec.m) {
@@ -503,7 +509,8 @@ func (s *Server) checkImport(d *DataExport, partial bool) *importResult {
 		}
 	}
 	s.checkImportJSFunctions(d.Scripts, res)
-	return res
+	schemas := s.importedSchemas(d.Schema, res)
+	return res, schemas
 }
 
 func (s *Server) resetAll(ctx context.Context) error {
@@ -518,6 +525,9 @@ func (s *Server) resetAll(ctx context.Context) error {
 		}
 	}
 	if err := s.resetJSFunctions(ctx); err != nil {
+		return err
+	}
+	if err := s.resetSchemas(ctx); err != nil {
 		return err
 	}
 	for _, c := range []catalog.ConfCategory{catalog.ConfSource, catalog.ConfSink, catalog.ConfConnection} {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/jsudf"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/sql/parser"
@@ -182,6 +183,28 @@ func callsFunction(stmt *ast.SelectStmt, name string) bool {
 		})
 	}
 	return found
+}
+
+// jsFunctionMeta describes the JavaScript functions for GET
+// /metadata/functions, in the shape of the built-ins' entries: a script
+// takes any number of arguments.
+func (s *Server) jsFunctionMeta(ctx context.Context) ([]map[string]any, error) {
+	all, err := s.cat.ListJSFunctions(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list javascript functions: %w", err)
+	}
+	out := make([]map[string]any, 0, len(all))
+	for _, f := range all {
+		kind := function.Scalar
+		if f.IsAgg {
+			kind = function.Aggregate
+		}
+		out = append(out, map[string]any{
+			"name": f.ID, "aliases": []string{}, "type": kind.String(), "aggregate": f.IsAgg,
+			"minArgs": 0, "maxArgs": -1, "description": f.Description,
+		})
+	}
+	return out, nil
 }
 
 // exportJSFunctions is the "scripts" section of /data/export: id → the

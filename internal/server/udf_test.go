@@ -39,6 +39,7 @@ func TestJavaScriptFunctionRoutes(t *testing.T) {
 		{"top-level loop", "POST", "/udf/javascript", jsBody(t, "spin", "while (true) {} function spin() {}", false), 400, "time limit exceeded"},
 		{"unknown field", "POST", "/udf/javascript", `{"id":"x","script":"function x(){}","bogus":1}`, 400, "bogus"},
 		{"list", "GET", "/udf/javascript", "", 200, `["double"]`},
+		{"in function metadata", "GET", "/metadata/functions", "", 200, `{"about":{"trial":false,"installed":true,"description":{"en":"JavaScript functions (/udf/javascript)","zh":"JavaScript functions (/udf/javascript)"}},"functions":[{"aggregate":false,"aliases":[],"description":"test double","maxArgs":-1,"minArgs":0,"name":"double","type":"scalar"}],"name":"javascript"}`},
 		{"describe", "GET", "/udf/javascript/double", "", 200, `"script":"function double(x) { return x * 2 }"`},
 		{"describe unknown", "GET", "/udf/javascript/nope", "", 404, "nope"},
 		{"update", "PUT", "/udf/javascript/double", jsBody(t, "double", "function double(x) { return x + x }", true), 200, "javascript function double is updated"},
@@ -49,6 +50,7 @@ func TestJavaScriptFunctionRoutes(t *testing.T) {
 		{"delete", "DELETE", "/udf/javascript/double", "", 200, "javascript function double is deleted"},
 		{"delete again", "DELETE", "/udf/javascript/double", "", 404, "double"},
 		{"list after delete", "GET", "/udf/javascript", "", 200, "[]"},
+		{"gone from function metadata", "GET", "/metadata/functions", "", 200, `"functions":[],"name":"javascript"}`},
 	})
 }
 

@@ -1,12 +1,14 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"os"
@@ -23,10 +25,17 @@ import (
 // maxUpload bounds one uploaded file.
 const maxUpload = 256 << 20
 
+// uploadsPath is the route of uploads, the one route that takes a
+// multipart/form-data body (see checkJSONBody).
+const uploadsPath = "/config/uploads"
+
+// uploadField is the form field of a multipart upload (eKuiper's name).
+const uploadField = "uploadFile"
+
 func (s *Server) uploadRoutes() {
-	s.handle("GET /config/uploads", s.listUploads)
-	s.handle("POST /config/uploads", s.upload)
-	s.handle("DELETE /config/uploads/{name}", s.deleteUpload)
+	s.handle("GET "+uploadsPath, s.listUploads)
+	s.handle("POST "+uploadsPath, s.upload)
+	s.handle("DELETE "+uploadsPath+"/{name}", s.deleteUpload)
 }
 
 // uploadDir is data/uploads, where uploaded files live.
@@ -63,35 +72,141 @@ func (s *Server) listUploads(w http.ResponseWriter, r *http.Request) error {
 }
 
 // upload stores a file under data/uploads from JSON {name, content} or
-// {name, file}, where file is a file:// or http(s):// URL. It answers 201
-// with the file's absolute path. (eKuiper's multipart form is refused
-// before it gets here: the request guard takes JSON bodies only.)
+// {name, file}, where file is a file:// or http(s):// URL, or from a
+// multipart/form-data body whose field uploadFile carries the file and its
+// name. It answers 201 with the file's absolute path.
 func (s *Server) upload(w http.ResponseWriter, r *http.Request) error {
-	name, data, err := s.uploadBody(r)
-	if err != nil {
-		return err
+	var st *stagedUpload
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
+		var err error
+		if st, err = s.uploadMultipart(r); err != nil {
+			return err
+		}
+	} else {
+		name, data, err := s.uploadBody(r)
+		if err != nil {
+			return err
+		}
+		if st, err = s.stageUpload(name, bytes.NewReader(data)); err != nil {
+			return err
+		}
 	}
-	if err := validUploadName(name); err != nil {
-		return err
+	defer st.discard()
+	if err := os.Rename(st.tmp, st.path); err != nil {
+		return fmt.Errorf("upload %s: rename to %s: %w", st.name, st.path, err)
 	}
-	dir, err := s.uploadDir()
-	if err != nil {
-		return err
-	}
-	abs, err := filepath.Abs(filepath.Join(dir, name))
-	if err != nil {
-		return fmt.Errorf("upload %s: %w", name, err)
-	}
-	if err := writeFileAtomic(abs, data); err != nil {
-		return err
-	}
-	sum := sha256.Sum256(data)
 	if _, err := s.cat.PutUpload(r.Context(), catalog.Upload{
-		Name: name, Path: abs, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:]),
+		Name: st.name, Path: st.path, Size: st.size, SHA256: st.sha256,
 	}, catalog.Upsert); err != nil {
 		return err
 	}
-	return writeText(w, http.StatusCreated, "%s", abs)
+	return writeText(w, http.StatusCreated, "%s", st.path)
+}
+
+// stagedUpload is an upload written and synced to a temporary file next
+// to its place, not yet renamed into it.
+type stagedUpload struct {
+	name, path, tmp, sha256 string
+	size                    int64
+}
+
+// discard removes the temporary file (nothing once it was renamed).
+func (st *stagedUpload) discard() { os.Remove(st.tmp) } //nolint:errcheck // gone after the rename
+
+// stageUpload checks name and writes what rd holds (at most maxUpload
+// bytes) to a synced temporary file in the uploads folder; renaming it
+// into place is the caller's, so a crash leaves the old file or the new
+// one, never a part.
+func (s *Server) stageUpload(name string, rd io.Reader) (*stagedUpload, error) {
+	if err := validUploadName(name); err != nil {
+		return nil, err
+	}
+	dir, err := s.uploadDir()
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(filepath.Join(dir, name))
+	if err != nil {
+		return nil, fmt.Errorf("upload %s: %w", name, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", dir, err)
+	}
+	tmp, err := os.CreateTemp(dir, ".upload-*")
+	if err != nil {
+		return nil, fmt.Errorf("create temporary file: %w", err)
+	}
+	st := &stagedUpload{name: name, path: abs, tmp: tmp.Name()}
+	sum := sha256.New()
+	if st.size, err = copyLimited(tmp, io.TeeReader(rd, sum), maxUpload); err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		st.discard()
+		return nil, fmt.Errorf("upload %s: %w", name, err)
+	}
+	st.sha256 = hex.EncodeToString(sum.Sum(nil))
+	return st, nil
+}
+
+// copyLimited copies rd to f; more than limit bytes, or a failure to read
+// rd (the client's body), is a 400.
+func copyLimited(f *os.File, rd io.Reader, limit int64) (int64, error) {
+	n, err := io.Copy(f, io.LimitReader(rd, limit+1))
+	var pe *os.PathError
+	switch {
+	case errors.As(err, &pe):
+		return n, err
+	case err != nil:
+		return n, badRequest("read: %v", err)
+	case n > limit:
+		return n, badRequest("larger than %d bytes", limit)
+	}
+	return n, nil
+}
+
+// uploadMultipart reads a multipart/form-data upload: exactly one part,
+// the file field uploadFile, whose file name is the upload's name. The
+// file streams to a temporary file, not to memory; any other part is
+// refused, and then nothing is stored.
+func (s *Server) uploadMultipart(r *http.Request) (*stagedUpload, error) {
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return nil, badRequest("multipart form: %v", err)
+	}
+	var st *stagedUpload
+	fail := func(err error) (*stagedUpload, error) {
+		if st != nil {
+			st.discard()
+		}
+		return nil, err
+	}
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		switch {
+		case err != nil:
+			return fail(badRequest("multipart form: %v", err))
+		case part.FormName() != uploadField:
+			return fail(badRequest("multipart form: unknown field %q; the file goes in field %q", part.FormName(), uploadField))
+		case st != nil:
+			return fail(badRequest("multipart form: more than one %q field; upload one file per request", uploadField))
+		case part.FileName() == "":
+			return fail(badRequest("multipart form: field %q carries no file name", uploadField))
+		}
+		if st, err = s.stageUpload(part.FileName(), part); err != nil {
+			return fail(err)
+		}
+	}
+	if st == nil {
+		return nil, badRequest("multipart form: no %q field", uploadField)
+	}
+	return st, nil
 }
 
 func (s *Server) uploadBody(r *http.Request) (string, []byte, error) {
@@ -179,35 +294,6 @@ func (s *Server) fetchFile(ctx context.Context, raw string, limit int64) ([]byte
 		return nil, badRequest("file %s larger than %d bytes", shown, limit)
 	}
 	return data, nil
-}
-
-// writeFileAtomic writes data to path through a synced temporary file and
-// a rename, so a crash leaves the old file or the new one.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
-	tmp, err := os.CreateTemp(dir, ".upload-*")
-	if err != nil {
-		return fmt.Errorf("create temporary file: %w", err)
-	}
-	defer os.Remove(tmp.Name()) //nolint:errcheck // gone after the rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("fsync %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp.Name(), err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("rename to %s: %w", path, err)
-	}
-	return nil
 }
 
 func (s *Server) deleteUpload(w http.ResponseWriter, r *http.Request) error {
