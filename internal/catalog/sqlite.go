@@ -168,4 +168,3 @@ func syncFile(path string) error {
 	defer f.Close()
 	return f.Sync()
 }
-
