@@ -175,7 +175,7 @@ func (s *PostgresStore) Watch(ctx context.Context, fn func(Change)) error {
 			break
 		}
 		s.log.Warn("catalog change notifications lost; reconnecting", "database", s.where, "err", err, "retry", wait)
-		if !sleep(ctx, s.clock, wait) {
+		if !clock.Sleep(ctx, s.clock, wait) {
 			break
 		}
 		wait = min(2*wait, maxWait)
@@ -229,17 +229,4 @@ func (ch Change) wellFormed() bool {
 		return len(ch.Key) == 1
 	}
 	return false
-}
-
-// sleep waits d on c, or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, c clock.Clock, d time.Duration) bool {
-	done := make(chan struct{})
-	t := c.AfterFunc(d, func() { close(done) })
-	defer t.Stop()
-	select {
-	case <-done:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
