@@ -21,14 +21,8 @@ type Catalog struct {
 	store Store
 
 	wmu sync.Mutex   // serializes mutations: store write, then memory
-	mu  sync.RWMutex // guards the views below
-
-	streams     view[Stream]
-	rules       view[Rule]
-	connections view[Connection]
-	confKeys    view[ConfKey]
-	schemas     view[Schema]
-	uploads     view[Upload]
+	mu  sync.RWMutex // guards views
+	views
 
 	// seen is the version of a shared store that memory reflected at the
 	// last full load (see Follow); guarded by wmu.
@@ -292,6 +286,16 @@ func (c *Catalog) Backup(ctx context.Context, path string) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	return c.store.Backup(ctx, path)
+}
+
+// views are the in-memory catalog, one view per kind.
+type views struct {
+	streams     view[Stream]
+	rules       view[Rule]
+	connections view[Connection]
+	confKeys    view[ConfKey]
+	schemas     view[Schema]
+	uploads     view[Upload]
 }
 
 // view is one kind's map, keyed by a string whose order is the list order.

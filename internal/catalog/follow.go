@@ -204,14 +204,7 @@ func (c *Catalog) reload(ctx context.Context, sh Shared, force bool) ([]Change, 
 	if err != nil {
 		return nil, fmt.Errorf("reload catalog: %w", err)
 	}
-	old := struct {
-		streams     view[Stream]
-		rules       view[Rule]
-		connections view[Connection]
-		confKeys    view[ConfKey]
-		schemas     view[Schema]
-		uploads     view[Upload]
-	}{c.streams, c.rules, c.connections, c.confKeys, c.schemas, c.uploads}
+	old := c.views
 	c.mu.Lock()
 	c.fill(snap)
 	c.mu.Unlock()
