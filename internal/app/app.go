@@ -27,6 +27,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/certs"
 	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/cluster"
 	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
@@ -105,7 +106,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		restTLS = r.Config()
 	}
 
-	store, err := catalog.Open(ctx, cfg.SqlitePath(), catalog.Options{})
+	store, err := openCatalog(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -114,6 +115,10 @@ func Run(ctx context.Context, opts Options) (err error) {
 			err = fmt.Errorf("close catalog: %w", cerr)
 		}
 	}()
+	nodeID, err := cluster.LoadNodeID(cfg.Paths.Data)
+	if err != nil {
+		return err
+	}
 	defaults := rule.OptionsFromConfig(cfg.Rule)
 	if err := defaults.Validate(); err != nil {
 		return fmt.Errorf("config rule section: %w", err)
@@ -135,6 +140,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 	logInvalidNames(cat, logger)
+	members := newMembership(cfg, store, nodeID, opts.Version, logger)
+	stopCluster := runCluster(ctx, cat, members, logger)
+	defer stopCluster()
 	runner, releaseRunner, err := opts.NewRunner(cfg, cat, logger)
 	if err != nil {
 		return fmt.Errorf("start engine: %w", err)
@@ -163,7 +171,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	sopts := server.Options{
 		Catalog: cat, Rules: mgr, Config: cfg, Environ: opts.Environ, Logger: logger, Version: opts.Version, Commit: opts.Commit,
 		Connections: conns, Streams: checker, Warnings: exposure,
-		JSLimits: jsudf.LimitsFromConfig(cfg),
+		JSLimits: jsudf.LimitsFromConfig(cfg), Cluster: members,
 	}
 	if r, ok := runner.(interface{ ConnectorRegistry() *connector.Registry }); ok {
 		sopts.Connectors = r.ConnectorRegistry()
@@ -235,7 +243,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	url := scheme + "://" + ln.Addr().String()
 	fmt.Fprintf(opts.Stdout, "Serving kuiper (version - %s), restful api on %s\n", opts.Version, url)
-	logger.Info("rest api listening", "addr", url, "catalog", cfg.SqlitePath())
+	logger.Info("rest api listening", "addr", url, "catalog", catalogName(cfg), "node", nodeID)
 	if opts.Ready != nil {
 		opts.Ready(ln.Addr().String())
 	}

@@ -21,50 +21,42 @@ type Catalog struct {
 	store Store
 
 	wmu sync.Mutex   // serializes mutations: store write, then memory
-	mu  sync.RWMutex // guards the views below
+	mu  sync.RWMutex // guards views
+	views
 
-	streams     view[Stream]
-	rules       view[Rule]
-	connections view[Connection]
-	confKeys    view[ConfKey]
-	schemas     view[Schema]
-	uploads     view[Upload]
+	// seen is the version of a shared store that memory reflected at the
+	// last full load (see Follow); guarded by wmu.
+	seen int64
 }
 
 // New loads the whole store into a Catalog.
 func New(ctx context.Context, store Store) (*Catalog, error) {
+	c := &Catalog{store: store}
+	if sh, ok := store.(Shared); ok {
+		// Read before the load: a write between the two makes the next
+		// reconcile reload, never miss it.
+		v, err := sh.Version(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("new catalog: %w", err)
+		}
+		c.seen = v
+	}
 	snap, err := store.Load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("new catalog: %w", err)
 	}
-	c := &Catalog{
-		store:       store,
-		streams:     newView(Stream.clone),
-		rules:       newView(Rule.clone),
-		connections: newView(Connection.clone),
-		confKeys:    newView(ConfKey.clone),
-		schemas:     newView(Schema.clone),
-		uploads:     newView(Upload.clone),
-	}
-	for _, s := range snap.Streams {
-		c.streams.m[s.Name] = s
-	}
-	for _, r := range snap.Rules {
-		c.rules.m[r.ID] = r
-	}
-	for _, conn := range snap.Connections {
-		c.connections.m[conn.ID] = conn
-	}
-	for _, k := range snap.ConfKeys {
-		c.confKeys.m[confKeyID(k.Category, k.Type, k.Key)] = k
-	}
-	for _, s := range snap.Schemas {
-		c.schemas.m[schemaID(s.Type, s.Name)] = s
-	}
-	for _, u := range snap.Uploads {
-		c.uploads.m[u.Name] = u
-	}
+	c.fill(snap)
 	return c, nil
+}
+
+// fill replaces every view with the snapshot's content.
+func (c *Catalog) fill(snap *Snapshot) {
+	c.streams = viewOf(snap.Streams, Stream.clone, func(s Stream) string { return s.Name })
+	c.rules = viewOf(snap.Rules, Rule.clone, func(r Rule) string { return r.ID })
+	c.connections = viewOf(snap.Connections, Connection.clone, func(conn Connection) string { return conn.ID })
+	c.confKeys = viewOf(snap.ConfKeys, ConfKey.clone, func(k ConfKey) string { return confKeyID(k.Category, k.Type, k.Key) })
+	c.schemas = viewOf(snap.Schemas, Schema.clone, func(s Schema) string { return schemaID(s.Type, s.Name) })
+	c.uploads = viewOf(snap.Uploads, Upload.clone, func(u Upload) string { return u.Name })
 }
 
 // mutate runs write against the store and, only if it succeeded, apply
@@ -296,14 +288,28 @@ func (c *Catalog) Backup(ctx context.Context, path string) error {
 	return c.store.Backup(ctx, path)
 }
 
+// views are the in-memory catalog, one view per kind.
+type views struct {
+	streams     view[Stream]
+	rules       view[Rule]
+	connections view[Connection]
+	confKeys    view[ConfKey]
+	schemas     view[Schema]
+	uploads     view[Upload]
+}
+
 // view is one kind's map, keyed by a string whose order is the list order.
 type view[V any] struct {
 	m     map[string]V
 	clone func(V) V
 }
 
-func newView[V any](clone func(V) V) view[V] {
-	return view[V]{m: map[string]V{}, clone: clone}
+func viewOf[V any](entries []V, clone func(V) V, key func(V) string) view[V] {
+	v := view[V]{m: make(map[string]V, len(entries)), clone: clone}
+	for _, e := range entries {
+		v.m[key(e)] = e
+	}
+	return v
 }
 
 func (v view[V]) get(k string) (V, bool) {

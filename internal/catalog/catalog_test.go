@@ -63,133 +63,136 @@ func assertMemoryMatchesDisk(t *testing.T, c *Catalog, s Store) {
 }
 
 func TestCatalogCRUD(t *testing.T) {
-	ctx := context.Background()
-	s, clk := newStore(t)
-	c := newCatalog(t, s)
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		s, clk := b.newStore(t)
+		c := newCatalog(t, s)
 
-	st, err := c.PutStream(ctx, Stream{Name: "demo", Kind: KindStream, SQL: "CREATE STREAM demo () WITH (TYPE=\"mqtt\")"}, Create)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := c.Stream("demo"); err != nil || !reflect.DeepEqual(got, st) {
-		t.Errorf("Stream = %+v %v", got, err)
-	}
-	if _, err := c.PutStream(ctx, Stream{Name: "demo", Kind: KindTable}, Create); !errors.Is(err, ErrConflict) {
-		t.Errorf("duplicate create: %v", err)
-	}
-	if got, _ := c.Stream("demo"); got.Kind != KindStream {
-		t.Errorf("failed create changed memory: %+v", got)
-	}
-
-	r, err := c.PutRule(ctx, Rule{ID: "r1", Definition: []byte(`{"id":"r1"}`), State: RuleRunning, Tags: []string{"site-a"}}, Create)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.PutRule(ctx, Rule{ID: "r2", Definition: []byte(`{"id":"r2"}`), State: RuleRunning, Tags: []string{"site-b"}}, Create); err != nil {
-		t.Fatal(err)
-	}
-	if l := c.Rules("site-a"); len(l) != 1 || l[0].ID != "r1" {
-		t.Errorf("Rules(site-a) = %+v", l)
-	}
-	clk.AdvanceTo(t0+10, nil)
-	stopped, err := c.SetRuleState(ctx, "r1", RuleStopped)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := c.Rule("r1"); got.State != RuleStopped || !got.Updated.After(r.Updated) || !reflect.DeepEqual(got, stopped) {
-		t.Errorf("rule after stop %+v", got)
-	}
-	if _, err := c.SetRuleState(ctx, "zz", RuleStopped); !errors.Is(err, ErrNotFound) {
-		t.Errorf("SetRuleState(zz) = %v", err)
-	}
-
-	if _, err := c.PutConnection(ctx, Connection{ID: "c1", Type: "mqtt", Props: map[string]any{"server": "tcp://h:1883", "qos": int64(1)}}, Upsert); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.PutConfKey(ctx, ConfKey{Category: ConfSource, Type: "mqtt", Key: "k1", Props: map[string]any{"qos": int64(0)}}, Upsert); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.PutSchema(ctx, Schema{Type: "protobuf", Name: "p1", Content: "x"}, Upsert); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.PutUpload(ctx, Upload{Name: "u1", Path: "/u1", Size: 3}, Upsert); err != nil {
-		t.Fatal(err)
-	}
-	assertMemoryMatchesDisk(t, c, s)
-
-	t.Run("reads return copies", func(t *testing.T) {
-		conn, _ := c.Connection("c1")
-		conn.Props["server"] = "changed"
-		k, _ := c.ConfKey(ConfSource, "mqtt", "k1")
-		k.Props["qos"] = int64(9)
-		rule, _ := c.Rule("r1")
-		rule.Tags[0] = "changed"
-		rule.Definition[0] = '['
-		assertMemoryMatchesDisk(t, c, s)
-	})
-	t.Run("puts copy their input", func(t *testing.T) {
-		props := map[string]any{"nested": map[string]any{"a": int64(1)}}
-		if _, err := c.PutConnection(ctx, Connection{ID: "c2", Type: "kafka", Props: props}, Create); err != nil {
+		st, err := c.PutStream(ctx, Stream{Name: "demo", Kind: KindStream, SQL: "CREATE STREAM demo () WITH (TYPE=\"mqtt\")"}, Create)
+		if err != nil {
 			t.Fatal(err)
 		}
-		props["nested"].(map[string]any)["a"] = int64(2)
-		def := []byte(`{"id":"r3"}`)
-		if _, err := c.PutRule(ctx, Rule{ID: "r3", Definition: def, State: RuleStopped}, Create); err != nil {
+		if got, err := c.Stream("demo"); err != nil || !reflect.DeepEqual(got, st) {
+			t.Errorf("Stream = %+v %v", got, err)
+		}
+		if _, err := c.PutStream(ctx, Stream{Name: "demo", Kind: KindTable}, Create); !errors.Is(err, ErrConflict) {
+			t.Errorf("duplicate create: %v", err)
+		}
+		if got, _ := c.Stream("demo"); got.Kind != KindStream {
+			t.Errorf("failed create changed memory: %+v", got)
+		}
+
+		r, err := c.PutRule(ctx, Rule{ID: "r1", Definition: []byte(`{"id":"r1"}`), State: RuleRunning, Tags: []string{"site-a"}}, Create)
+		if err != nil {
 			t.Fatal(err)
 		}
-		def[0] = '['
+		if _, err := c.PutRule(ctx, Rule{ID: "r2", Definition: []byte(`{"id":"r2"}`), State: RuleRunning, Tags: []string{"site-b"}}, Create); err != nil {
+			t.Fatal(err)
+		}
+		if l := c.Rules("site-a"); len(l) != 1 || l[0].ID != "r1" {
+			t.Errorf("Rules(site-a) = %+v", l)
+		}
+		clk.AdvanceTo(t0+10, nil)
+		stopped, err := c.SetRuleState(ctx, "r1", RuleStopped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := c.Rule("r1"); got.State != RuleStopped || !got.Updated.After(r.Updated) || !reflect.DeepEqual(got, stopped) {
+			t.Errorf("rule after stop %+v", got)
+		}
+		if _, err := c.SetRuleState(ctx, "zz", RuleStopped); !errors.Is(err, ErrNotFound) {
+			t.Errorf("SetRuleState(zz) = %v", err)
+		}
+
+		if _, err := c.PutConnection(ctx, Connection{ID: "c1", Type: "mqtt", Props: map[string]any{"server": "tcp://h:1883", "qos": int64(1)}}, Upsert); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.PutConfKey(ctx, ConfKey{Category: ConfSource, Type: "mqtt", Key: "k1", Props: map[string]any{"qos": int64(0)}}, Upsert); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.PutSchema(ctx, Schema{Type: "protobuf", Name: "p1", Content: "x"}, Upsert); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.PutUpload(ctx, Upload{Name: "u1", Path: "/u1", Size: 3}, Upsert); err != nil {
+			t.Fatal(err)
+		}
 		assertMemoryMatchesDisk(t, c, s)
-	})
-	t.Run("deletes", func(t *testing.T) {
-		for _, del := range []func() error{
-			func() error { return c.DeleteStream(ctx, "demo") },
-			func() error { return c.DeleteRule(ctx, "r1") },
-			func() error { return c.DeleteConnection(ctx, "c1") },
-			func() error { return c.DeleteConfKey(ctx, ConfSource, "mqtt", "k1") },
-			func() error { return c.DeleteSchema(ctx, "protobuf", "p1") },
-			func() error { return c.DeleteUpload(ctx, "u1") },
-		} {
-			if err := del(); err != nil {
+
+		t.Run("reads return copies", func(t *testing.T) {
+			conn, _ := c.Connection("c1")
+			conn.Props["server"] = "changed"
+			k, _ := c.ConfKey(ConfSource, "mqtt", "k1")
+			k.Props["qos"] = int64(9)
+			rule, _ := c.Rule("r1")
+			rule.Tags[0] = "changed"
+			rule.Definition[0] = '['
+			assertMemoryMatchesDisk(t, c, s)
+		})
+		t.Run("puts copy their input", func(t *testing.T) {
+			props := map[string]any{"nested": map[string]any{"a": int64(1)}}
+			if _, err := c.PutConnection(ctx, Connection{ID: "c2", Type: "kafka", Props: props}, Create); err != nil {
 				t.Fatal(err)
 			}
-			if err := del(); !errors.Is(err, ErrNotFound) {
-				t.Errorf("second delete: %v", err)
+			props["nested"].(map[string]any)["a"] = int64(2)
+			def := []byte(`{"id":"r3"}`)
+			if _, err := c.PutRule(ctx, Rule{ID: "r3", Definition: def, State: RuleStopped}, Create); err != nil {
+				t.Fatal(err)
 			}
-		}
-		for _, get := range []func() error{
-			func() error { _, err := c.Stream("demo"); return err },
-			func() error { _, err := c.Rule("r1"); return err },
-			func() error { _, err := c.Connection("c1"); return err },
-			func() error { _, err := c.ConfKey(ConfSource, "mqtt", "k1"); return err },
-			func() error { _, err := c.Schema("protobuf", "p1"); return err },
-			func() error { _, err := c.Upload("u1"); return err },
-		} {
-			if err := get(); !errors.Is(err, ErrNotFound) {
-				t.Errorf("get after delete: %v", err)
+			def[0] = '['
+			assertMemoryMatchesDisk(t, c, s)
+		})
+		t.Run("deletes", func(t *testing.T) {
+			for _, del := range []func() error{
+				func() error { return c.DeleteStream(ctx, "demo") },
+				func() error { return c.DeleteRule(ctx, "r1") },
+				func() error { return c.DeleteConnection(ctx, "c1") },
+				func() error { return c.DeleteConfKey(ctx, ConfSource, "mqtt", "k1") },
+				func() error { return c.DeleteSchema(ctx, "protobuf", "p1") },
+				func() error { return c.DeleteUpload(ctx, "u1") },
+			} {
+				if err := del(); err != nil {
+					t.Fatal(err)
+				}
+				if err := del(); !errors.Is(err, ErrNotFound) {
+					t.Errorf("second delete: %v", err)
+				}
 			}
-		}
-		assertMemoryMatchesDisk(t, c, s)
+			for _, get := range []func() error{
+				func() error { _, err := c.Stream("demo"); return err },
+				func() error { _, err := c.Rule("r1"); return err },
+				func() error { _, err := c.Connection("c1"); return err },
+				func() error { _, err := c.ConfKey(ConfSource, "mqtt", "k1"); return err },
+				func() error { _, err := c.Schema("protobuf", "p1"); return err },
+				func() error { _, err := c.Upload("u1"); return err },
+			} {
+				if err := get(); !errors.Is(err, ErrNotFound) {
+					t.Errorf("get after delete: %v", err)
+				}
+			}
+			assertMemoryMatchesDisk(t, c, s)
+		})
 	})
 }
 
 func TestCatalogReloads(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), DefaultFileName)
-	s, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newCatalog(t, s)
-	fillStore(t, &catalogStore{c})
-	want := memSnapshot(c)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s2 := openStore(t, path, Options{})
-	c2 := newCatalog(t, s2)
-	if got := memSnapshot(c2); !reflect.DeepEqual(got, want) {
-		t.Errorf("reloaded catalog\n got %+v\nwant %+v", got, want)
-	}
+	forEachBackend(t, func(t *testing.T, b backend) {
+		ctx := context.Background()
+		target := b.target(t)
+		s, err := b.open(ctx, target, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := newCatalog(t, s)
+		fillStore(t, &catalogStore{c})
+		want := memSnapshot(c)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		c2 := newCatalog(t, b.openAt(t, target, nil))
+		if got := memSnapshot(c2); !reflect.DeepEqual(got, want) {
+			t.Errorf("reloaded catalog\n got %+v\nwant %+v", got, want)
+		}
+	})
 }
 
 // catalogStore adapts the Catalog's puts to the Store shape fillStore uses.
@@ -222,13 +225,13 @@ func (c *catalogStore) Close() error                                          { 
 
 var _ Store = (*catalogStore)(nil)
 
-// fault is one real way to make SQLite writes fail.
+// fault is one real way to make the store's writes fail.
 type fault struct {
 	name string
 	// setup opens the store the catalog uses; it may skip the test.
-	setup func(t *testing.T) *SQLiteStore
+	setup func(t *testing.T) Store
 	// inject starts the fault and returns the function that removes it.
-	inject func(t *testing.T, s *SQLiteStore) (remove func())
+	inject func(t *testing.T, s Store) (remove func())
 	// mutations that must fail while the fault is in place.
 	mutations func(ctx context.Context, c *Catalog) []namedMutation
 }
@@ -273,15 +276,15 @@ func allMutations(ctx context.Context, c *Catalog) []namedMutation {
 
 func faults() []fault {
 	ctx := context.Background()
-	tempStore := func(t *testing.T) *SQLiteStore {
+	tempStore := func(t *testing.T) Store {
 		return openStore(t, filepath.Join(t.TempDir(), DefaultFileName), Options{BusyTimeout: 100 * time.Millisecond})
 	}
-	return []fault{
+	return append([]fault{
 		{
-			name:  "write lock held by another connection",
+			name:  "sqlite: write lock held by another connection",
 			setup: tempStore,
-			inject: func(t *testing.T, s *SQLiteStore) func() {
-				conn, err := rawDB(t, s.Path()).Conn(ctx)
+			inject: func(t *testing.T, s Store) func() {
+				conn, err := rawDB(t, s.(*SQLiteStore).Path()).Conn(ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -303,9 +306,10 @@ func faults() []fault {
 			mutations: allMutations,
 		},
 		{
-			name:  "database full (max_page_count)",
+			name:  "sqlite: database full (max_page_count)",
 			setup: tempStore,
-			inject: func(t *testing.T, s *SQLiteStore) func() {
+			inject: func(t *testing.T, st Store) func() {
+				s := st.(*SQLiteStore)
 				if _, err := s.writer.ExecContext(ctx, "PRAGMA max_page_count = 1"); err != nil {
 					t.Fatal(err)
 				}
@@ -324,8 +328,8 @@ func faults() []fault {
 			mutations: growingMutations,
 		},
 		{
-			name: "disk full (size-capped tmpfs)",
-			setup: func(t *testing.T) *SQLiteStore {
+			name: "sqlite: disk full (size-capped tmpfs)",
+			setup: func(t *testing.T) Store {
 				dir := t.TempDir()
 				if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", dir).CombinedOutput(); err != nil {
 					t.Skipf("skipping: cannot mount a size-capped tmpfs (needs root): %v: %s", err, out)
@@ -337,8 +341,8 @@ func faults() []fault {
 				})
 				return openStore(t, filepath.Join(dir, DefaultFileName), Options{BusyTimeout: 100 * time.Millisecond})
 			},
-			inject: func(t *testing.T, s *SQLiteStore) func() {
-				filler := filepath.Join(filepath.Dir(s.Path()), "filler")
+			inject: func(t *testing.T, s Store) func() {
+				filler := filepath.Join(filepath.Dir(s.(*SQLiteStore).Path()), "filler")
 				f, err := os.Create(filler)
 				if err != nil {
 					t.Fatal(err)
@@ -358,11 +362,11 @@ func faults() []fault {
 			},
 			mutations: growingMutations,
 		},
-	}
+	}, postgresFaults()...)
 }
 
-// TestFailedWriteLeavesMemoryAndDiskUnchanged provokes real SQLite write
-// failures and checks the Catalog's contract: the error is returned, memory
+// TestFailedWriteLeavesMemoryAndDiskUnchanged provokes real write
+// failures of both stores and checks the Catalog's contract: the error is returned, memory
 // and disk keep their state, and after the fault is removed writes succeed
 // on an intact database.
 func TestFailedWriteLeavesMemoryAndDiskUnchanged(t *testing.T) {
@@ -412,8 +416,10 @@ func TestFailedWriteLeavesMemoryAndDiskUnchanged(t *testing.T) {
 				}
 			}
 			assertMemoryMatchesDisk(t, c, s)
-			if err := s.IntegrityCheck(ctx); err != nil {
-				t.Error(err)
+			if s, ok := s.(*SQLiteStore); ok {
+				if err := s.IntegrityCheck(ctx); err != nil {
+					t.Error(err)
+				}
 			}
 		})
 	}
@@ -435,9 +441,12 @@ func seed(t *testing.T, c *Catalog) {
 }
 
 func TestCatalogConcurrentMutations(t *testing.T) {
+	forEachBackend(t, testConcurrentMutations)
+}
+
+func testConcurrentMutations(t *testing.T, b backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), DefaultFileName)
-	s := openStore(t, path, Options{})
+	s := b.openAt(t, b.target(t), nil)
 	c := newCatalog(t, s)
 	const workers, each = 12, 20
 	var wg sync.WaitGroup
@@ -483,8 +492,10 @@ func TestCatalogConcurrentMutations(t *testing.T) {
 		t.Errorf("%d rules tagged 3, want %d", len(l), each)
 	}
 	assertMemoryMatchesDisk(t, c, s)
-	if err := s.IntegrityCheck(ctx); err != nil {
-		t.Error(err)
+	if s, ok := s.(*SQLiteStore); ok {
+		if err := s.IntegrityCheck(ctx); err != nil {
+			t.Error(err)
+		}
 	}
 }
 

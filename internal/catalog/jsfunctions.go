@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -84,13 +83,13 @@ func (c *Catalog) DeleteJSFunction(ctx context.Context, id string) error {
 }
 
 // PutJSFunction stores f according to mode.
-func (s *SQLiteStore) PutJSFunction(ctx context.Context, f JSFunction, mode PutMode) (JSFunction, error) {
+func (s *sqlStore) PutJSFunction(ctx context.Context, f JSFunction, mode PutMode) (JSFunction, error) {
 	if f.ID == "" {
 		return JSFunction{}, fmt.Errorf("put javascript function: %w: empty id", ErrInvalid)
 	}
-	c, u, err := s.put(ctx, mode, `SELECT created_at FROM js_functions WHERE id = ?`, []any{f.ID},
-		func(tx *sql.Tx, c, u int64) error {
-			_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO js_functions (id, description, script, is_agg, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
+	c, u, err := s.put(ctx, mode, ch(ChangeJSFunction, f.ID), `SELECT created_at FROM js_functions WHERE id = ?`, []any{f.ID},
+		func(tx stmts, c, u int64) error {
+			_, err := tx.ExecContext(ctx, upsertSQL("js_functions", 1, "id", "description", "script", "is_agg", "created_at", "updated_at"),
 				f.ID, f.Description, f.Script, jsAggFlag(f.IsAgg), c, u)
 			return err
 		})
@@ -122,7 +121,7 @@ func scanJSFunction(r rowScanner) (JSFunction, error) {
 }
 
 // GetJSFunction returns one JavaScript function.
-func (s *SQLiteStore) GetJSFunction(ctx context.Context, id string) (JSFunction, error) {
+func (s *sqlStore) GetJSFunction(ctx context.Context, id string) (JSFunction, error) {
 	f, err := getOne(ctx, s, scanJSFunction, `SELECT `+jsFunctionCols+` FROM js_functions WHERE id = ?`, id)
 	if err != nil {
 		return JSFunction{}, fmt.Errorf("get javascript function %s: %w", id, err)
@@ -131,7 +130,7 @@ func (s *SQLiteStore) GetJSFunction(ctx context.Context, id string) (JSFunction,
 }
 
 // ListJSFunctions lists JavaScript functions ordered by id.
-func (s *SQLiteStore) ListJSFunctions(ctx context.Context) ([]JSFunction, error) {
+func (s *sqlStore) ListJSFunctions(ctx context.Context) ([]JSFunction, error) {
 	out, err := list(ctx, s, scanJSFunction, `SELECT `+jsFunctionCols+` FROM js_functions ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list javascript functions: %w", err)
@@ -140,8 +139,8 @@ func (s *SQLiteStore) ListJSFunctions(ctx context.Context) ([]JSFunction, error)
 }
 
 // DeleteJSFunction deletes one JavaScript function.
-func (s *SQLiteStore) DeleteJSFunction(ctx context.Context, id string) error {
-	if err := s.del(ctx, `DELETE FROM js_functions WHERE id = ?`, id); err != nil {
+func (s *sqlStore) DeleteJSFunction(ctx context.Context, id string) error {
+	if err := s.del(ctx, ch(ChangeJSFunction, id), `DELETE FROM js_functions WHERE id = ?`, id); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return fmt.Errorf("javascript function %s: %w", id, err)
 		}

@@ -3,14 +3,17 @@ package catalog
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 )
 
 func TestJSFunctions(t *testing.T) {
+	forEachBackend(t, testJSFunctions)
+}
+
+func testJSFunctions(t *testing.T, b backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "data", DefaultFileName)
-	s := openStore(t, path, Options{})
+	target := b.target(t)
+	s := b.openAt(t, target, nil)
 	c := newCatalog(t, s)
 	f := JSFunction{ID: "double", Description: "twice", Script: "function double(x) { return 2 * x }", IsAgg: true}
 	if _, err := c.PutJSFunction(ctx, f, Create); err != nil {
@@ -28,7 +31,7 @@ func TestJSFunctions(t *testing.T) {
 	s.Close()
 
 	// Durable: a reopened store has it.
-	c = newCatalog(t, openStore(t, path, Options{}))
+	c = newCatalog(t, b.openAt(t, target, nil))
 	got, err := c.GetJSFunction(ctx, "double")
 	if err != nil {
 		t.Fatal(err)

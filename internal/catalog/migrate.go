@@ -6,16 +6,29 @@ import (
 	"fmt"
 )
 
-// migration moves the schema from version-1 to version.
+// migration moves the schema from version-1 to version. Both databases
+// have the same history: the same versions, tables and columns, each in
+// its own dialect.
 type migration struct {
 	version int
 	name    string
-	stmts   []string
+	// stmts are SQLite's; pg PostgreSQL's.
+	stmts []string
+	pg    []string
 }
 
 // migrations returns the schema history in order. Append only: a released
 // migration is never edited.
 func migrations() []migration {
+	ms := sqliteMigrations()
+	pg := postgresMigrations()
+	for i := range ms {
+		ms[i].pg = pg[i]
+	}
+	return ms
+}
+
+func sqliteMigrations() []migration {
 	return []migration{{
 		version: 1,
 		name:    "initial catalog",
@@ -97,6 +110,31 @@ func migrations() []migration {
 				updated_at  INTEGER NOT NULL
 			) STRICT`,
 		},
+	}, {
+		version: 4,
+		name:    "catalog version",
+		stmts: []string{
+			// One row, incremented by every write of catalog content: a
+			// node sharing the database reloads when it moved.
+			`CREATE TABLE catalog_version (
+				id      INTEGER PRIMARY KEY CHECK (id = 1),
+				version INTEGER NOT NULL
+			) STRICT`,
+			`INSERT INTO catalog_version (id, version) VALUES (1, 0)`,
+		},
+	}, {
+		version: 5,
+		name:    "cluster nodes",
+		stmts: []string{
+			// A heartbeat row per daemon sharing the catalog.
+			`CREATE TABLE nodes (
+				id         TEXT PRIMARY KEY,
+				address    TEXT NOT NULL,
+				version    TEXT NOT NULL,
+				started_at INTEGER NOT NULL,
+				last_seen  INTEGER NOT NULL
+			) STRICT`,
+		},
 	}}
 }
 
@@ -109,21 +147,36 @@ func latestVersion() int {
 // migrate brings db to the latest schema in one transaction, so a crash
 // leaves either the old or the new schema. A database written by a newer
 // version is refused.
-func migrate(ctx context.Context, db *sql.DB, nowMilli int64) error {
-	tx, err := db.BeginTx(ctx, nil)
+func migrate(ctx context.Context, db *sql.DB, d dialect, nowMilli int64) error {
+	sqlTx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migrate: begin: %w", err)
 	}
-	defer tx.Rollback() //nolint:errcheck // no-op after commit
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
+	defer sqlTx.Rollback() //nolint:errcheck // no-op after commit
+	tx := stmts{q: sqlTx, dollar: d.postgres}
+	if d.lockWrites != "" {
+		// Nodes starting together migrate one after the other.
+		if _, err := tx.ExecContext(ctx, d.lockWrites); err != nil {
+			return fmt.Errorf("migrate: lock: %w", err)
+		}
+	}
+	versionDDL := `CREATE TABLE IF NOT EXISTS schema_version (
 		version    INTEGER PRIMARY KEY,
 		name       TEXT NOT NULL,
 		applied_at INTEGER NOT NULL
-	) STRICT`); err != nil {
+	) STRICT`
+	if d.postgres {
+		versionDDL = `CREATE TABLE IF NOT EXISTS schema_version (
+			version    INTEGER PRIMARY KEY,
+			name       TEXT NOT NULL,
+			applied_at BIGINT NOT NULL
+		)`
+	}
+	if _, err := tx.ExecContext(ctx, versionDDL); err != nil {
 		return fmt.Errorf("migrate: create schema_version: %w", err)
 	}
 	var current int
-	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&current); err != nil {
+	if err := sqlTx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&current); err != nil {
 		return fmt.Errorf("migrate: read version: %w", err)
 	}
 	if current > latestVersion() {
@@ -133,7 +186,11 @@ func migrate(ctx context.Context, db *sql.DB, nowMilli int64) error {
 		if m.version <= current {
 			continue
 		}
-		for _, stmt := range m.stmts {
+		stmts := m.stmts
+		if d.postgres {
+			stmts = m.pg
+		}
+		for _, stmt := range stmts {
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {
 				return fmt.Errorf("migrate to %d (%s): %w", m.version, m.name, err)
 			}
@@ -143,7 +200,7 @@ func migrate(ctx context.Context, db *sql.DB, nowMilli int64) error {
 			return fmt.Errorf("migrate to %d: record version: %w", m.version, err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	if err := sqlTx.Commit(); err != nil {
 		return fmt.Errorf("migrate: commit: %w", err)
 	}
 	return nil

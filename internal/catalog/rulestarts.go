@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 )
@@ -20,9 +19,9 @@ type RuleStartMarker interface {
 var _ RuleStartMarker = (*SQLiteStore)(nil)
 
 // MarkRuleStarting records that rule id is starting.
-func (s *SQLiteStore) MarkRuleStarting(ctx context.Context, id string, at time.Time) error {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO rule_starts (id, started_at) VALUES (?, ?)`, id, at.UnixMilli())
+func (s *sqlStore) MarkRuleStarting(ctx context.Context, id string, at time.Time) error {
+	err := s.tx(ctx, func(tx stmts) error {
+		_, err := tx.ExecContext(ctx, upsertSQL("rule_starts", 1, "id", "started_at"), id, at.UnixMilli())
 		return err
 	})
 	if err != nil {
@@ -32,8 +31,8 @@ func (s *SQLiteStore) MarkRuleStarting(ctx context.Context, id string, at time.T
 }
 
 // ClearRuleStarting removes rule id's start marker, if any.
-func (s *SQLiteStore) ClearRuleStarting(ctx context.Context, id string) error {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+func (s *sqlStore) ClearRuleStarting(ctx context.Context, id string) error {
+	err := s.tx(ctx, func(tx stmts) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM rule_starts WHERE id = ?`, id)
 		return err
 	})
@@ -44,7 +43,7 @@ func (s *SQLiteStore) ClearRuleStarting(ctx context.Context, id string) error {
 }
 
 // RuleStartMarks returns the start markers by rule id.
-func (s *SQLiteStore) RuleStartMarks(ctx context.Context) (map[string]time.Time, error) {
+func (s *sqlStore) RuleStartMarks(ctx context.Context) (map[string]time.Time, error) {
 	type mark struct {
 		id string
 		at int64

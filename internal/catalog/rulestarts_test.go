@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -10,28 +9,33 @@ import (
 // TestRuleStartMarkersSurviveReopen: a marker written and not cleared is
 // there after the store is reopened (as after kill -9); a cleared one is not.
 func TestRuleStartMarkersSurviveReopen(t *testing.T) {
+	forEachBackend(t, testRuleStartMarkers)
+}
+
+func testRuleStartMarkers(t *testing.T, b backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "data", DefaultFileName)
-	s, err := Open(ctx, path, Options{})
+	target := b.target(t)
+	s, err := b.open(ctx, target, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	m := s.(RuleStartMarker)
 	at := time.UnixMilli(t0).UTC()
 	for _, id := range []string{"a", "b"} {
-		if err := s.MarkRuleStarting(ctx, id, at); err != nil {
+		if err := m.MarkRuleStarting(ctx, id, at); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.ClearRuleStarting(ctx, "b"); err != nil {
+	if err := m.ClearRuleStarting(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ClearRuleStarting(ctx, "never-marked"); err != nil {
+	if err := m.ClearRuleStarting(ctx, "never-marked"); err != nil {
 		t.Fatalf("clearing an absent marker: %v", err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(ctx, openStore(t, path, Options{}))
+	c, err := New(ctx, b.openAt(t, target, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,9 @@
 // tables, rules with their wanted state, named connections, confKeys,
 // schemas and uploads.
 //
-// Store is the durable layer (SQLiteStore implements it over one SQLite
-// file). Catalog sits on top: it holds the in-memory view that readers use
+// Store is the durable layer: SQLiteStore implements it over one SQLite
+// file, PostgresStore over a PostgreSQL database several daemons share
+// (Catalog.Follow keeps each daemon's memory in step). Catalog sits on top: it holds the in-memory view that readers use
 // and applies every mutation to the Store first, changing memory only after
 // the store's transaction has committed.
 package catalog

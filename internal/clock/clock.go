@@ -5,6 +5,7 @@ package clock
 
 import (
 	"container/heap"
+	"context"
 	"sync"
 	"time"
 )
@@ -28,6 +29,19 @@ type Timer interface {
 
 // NowMilli returns c's current time in milliseconds since the Unix epoch.
 func NowMilli(c Clock) int64 { return c.Now().UnixMilli() }
+
+// Sleep waits d on c, or until ctx ends; it reports whether d passed.
+func Sleep(ctx context.Context, c Clock, d time.Duration) bool {
+	done := make(chan struct{})
+	t := c.AfterFunc(d, func() { close(done) })
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
 
 // Wall is the real clock.
 type Wall struct{}

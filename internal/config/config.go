@@ -82,6 +82,9 @@ type Basic struct {
 	// run of its script's top level); the call is then interrupted and the
 	// row gets an error. A rekuiper extension; at most 10s.
 	JSFunctionTimeout Duration `yaml:"jsFunctionTimeout" json:"jsFunctionTimeout"`
+	// Catalog selects the catalog database (see CatalogURL); empty keeps
+	// the embedded SQLite file. A rekuiper extension.
+	Catalog CatalogURL `yaml:"catalog" json:"catalog,omitempty"`
 }
 
 // Syslog is `basic.syslog`.

@@ -224,6 +224,9 @@ func TestEnvOverrides(t *testing.T) {
 		{"KUIPER__BASIC__ROTATESIZE=2048", func(c *Config) bool { return c.Basic.RotateSize == 2048 }},
 		{"KUIPER__BASIC__RULEPATROLINTERVAL=30s", func(c *Config) bool { return c.Basic.RulePatrolInterval.Std() == 30*time.Second }},
 		{"KUIPER__BASIC__JSFUNCTIONTIMEOUT=250ms", func(c *Config) bool { return c.Basic.JSFunctionTimeout.Std() == 250*time.Millisecond }},
+		{"KUIPER__BASIC__CATALOG=postgres://k:pw@db:5432/kuiper", func(c *Config) bool {
+			return c.Basic.Catalog == "postgres://k:pw@db:5432/kuiper" && c.Basic.Catalog.Postgres()
+		}},
 		{"KUIPER__BASIC__SYSLOG__TAG=x", func(c *Config) bool { return c.Basic.Syslog.Tag == "x" }},
 		{"KUIPER__BASIC__CORS=https://a.example, http://b.example:8080", func(c *Config) bool {
 			return reflect.DeepEqual(c.Basic.CORS, []string{"https://a.example", "http://b.example:8080"})

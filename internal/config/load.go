@@ -223,6 +223,9 @@ func (c *Config) Validate() ([]string, error) {
 	if c.Basic.RotateTime < 0 || c.Basic.MaxAge < 0 || c.Basic.RotateSize < 0 || c.Basic.RotateCount < 0 {
 		bad("basic log rotation settings must not be negative")
 	}
+	if err := c.Basic.Catalog.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	errs = append(errs, c.validateSecurity()...)
 	errs = append(errs, c.Rule.validate("rule")...)
 	errs = append(errs, c.unsupported()...)

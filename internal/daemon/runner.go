@@ -12,6 +12,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/checkpoint"
 	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/cluster"
 	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/builtin"
@@ -101,7 +102,7 @@ func newRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger, ex
 		}
 		loc = l
 	}
-	nodeID, err := loadNodeID(cfg.Paths.Data)
+	nodeID, err := cluster.LoadNodeID(cfg.Paths.Data)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -174,6 +174,7 @@ var openAPIRun = []step{
 	{"", "POST", "/", "", 0, ""},
 	{"", "GET", "/ping", "", 0, ""},
 	{"", "GET", "/openapi.json", "", 0, ""},
+	{"", "GET", "/cluster/nodes", "", 0, ""},
 	{"", "POST", "/streams", demoDDL, 0, ""},
 	{"", "POST", "/streams", demoDDL, 0, ""},
 	{"", "POST", "/streams", `{"sql":`, 0, ""},

@@ -148,7 +148,7 @@ func (s *Server) lifecycle(verb string, op func(ctx context.Context, id string) 
 // statusFields returns the status object's keys in eKuiper's order: the
 // rule-level fields, then the metrics sorted by key. Error texts (message,
 // *_last_exception) have their secrets masked.
-func statusFields(st rulemgr.Status) ([]string, map[string]any) {
+func (s *Server) statusFields(st rulemgr.Status) ([]string, map[string]any) {
 	m := map[string]any{
 		"status":             st.State.String(),
 		"message":            rule.MaskText(st.Message),
@@ -157,6 +157,11 @@ func statusFields(st rulemgr.Status) ([]string, map[string]any) {
 		"nextStartTimestamp": st.NextStart,
 	}
 	keys := []string{"status", "message", "lastStartTimestamp", "lastStopTimestamp", "nextStartTimestamp"}
+	if id := s.opts.Cluster.ID(); id != "" {
+		// The node that runs the rule (this one: rules are not placed yet).
+		m["node"] = id
+		keys = append(keys, "node")
+	}
 	mk := make([]string, 0, len(st.Metrics))
 	for k := range st.Metrics {
 		if _, dup := m[k]; !dup {
@@ -178,7 +183,7 @@ func (s *Server) ruleStatus(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	keys, m := statusFields(st)
+	keys, m := s.statusFields(st)
 	var buf bytes.Buffer
 	buf.WriteString("{\n")
 	for i, k := range keys {
@@ -202,7 +207,7 @@ func (s *Server) ruleStatusV2(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	_, m := statusFields(st)
+	_, m := s.statusFields(st)
 	return writeJSON(w, http.StatusOK, m)
 }
 

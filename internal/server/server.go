@@ -24,6 +24,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/auth"
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/cluster"
 	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/builtin"
@@ -74,6 +75,10 @@ type Options struct {
 	// JSLimits bound the run of a JavaScript function's script when it is
 	// checked at create and update. Zero: jsudf.DefaultLimits.
 	JSLimits jsudf.Limits
+	// Cluster names this node (GET / and rule status show its id as
+	// "node") and lists the members (GET /cluster/nodes). Nil: a node
+	// without id, alone.
+	Cluster *cluster.Membership
 }
 
 // StreamChecker checks a stream or table definition against the engine:
@@ -128,6 +133,9 @@ func New(opts Options) *Server {
 	if opts.Version == "" {
 		v := version.Get()
 		opts.Version, opts.Commit = v.Version, v.Commit
+	}
+	if opts.Cluster == nil {
+		opts.Cluster = cluster.New(cluster.Config{Version: opts.Version, Clock: opts.Clock})
 	}
 	if opts.JSLimits == (jsudf.Limits{}) {
 		opts.JSLimits = jsudf.DefaultLimits()
@@ -197,6 +205,7 @@ func (s *Server) routes() {
 	s.handle("POST /batch/req", s.batch)
 	s.handle("GET /rules/{id}/schema", s.ruleSchema)
 	s.handle("GET /openapi.json", s.openAPI)
+	s.handle("GET /cluster/nodes", s.clusterNodes)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, fmt.Errorf("%s %s: %w", r.Method, r.URL.Path, errNoRoute))
 	})
@@ -220,7 +229,20 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request) error {
 	if len(s.opts.Warnings) > 0 {
 		out["warnings"] = s.opts.Warnings
 	}
+	if id := s.opts.Cluster.ID(); id != "" {
+		out["node"] = id
+	}
 	return writeJSON(w, http.StatusOK, out)
+}
+
+// clusterNodes lists the daemons sharing the catalog (this one alone with
+// the embedded SQLite catalog).
+func (s *Server) clusterNodes(w http.ResponseWriter, r *http.Request) error {
+	nodes, err := s.opts.Cluster.Nodes(r.Context())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, nodes)
 }
 
 // Errors the handlers return besides those of catalog, rule and rulemgr.

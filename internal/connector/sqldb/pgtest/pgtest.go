@@ -7,8 +7,10 @@ package pgtest
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -16,8 +18,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 
 	"github.com/rekuiper/rekuiper/internal/procs"
 )
@@ -26,8 +31,14 @@ import (
 // started with initdb/pg_ctl, or a throwaway database on the server named
 // by PGHOST/PGPORT.
 type Server struct {
-	URL     string
-	Restart func(t *testing.T) // nil when the server is not ours
+	URL string
+	// Restart, Stop and Start act on the server process; nil when the
+	// server is not ours.
+	Restart func(t *testing.T)
+	Stop    func(t *testing.T)
+	Start   func(t *testing.T)
+	// databases counts NewDatabase's databases.
+	databases atomic.Int64
 }
 
 // FreePort returns a loopback port that was free a moment ago; it fails
@@ -70,26 +81,65 @@ func StartWith(t testing.TB, o Options) *Server {
 	if os.Getenv("PGHOST") != "" {
 		return external(t)
 	}
+	srv, stop, err := startCluster(o)
+	if err != nil {
+		t.Skipf("no PostgreSQL: %v", err)
+	}
+	t.Cleanup(stop)
+	return srv
+}
+
+// StartMain starts a throwaway cluster for a whole test binary (from
+// TestMain, where there is no testing.TB); stop removes it. Tests take a
+// database each with NewDatabase. The error says why PostgreSQL is not
+// available; PGHOST is not used.
+func StartMain(o Options) (srv *Server, stop func(), err error) { return startCluster(o) }
+
+// NewDatabase creates an empty database on the server and returns its URL.
+func (s *Server) NewDatabase(t testing.TB) string {
+	t.Helper()
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("test_%d", s.databases.Add(1))
+	admin, err := sql.Open("pgx", s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// startCluster runs initdb and pg_ctl start in a temporary folder.
+func startCluster(o Options) (_ *Server, stop func(), _ error) {
 	initdb, pgctl := pgBin("initdb"), pgBin("pg_ctl")
 	if initdb == "" || pgctl == "" {
-		t.Skip("no PostgreSQL: initdb/pg_ctl not found and PGHOST not set")
+		return nil, nil, errors.New("initdb/pg_ctl not found and PGHOST not set")
 	}
 	// Postgres refuses to run as root: run it as the postgres user then.
 	var asUser []string
 	dir, err := os.MkdirTemp("", "rekuiper-pg-")
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	fail := func(err error) (*Server, func(), error) {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
-			t.Skip("no PostgreSQL: running as root and there is no postgres user")
+			return fail(errors.New("running as root and there is no postgres user"))
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
 		if err := os.Chown(dir, uid, gid); err != nil {
-			t.Fatal(err)
+			return fail(err)
 		}
 		asUser = []string{"runuser", "-u", "postgres", "--"}
 	}
@@ -105,29 +155,43 @@ func StartWith(t testing.TB, o Options) *Server {
 	}
 	data := filepath.Join(dir, "data")
 	if err := run(initdb, "-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"); err != nil {
-		t.Skipf("no PostgreSQL: initdb failed: %v", err)
+		return fail(fmt.Errorf("initdb failed: %w", err))
 	}
-	port := FreePort(t)
+	port, err := procs.FreePort()
+	if err != nil {
+		return fail(err)
+	}
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1", port, dir)
 	if !o.Durable {
 		opts += " -c fsync=off -c full_page_writes=off"
 	}
 	logf := filepath.Join(dir, "log")
-	if err := run(pgctl, "-D", data, "-o", opts, "-l", logf, "-w", "-t", "30", "start"); err != nil {
-		t.Skipf("no PostgreSQL: pg_ctl start failed: %v", err)
+	start := func() error { return run(pgctl, "-D", data, "-o", opts, "-l", logf, "-w", "-t", "30", "start") }
+	if err := start(); err != nil {
+		return fail(fmt.Errorf("pg_ctl start failed: %w", err))
 	}
-	t.Cleanup(func() { _ = run(pgctl, "-D", data, "-m", "immediate", "-w", "stop") })
-	return &Server{
-		URL: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port),
+	stopFast := func(t *testing.T) {
+		if err := run(pgctl, "-D", data, "-m", "fast", "-w", "stop"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startAgain := func(t *testing.T) {
+		if err := start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := &Server{
+		URL:  fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port),
+		Stop: stopFast, Start: startAgain,
 		Restart: func(t *testing.T) {
-			if err := run(pgctl, "-D", data, "-m", "fast", "-w", "stop"); err != nil {
-				t.Fatal(err)
-			}
-			if err := run(pgctl, "-D", data, "-o", opts, "-l", logf, "-w", "-t", "30", "start"); err != nil {
-				t.Fatal(err)
-			}
+			stopFast(t)
+			startAgain(t)
 		},
 	}
+	return srv, func() {
+		_ = run(pgctl, "-D", data, "-m", "immediate", "-w", "stop")
+		os.RemoveAll(dir)
+	}, nil
 }
 
 // externalPostgres creates a throwaway database on the server that the

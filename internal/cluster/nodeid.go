@@ -1,4 +1,4 @@
-package daemon
+package cluster
 
 import (
 	"crypto/rand"
@@ -14,11 +14,11 @@ import (
 // nodeIDFile holds the daemon's node id in the data folder.
 const nodeIDFile = "node_id"
 
-// loadNodeID returns the node id kept in dataDir, creating a random one on
+// LoadNodeID returns the node id kept in dataDir, creating a random one on
 // first use (tmp file, fsync, rename); without a data folder it is empty. It names this daemon in what other
 // systems keep for it, such as the derived MQTT client ids, so it lives
 // with the data: a copied data folder is the same node.
-func loadNodeID(dataDir string) (string, error) {
+func LoadNodeID(dataDir string) (string, error) {
 	if dataDir == "" {
 		return "", nil
 	}

@@ -2,13 +2,12 @@ package catalog
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
 )
 
-// This file holds streams, rules and connections; sqlite_meta.go the rest.
+// This file holds streams, rules and connections; sqlstore_meta.go the rest.
 
 func validStream(s Stream) error {
 	if s.Name == "" {
@@ -21,13 +20,13 @@ func validStream(s Stream) error {
 }
 
 // PutStream stores s according to mode.
-func (s *SQLiteStore) PutStream(ctx context.Context, st Stream, mode PutMode) (Stream, error) {
+func (s *sqlStore) PutStream(ctx context.Context, st Stream, mode PutMode) (Stream, error) {
 	if err := validStream(st); err != nil {
 		return Stream{}, fmt.Errorf("put stream %s: %w", st.Name, err)
 	}
-	c, u, err := s.put(ctx, mode, `SELECT created_at FROM streams WHERE name = ?`, []any{st.Name},
-		func(tx *sql.Tx, c, u int64) error {
-			_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO streams (name, kind, sql, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+	c, u, err := s.put(ctx, mode, ch(ChangeStream, st.Name), `SELECT created_at FROM streams WHERE name = ?`, []any{st.Name},
+		func(tx stmts, c, u int64) error {
+			_, err := tx.ExecContext(ctx, upsertSQL("streams", 1, "name", "kind", "sql", "created_at", "updated_at"),
 				st.Name, string(st.Kind), st.SQL, c, u)
 			return err
 		})
@@ -52,7 +51,7 @@ func scanStream(r rowScanner) (Stream, error) {
 }
 
 // GetStream returns the stream or table named name.
-func (s *SQLiteStore) GetStream(ctx context.Context, name string) (Stream, error) {
+func (s *sqlStore) GetStream(ctx context.Context, name string) (Stream, error) {
 	st, err := getOne(ctx, s, scanStream, `SELECT `+streamCols+` FROM streams WHERE name = ?`, name)
 	if err != nil {
 		return Stream{}, fmt.Errorf("get stream %s: %w", name, err)
@@ -61,8 +60,8 @@ func (s *SQLiteStore) GetStream(ctx context.Context, name string) (Stream, error
 }
 
 // ListStreams lists streams of kind ("" for all) ordered by name.
-func (s *SQLiteStore) ListStreams(ctx context.Context, kind StreamKind) ([]Stream, error) {
-	out, err := list(ctx, s, scanStream, `SELECT `+streamCols+` FROM streams WHERE ? = '' OR kind = ? ORDER BY name`, string(kind), string(kind))
+func (s *sqlStore) ListStreams(ctx context.Context, kind StreamKind) ([]Stream, error) {
+	out, err := list(ctx, s, scanStream, `SELECT `+streamCols+` FROM streams WHERE CAST(? AS TEXT) = '' OR kind = ? ORDER BY name`, string(kind), string(kind))
 	if err != nil {
 		return nil, fmt.Errorf("list streams: %w", err)
 	}
@@ -70,8 +69,8 @@ func (s *SQLiteStore) ListStreams(ctx context.Context, kind StreamKind) ([]Strea
 }
 
 // DeleteStream deletes the stream or table named name.
-func (s *SQLiteStore) DeleteStream(ctx context.Context, name string) error {
-	if err := s.del(ctx, `DELETE FROM streams WHERE name = ?`, name); err != nil {
+func (s *sqlStore) DeleteStream(ctx context.Context, name string) error {
+	if err := s.del(ctx, ch(ChangeStream, name), `DELETE FROM streams WHERE name = ?`, name); err != nil {
 		return fmt.Errorf("delete stream %s: %w", name, err)
 	}
 	return nil
@@ -91,7 +90,7 @@ func validRule(r Rule) error {
 }
 
 // PutRule stores r according to mode.
-func (s *SQLiteStore) PutRule(ctx context.Context, r Rule, mode PutMode) (Rule, error) {
+func (s *sqlStore) PutRule(ctx context.Context, r Rule, mode PutMode) (Rule, error) {
 	if err := validRule(r); err != nil {
 		return Rule{}, fmt.Errorf("put rule %s: %w", r.ID, err)
 	}
@@ -103,9 +102,9 @@ func (s *SQLiteStore) PutRule(ctx context.Context, r Rule, mode PutMode) (Rule, 
 	if err != nil {
 		return Rule{}, fmt.Errorf("put rule %s: %w", r.ID, err)
 	}
-	c, u, err := s.put(ctx, mode, `SELECT created_at FROM rules WHERE id = ?`, []any{r.ID},
-		func(tx *sql.Tx, c, u int64) error {
-			_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO rules (id, definition, state, version, tags, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	c, u, err := s.put(ctx, mode, ch(ChangeRule, r.ID), `SELECT created_at FROM rules WHERE id = ?`, []any{r.ID},
+		func(tx stmts, c, u int64) error {
+			_, err := tx.ExecContext(ctx, upsertSQL("rules", 1, "id", "definition", "state", "version", "tags", "created_at", "updated_at"),
 				r.ID, string(r.Definition), string(r.State), r.Version, string(tagJSON), c, u)
 			return err
 		})
@@ -142,7 +141,7 @@ func scanRule(row rowScanner) (Rule, error) {
 }
 
 // GetRule returns the rule with id.
-func (s *SQLiteStore) GetRule(ctx context.Context, id string) (Rule, error) {
+func (s *sqlStore) GetRule(ctx context.Context, id string) (Rule, error) {
 	r, err := getOne(ctx, s, scanRule, `SELECT `+ruleCols+` FROM rules WHERE id = ?`, id)
 	if err != nil {
 		return Rule{}, fmt.Errorf("get rule %s: %w", id, err)
@@ -151,7 +150,7 @@ func (s *SQLiteStore) GetRule(ctx context.Context, id string) (Rule, error) {
 }
 
 // ListRules lists rules ordered by id.
-func (s *SQLiteStore) ListRules(ctx context.Context) ([]Rule, error) {
+func (s *sqlStore) ListRules(ctx context.Context) ([]Rule, error) {
 	out, err := list(ctx, s, scanRule, `SELECT `+ruleCols+` FROM rules ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list rules: %w", err)
@@ -160,20 +159,20 @@ func (s *SQLiteStore) ListRules(ctx context.Context) ([]Rule, error) {
 }
 
 // DeleteRule deletes the rule with id.
-func (s *SQLiteStore) DeleteRule(ctx context.Context, id string) error {
-	if err := s.del(ctx, `DELETE FROM rules WHERE id = ?`, id); err != nil {
+func (s *sqlStore) DeleteRule(ctx context.Context, id string) error {
+	if err := s.del(ctx, ch(ChangeRule, id), `DELETE FROM rules WHERE id = ?`, id); err != nil {
 		return fmt.Errorf("delete rule %s: %w", id, err)
 	}
 	return nil
 }
 
 // SetRuleState sets the wanted state of rule id and returns the rule.
-func (s *SQLiteStore) SetRuleState(ctx context.Context, id string, state RuleState) (Rule, error) {
+func (s *sqlStore) SetRuleState(ctx context.Context, id string, state RuleState) (Rule, error) {
 	if state != RuleRunning && state != RuleStopped {
 		return Rule{}, fmt.Errorf("set state of rule %s: %w: state %q, want running or stopped", id, ErrInvalid, state)
 	}
 	var r Rule
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, ch(ChangeRule, id), func(tx stmts) error {
 		res, err := tx.ExecContext(ctx, `UPDATE rules SET state = ?, updated_at = ? WHERE id = ?`, string(state), s.nowMilli(), id)
 		if err != nil {
 			return err
@@ -208,7 +207,7 @@ func validConnection(c Connection) error {
 }
 
 // PutConnection stores conn according to mode.
-func (s *SQLiteStore) PutConnection(ctx context.Context, conn Connection, mode PutMode) (Connection, error) {
+func (s *sqlStore) PutConnection(ctx context.Context, conn Connection, mode PutMode) (Connection, error) {
 	if err := validConnection(conn); err != nil {
 		return Connection{}, fmt.Errorf("put connection %s: %w", conn.ID, err)
 	}
@@ -216,9 +215,9 @@ func (s *SQLiteStore) PutConnection(ctx context.Context, conn Connection, mode P
 	if err != nil {
 		return Connection{}, fmt.Errorf("put connection %s: %w", conn.ID, err)
 	}
-	c, u, err := s.put(ctx, mode, `SELECT created_at FROM connections WHERE id = ?`, []any{conn.ID},
-		func(tx *sql.Tx, c, u int64) error {
-			_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO connections (id, type, props, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+	c, u, err := s.put(ctx, mode, ch(ChangeConnection, conn.ID), `SELECT created_at FROM connections WHERE id = ?`, []any{conn.ID},
+		func(tx stmts, c, u int64) error {
+			_, err := tx.ExecContext(ctx, upsertSQL("connections", 1, "id", "type", "props", "created_at", "updated_at"),
 				conn.ID, conn.Type, props, c, u)
 			return err
 		})
@@ -250,7 +249,7 @@ func scanConnection(r rowScanner) (Connection, error) {
 }
 
 // GetConnection returns the connection with id.
-func (s *SQLiteStore) GetConnection(ctx context.Context, id string) (Connection, error) {
+func (s *sqlStore) GetConnection(ctx context.Context, id string) (Connection, error) {
 	c, err := getOne(ctx, s, scanConnection, `SELECT `+connectionCols+` FROM connections WHERE id = ?`, id)
 	if err != nil {
 		return Connection{}, fmt.Errorf("get connection %s: %w", id, err)
@@ -259,7 +258,7 @@ func (s *SQLiteStore) GetConnection(ctx context.Context, id string) (Connection,
 }
 
 // ListConnections lists connections ordered by id.
-func (s *SQLiteStore) ListConnections(ctx context.Context) ([]Connection, error) {
+func (s *sqlStore) ListConnections(ctx context.Context) ([]Connection, error) {
 	out, err := list(ctx, s, scanConnection, `SELECT `+connectionCols+` FROM connections ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list connections: %w", err)
@@ -268,8 +267,8 @@ func (s *SQLiteStore) ListConnections(ctx context.Context) ([]Connection, error)
 }
 
 // DeleteConnection deletes the connection with id.
-func (s *SQLiteStore) DeleteConnection(ctx context.Context, id string) error {
-	if err := s.del(ctx, `DELETE FROM connections WHERE id = ?`, id); err != nil {
+func (s *sqlStore) DeleteConnection(ctx context.Context, id string) error {
+	if err := s.del(ctx, ch(ChangeConnection, id), `DELETE FROM connections WHERE id = ?`, id); err != nil {
 		return fmt.Errorf("delete connection %s: %w", id, err)
 	}
 	return nil

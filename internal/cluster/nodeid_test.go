@@ -1,4 +1,4 @@
-package daemon
+package cluster
 
 import (
 	"os"
@@ -9,14 +9,14 @@ import (
 
 func TestNodeIDIsCreatedOnceAndKept(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	id, err := loadNodeID(dir)
+	id, err := LoadNodeID(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(id) != 32 {
 		t.Fatalf("node id %q, want 32 hex digits", id)
 	}
-	again, err := loadNodeID(dir)
+	again, err := LoadNodeID(dir)
 	if err != nil || again != id {
 		t.Fatalf("second load %q (%v), want %q", again, err, id)
 	}
@@ -24,14 +24,14 @@ func TestNodeIDIsCreatedOnceAndKept(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(b)) != id {
 		t.Fatalf("file %q (%v)", b, err)
 	}
-	other, err := loadNodeID(t.TempDir())
+	other, err := LoadNodeID(t.TempDir())
 	if err != nil || other == id {
 		t.Fatalf("another data folder got %q (%v)", other, err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, nodeIDFile), []byte("\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadNodeID(dir); err == nil || !strings.Contains(err.Error(), "empty") {
+	if _, err := LoadNodeID(dir); err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Fatalf("empty node id file: %v", err)
 	}
 }

@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 )
 
@@ -25,7 +24,7 @@ func confKeyName(category ConfCategory, typ, key string) string {
 }
 
 // PutConfKey stores k according to mode.
-func (s *SQLiteStore) PutConfKey(ctx context.Context, k ConfKey, mode PutMode) (ConfKey, error) {
+func (s *sqlStore) PutConfKey(ctx context.Context, k ConfKey, mode PutMode) (ConfKey, error) {
 	name := confKeyName(k.Category, k.Type, k.Key)
 	if err := validConfKey(k); err != nil {
 		return ConfKey{}, fmt.Errorf("put conf key %s: %w", name, err)
@@ -34,10 +33,10 @@ func (s *SQLiteStore) PutConfKey(ctx context.Context, k ConfKey, mode PutMode) (
 	if err != nil {
 		return ConfKey{}, fmt.Errorf("put conf key %s: %w", name, err)
 	}
-	c, u, err := s.put(ctx, mode, `SELECT created_at FROM conf_keys WHERE category = ? AND type = ? AND key = ?`,
+	c, u, err := s.put(ctx, mode, ch(ChangeConfKey, string(k.Category), k.Type, k.Key), `SELECT created_at FROM conf_keys WHERE category = ? AND type = ? AND key = ?`,
 		[]any{string(k.Category), k.Type, k.Key},
-		func(tx *sql.Tx, c, u int64) error {
-			_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO conf_keys (category, type, key, props, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		func(tx stmts, c, u int64) error {
+			_, err := tx.ExecContext(ctx, upsertSQL("conf_keys", 3, "category", "type", "key", "props", "created_at", "updated_at"),
 				string(k.Category), k.Type, k.Key, props, c, u)
 			return err
 		})
@@ -70,7 +69,7 @@ func scanConfKey(r rowScanner) (ConfKey, error) {
 }
 
 // GetConfKey returns one confKey.
-func (s *SQLiteStore) GetConfKey(ctx context.Context, category ConfCategory, typ, key string) (ConfKey, error) {
+func (s *sqlStore) GetConfKey(ctx context.Context, category ConfCategory, typ, key string) (ConfKey, error) {
 	k, err := getOne(ctx, s, scanConfKey, `SELECT `+confKeyCols+` FROM conf_keys WHERE category = ? AND type = ? AND key = ?`,
 		string(category), typ, key)
 	if err != nil {
@@ -81,8 +80,8 @@ func (s *SQLiteStore) GetConfKey(ctx context.Context, category ConfCategory, typ
 
 // ListConfKeys lists the confKeys of category and typ ("" for every type),
 // ordered by type and key.
-func (s *SQLiteStore) ListConfKeys(ctx context.Context, category ConfCategory, typ string) ([]ConfKey, error) {
-	out, err := list(ctx, s, scanConfKey, `SELECT `+confKeyCols+` FROM conf_keys WHERE category = ? AND (? = '' OR type = ?) ORDER BY type, key`,
+func (s *sqlStore) ListConfKeys(ctx context.Context, category ConfCategory, typ string) ([]ConfKey, error) {
+	out, err := list(ctx, s, scanConfKey, `SELECT `+confKeyCols+` FROM conf_keys WHERE category = ? AND (CAST(? AS TEXT) = '' OR type = ?) ORDER BY type, key`,
 		string(category), typ, typ)
 	if err != nil {
 		return nil, fmt.Errorf("list conf keys %s/%s: %w", category, typ, err)
@@ -91,22 +90,22 @@ func (s *SQLiteStore) ListConfKeys(ctx context.Context, category ConfCategory, t
 }
 
 // DeleteConfKey deletes one confKey.
-func (s *SQLiteStore) DeleteConfKey(ctx context.Context, category ConfCategory, typ, key string) error {
-	if err := s.del(ctx, `DELETE FROM conf_keys WHERE category = ? AND type = ? AND key = ?`, string(category), typ, key); err != nil {
+func (s *sqlStore) DeleteConfKey(ctx context.Context, category ConfCategory, typ, key string) error {
+	if err := s.del(ctx, ch(ChangeConfKey, string(category), typ, key), `DELETE FROM conf_keys WHERE category = ? AND type = ? AND key = ?`, string(category), typ, key); err != nil {
 		return fmt.Errorf("delete conf key %s: %w", confKeyName(category, typ, key), err)
 	}
 	return nil
 }
 
 // PutSchema stores sc according to mode.
-func (s *SQLiteStore) PutSchema(ctx context.Context, sc Schema, mode PutMode) (Schema, error) {
+func (s *sqlStore) PutSchema(ctx context.Context, sc Schema, mode PutMode) (Schema, error) {
 	name := sc.Type + "/" + sc.Name
 	if sc.Type == "" || sc.Name == "" {
 		return Schema{}, fmt.Errorf("put schema %s: %w: empty type or name", name, ErrInvalid)
 	}
-	c, u, err := s.put(ctx, mode, `SELECT created_at FROM schemas WHERE type = ? AND name = ?`, []any{sc.Type, sc.Name},
-		func(tx *sql.Tx, c, u int64) error {
-			_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO schemas (type, name, content, file, so_file, version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+	c, u, err := s.put(ctx, mode, ch(ChangeSchema, sc.Type, sc.Name), `SELECT created_at FROM schemas WHERE type = ? AND name = ?`, []any{sc.Type, sc.Name},
+		func(tx stmts, c, u int64) error {
+			_, err := tx.ExecContext(ctx, upsertSQL("schemas", 2, "type", "name", "content", "file", "so_file", "version", "created_at", "updated_at"),
 				sc.Type, sc.Name, sc.Content, sc.File, sc.SoFile, sc.Version, c, u)
 			return err
 		})
@@ -130,7 +129,7 @@ func scanSchema(r rowScanner) (Schema, error) {
 }
 
 // GetSchema returns one schema.
-func (s *SQLiteStore) GetSchema(ctx context.Context, typ, name string) (Schema, error) {
+func (s *sqlStore) GetSchema(ctx context.Context, typ, name string) (Schema, error) {
 	sc, err := getOne(ctx, s, scanSchema, `SELECT `+schemaCols+` FROM schemas WHERE type = ? AND name = ?`, typ, name)
 	if err != nil {
 		return Schema{}, fmt.Errorf("get schema %s/%s: %w", typ, name, err)
@@ -139,8 +138,8 @@ func (s *SQLiteStore) GetSchema(ctx context.Context, typ, name string) (Schema, 
 }
 
 // ListSchemas lists schemas of typ ("" for all) ordered by type and name.
-func (s *SQLiteStore) ListSchemas(ctx context.Context, typ string) ([]Schema, error) {
-	out, err := list(ctx, s, scanSchema, `SELECT `+schemaCols+` FROM schemas WHERE ? = '' OR type = ? ORDER BY type, name`, typ, typ)
+func (s *sqlStore) ListSchemas(ctx context.Context, typ string) ([]Schema, error) {
+	out, err := list(ctx, s, scanSchema, `SELECT `+schemaCols+` FROM schemas WHERE CAST(? AS TEXT) = '' OR type = ? ORDER BY type, name`, typ, typ)
 	if err != nil {
 		return nil, fmt.Errorf("list schemas: %w", err)
 	}
@@ -148,21 +147,21 @@ func (s *SQLiteStore) ListSchemas(ctx context.Context, typ string) ([]Schema, er
 }
 
 // DeleteSchema deletes one schema.
-func (s *SQLiteStore) DeleteSchema(ctx context.Context, typ, name string) error {
-	if err := s.del(ctx, `DELETE FROM schemas WHERE type = ? AND name = ?`, typ, name); err != nil {
+func (s *sqlStore) DeleteSchema(ctx context.Context, typ, name string) error {
+	if err := s.del(ctx, ch(ChangeSchema, typ, name), `DELETE FROM schemas WHERE type = ? AND name = ?`, typ, name); err != nil {
 		return fmt.Errorf("delete schema %s/%s: %w", typ, name, err)
 	}
 	return nil
 }
 
 // PutUpload stores up according to mode.
-func (s *SQLiteStore) PutUpload(ctx context.Context, up Upload, mode PutMode) (Upload, error) {
+func (s *sqlStore) PutUpload(ctx context.Context, up Upload, mode PutMode) (Upload, error) {
 	if up.Name == "" {
 		return Upload{}, fmt.Errorf("put upload: %w: empty name", ErrInvalid)
 	}
-	c, u, err := s.put(ctx, mode, `SELECT created_at FROM uploads WHERE name = ?`, []any{up.Name},
-		func(tx *sql.Tx, c, u int64) error {
-			_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO uploads (name, path, size, sha256, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
+	c, u, err := s.put(ctx, mode, ch(ChangeUpload, up.Name), `SELECT created_at FROM uploads WHERE name = ?`, []any{up.Name},
+		func(tx stmts, c, u int64) error {
+			_, err := tx.ExecContext(ctx, upsertSQL("uploads", 1, "name", "path", "size", "sha256", "created_at", "updated_at"),
 				up.Name, up.Path, up.Size, up.SHA256, c, u)
 			return err
 		})
@@ -186,7 +185,7 @@ func scanUpload(r rowScanner) (Upload, error) {
 }
 
 // GetUpload returns one upload record.
-func (s *SQLiteStore) GetUpload(ctx context.Context, name string) (Upload, error) {
+func (s *sqlStore) GetUpload(ctx context.Context, name string) (Upload, error) {
 	up, err := getOne(ctx, s, scanUpload, `SELECT `+uploadCols+` FROM uploads WHERE name = ?`, name)
 	if err != nil {
 		return Upload{}, fmt.Errorf("get upload %s: %w", name, err)
@@ -195,7 +194,7 @@ func (s *SQLiteStore) GetUpload(ctx context.Context, name string) (Upload, error
 }
 
 // ListUploads lists upload records ordered by name.
-func (s *SQLiteStore) ListUploads(ctx context.Context) ([]Upload, error) {
+func (s *sqlStore) ListUploads(ctx context.Context) ([]Upload, error) {
 	out, err := list(ctx, s, scanUpload, `SELECT `+uploadCols+` FROM uploads ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list uploads: %w", err)
@@ -204,24 +203,25 @@ func (s *SQLiteStore) ListUploads(ctx context.Context) ([]Upload, error) {
 }
 
 // DeleteUpload deletes one upload record (not the file).
-func (s *SQLiteStore) DeleteUpload(ctx context.Context, name string) error {
-	if err := s.del(ctx, `DELETE FROM uploads WHERE name = ?`, name); err != nil {
+func (s *sqlStore) DeleteUpload(ctx context.Context, name string) error {
+	if err := s.del(ctx, ch(ChangeUpload, name), `DELETE FROM uploads WHERE name = ?`, name); err != nil {
 		return fmt.Errorf("delete upload %s: %w", name, err)
 	}
 	return nil
 }
 
 // Load reads every table in one read transaction.
-func (s *SQLiteStore) Load(ctx context.Context) (*Snapshot, error) {
-	db, err := s.readDB()
+func (s *sqlStore) Load(ctx context.Context) (*Snapshot, error) {
+	if _, err := s.readDB(); err != nil {
+		return nil, fmt.Errorf("load catalog: %w", err)
+	}
+	opts := s.d.readTx
+	sqlTx, err := s.reader.BeginTx(ctx, &opts)
 	if err != nil {
 		return nil, fmt.Errorf("load catalog: %w", err)
 	}
-	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("load catalog: %w", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // read-only
+	defer sqlTx.Rollback() //nolint:errcheck // read-only
+	tx := stmts{q: sqlTx, dollar: s.d.postgres}
 	var snap Snapshot
 	steps := []func() error{
 		func() (err error) {
