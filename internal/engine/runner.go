@@ -32,13 +32,16 @@ import (
 // checkpoint (qos >= 1), attaches sources and starts the checkpoint
 // coordinator. It implements rulemgr.Runner.
 type Runner struct {
-	Catalog     *catalog.Catalog
-	Registry    *connector.Registry
-	Deps        connector.Deps
-	Paths       config.Paths
-	Environ     []string
-	Clock       clock.Clock
-	Location    *time.Location
+	Catalog  *catalog.Catalog
+	Registry *connector.Registry
+	Deps     connector.Deps
+	Paths    config.Paths
+	Environ  []string
+	Clock    clock.Clock
+	Location *time.Location
+	// IgnoreCase matches column names case-insensitively (kuiper.yaml
+	// basic.ignoreCase).
+	IgnoreCase  bool
 	Logger      *slog.Logger
 	Funcs       *function.Registry
 	Streams     *stream.Manager
@@ -142,7 +145,7 @@ func (rn *Runner) spec(def *rule.Def, p *prepared, coord *checkpoint.Coordinator
 	}
 	s := Spec{
 		ID: def.ID, SQL: def.SQL, Options: def.Options, Defs: p.defs, Funcs: rn.Funcs,
-		Clock: rn.Clock, Location: rn.Location, Sinks: sinks, Inputs: inputs, UserState: p.state,
+		Clock: rn.Clock, Location: rn.Location, IgnoreCase: rn.IgnoreCase, Sinks: sinks, Inputs: inputs, UserState: p.state,
 	}
 	if coord != nil {
 		s.OnSnapshot = coord.OnSnapshot
