@@ -283,14 +283,14 @@ type conn struct {
 	// firstErr is the permanent error of the first attempt (read after first).
 	firstErr error
 
-	mu        sync.Mutex
-	tr        transport // nil while not connected
-	up        chan struct{}
-	state     string
-	lastConn  time.Time
-	lastDisc  time.Time
-	lastErr   string
-	subs      map[*subscription]struct{}
+	mu       sync.Mutex
+	tr       transport // nil while not connected
+	up       chan struct{}
+	state    string
+	lastConn time.Time
+	lastDisc time.Time
+	lastErr  string
+	subs     map[*subscription]struct{}
 	// acked holds the filters the broker acknowledged (SUBACK) on the
 	// current transport, with their granted QoS request; a source reads
 	// as connected only once all its filters are in it (subStatus).
