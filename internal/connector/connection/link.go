@@ -35,8 +35,12 @@ func NewLink(c clock.Clock) *Link {
 	return &Link{clock: c, state: StateConnecting}
 }
 
-// Connected reports that the server answered.
+// Connected reports that the server answered. Like every reporting
+// method it does nothing on a nil Link.
 func (l *Link) Connected() {
+	if l == nil {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.state != StateConnected {
@@ -46,6 +50,9 @@ func (l *Link) Connected() {
 
 // Failed reports that the server could not be reached because of err.
 func (l *Link) Failed(err error) {
+	if l == nil {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.state, l.lastDisc = StateDisconnected, l.clock.Now()
