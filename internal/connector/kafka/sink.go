@@ -69,12 +69,12 @@ type Sink struct {
 	reg       *connection.Registry
 	connKey   string
 
-	mu        sync.Mutex
-	use       *connection.Use     // from the first Connect to Close
-	tr        *connection.Tracker // cl's status
+	mu  sync.Mutex
+	use *connection.Use     // from the first Connect to Close
+	tr  *connection.Tracker // cl's status
 	// link is this sink's connection status (Status), kept across failed
 	// connects.
-	link *connection.Link
+	link      *connection.Link
 	cl        *kgo.Client
 	unflushed int
 
