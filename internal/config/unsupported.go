@@ -21,7 +21,6 @@ func (c *Config) unsupported() []error {
 	if b.RotateCount == 0 && b.MaxAge > 0 && b.FileLog {
 		errs = append(errs, fmt.Errorf("basic.maxAge %d: not supported (rotated logs are kept by count, not age); set basic.rotateCount above 0", b.MaxAge))
 	}
-	check("basic.ignoreCase", b.IgnoreCase, db.IgnoreCase, "column names are matched case-sensitively")
 	check("basic.enableOpenZiti", b.EnableOpenZiti, db.EnableOpenZiti, "no OpenZiti transport")
 	check("basic.resourceProfileConfig.enable", b.ResourceProfileConfig.Enable, db.ResourceProfileConfig.Enable, "no CPU profile per rule; use pprof")
 	check("basic.metricsDumpConfig.enable", b.MetricsDumpConfig.Enable, db.MetricsDumpConfig.Enable, "no metrics dump; scrape /metrics")

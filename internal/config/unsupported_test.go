@@ -10,7 +10,6 @@ import (
 // to anything but the default, and that the defaults load.
 func TestUnsupportedSettingsRefused(t *testing.T) {
 	for _, c := range []struct{ yaml, key string }{
-		{"basic:\n  ignoreCase: true\n", "basic.ignoreCase true"},
 		{"basic:\n  enableOpenZiti: true\n", "basic.enableOpenZiti"},
 		{"basic:\n  resourceProfileConfig:\n    enable: true\n", "basic.resourceProfileConfig.enable"},
 		{"basic:\n  metricsDumpConfig:\n    enable: true\n", "basic.metricsDumpConfig.enable"},
@@ -30,6 +29,7 @@ func TestUnsupportedSettingsRefused(t *testing.T) {
 	}
 	for _, ok := range []string{
 		"basic:\n  ignoreCase: false\n  pluginHosts: https://packages.emqx.io\n",
+		"basic:\n  ignoreCase: true\n",
 		"rule:\n  planOptimizeStrategy:\n    optimizeControl:\n      disableOptimizeRules: []\n",
 		"rule:\n  planOptimizeStrategy:\n    enableIncrementalWindow: true\n    windowOption:\n      windowVersion: v2\n",
 		"basic:\n  aesKey: MDEyMzQ1Njc4OWFiY2RlZg==\n",

@@ -69,6 +69,16 @@ type Deps struct {
 	AESKey []byte
 }
 
+// SessionEnder is implemented by sources that keep a session on their
+// server under a name derived from Deps.SessionID (an MQTT persistent
+// session). When the rule is deleted the engine builds the source again
+// with the same Deps.SessionID and calls EndSession, so the server stops
+// keeping (and queueing for) a session nobody will resume. The source is
+// not connected; ctx bounds the call.
+type SessionEnder interface {
+	EndSession(ctx context.Context) error
+}
+
 // HTTPMux lets push sources serve endpoints on the daemon's HTTP server.
 type HTTPMux interface {
 	// Handle serves h at the exact path pattern. It fails if the pattern is

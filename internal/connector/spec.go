@@ -148,6 +148,12 @@ var unimplemented = map[Kind]map[string]struct {
 		"payloadDelimiter":  {[]string{""}, "no nested payload decoding"},
 		"payloadBatchField": {[]string{""}, "no nested payload decoding"},
 		"payloadField":      {[]string{""}, "no nested payload decoding"},
+		"interval":          {[]string{"0", "0s", ""}, "this source is not polled, and records are not down-sampled"},
+		"bufferLength":      {nil, "this source has no queue to size: it hands records to the rule as it reads them, and a full rule blocks it"},
+	},
+	KindLookup: {
+		"interval":     {[]string{"0", "0s", ""}, "this lookup table is not polled"},
+		"bufferLength": {nil, "this lookup table has no queue to size"},
 	},
 	KindSink: {
 		"concurrency":    {[]string{"0", "1"}, "a sink writes from one goroutine"},

@@ -75,7 +75,7 @@ func TestValidate(t *testing.T) {
 		{"name case-insensitive", map[string]any{"URL": "http://x"}, defaults, nil},
 		{"name twice", map[string]any{"URL": "http://x", "url": "http://y"}, nil, []string{"given twice"}},
 		{"null means default", map[string]any{"url": "http://x", "qos": nil}, defaults, nil},
-		{"engine props ignored", map[string]any{"url": "http://x", "format": "json", "bufferLength": 10, "datasource": "t"}, defaults, nil},
+		{"engine props ignored", map[string]any{"url": "http://x", "format": "json", "datasource": "t"}, defaults, nil},
 		{"unknown props named", map[string]any{"url": "http://x", "zeta": 1, "alpha": 2}, nil, []string{"unknown properties: alpha, zeta"}},
 		{"all problems at once", map[string]any{"qos": "x", "bogus": 1}, nil, []string{"unknown properties: bogus", `"url" is required`, `"qos"`}},
 	}
@@ -150,6 +150,11 @@ func TestUnimplementedEnginePropsRefused(t *testing.T) {
 		{KindSink, "runAsync", true, `property "runAsync"`},
 		{KindSink, "batchSize", 10, `property "batchSize"`},
 		{KindSink, "lingerInterval", "1s", `property "lingerInterval"`},
+		{KindSource, "interval", int64(1000), `property "interval": 1000 is not supported (this source is not polled`},
+		{KindSource, "interval", "0s", ""},
+		{KindSource, "bufferLength", int64(1024), `property "bufferLength": 1024 is not supported (this source has no queue`},
+		{KindLookup, "interval", "5s", `property "interval": 5s is not supported`},
+		{KindLookup, "bufferLength", 10, `property "bufferLength": 10 is not supported`},
 	} {
 		t.Run(fmt.Sprintf("%s/%s=%v", tc.kind, tc.prop, tc.v), func(t *testing.T) {
 			_, err := Spec{Kind: tc.kind}.Validate(map[string]any{tc.prop: tc.v})
@@ -167,6 +172,10 @@ func TestUnimplementedEnginePropsRefused(t *testing.T) {
 	declared := Spec{Kind: KindSink, Props: []Prop{{Name: "batchSize", Type: TypeInt}}}
 	if _, err := declared.Validate(map[string]any{"batchSize": 10}); err != nil {
 		t.Fatalf("declared batchSize refused: %v", err)
+	}
+	buffered := Spec{Kind: KindSource, Props: []Prop{{Name: "bufferLength", Type: TypeInt}}}
+	if _, err := buffered.Validate(map[string]any{"bufferLength": 10}); err != nil {
+		t.Fatalf("declared bufferLength refused: %v", err)
 	}
 }
 

@@ -126,6 +126,7 @@ func newRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger, ex
 		Environ:                   cfg.Environ,
 		Clock:                     clock.Wall{},
 		Location:                  loc,
+		IgnoreCase:                cfg.Basic.IgnoreCase,
 		Logger:                    logger,
 		Funcs:                     funcs,
 		Streams:                   stream.NewManager(),

@@ -49,8 +49,11 @@ type Spec struct {
 	Funcs    *function.Registry
 	Clock    clock.Clock
 	Location *time.Location
-	Sinks    []runtime.Sink
-	Tracker  *runtime.Tracker
+	// IgnoreCase matches column names case-insensitively (see
+	// planner.Options).
+	IgnoreCase bool
+	Sinks      []runtime.Sink
+	Tracker    *runtime.Tracker
 	// Inputs is the number of sources that will inject barriers (default 1).
 	Inputs int
 	// OnSnapshot and OnSinkAck connect the rule to its checkpoint
@@ -92,6 +95,7 @@ func BuildStmt(s Spec, stmt *ast.SelectStmt) (*Built, error) {
 		LateTolerance: time.Duration(s.Options.LateTolerance),
 		SendNilField:  s.Options.SendNilField,
 		SendMeta:      s.Options.SendMetaToSink,
+		IgnoreCase:    s.IgnoreCase,
 	}, s.Funcs, loc)
 	if err != nil {
 		return nil, fmt.Errorf("plan rule %s: %w", s.ID, err)

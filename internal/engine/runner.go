@@ -32,13 +32,16 @@ import (
 // checkpoint (qos >= 1), attaches sources and starts the checkpoint
 // coordinator. It implements rulemgr.Runner.
 type Runner struct {
-	Catalog     *catalog.Catalog
-	Registry    *connector.Registry
-	Deps        connector.Deps
-	Paths       config.Paths
-	Environ     []string
-	Clock       clock.Clock
-	Location    *time.Location
+	Catalog  *catalog.Catalog
+	Registry *connector.Registry
+	Deps     connector.Deps
+	Paths    config.Paths
+	Environ  []string
+	Clock    clock.Clock
+	Location *time.Location
+	// IgnoreCase matches column names case-insensitively (kuiper.yaml
+	// basic.ignoreCase).
+	IgnoreCase  bool
 	Logger      *slog.Logger
 	Funcs       *function.Registry
 	Streams     *stream.Manager
@@ -86,35 +89,23 @@ func (rn *Runner) Validate(ctx context.Context, def *rule.Def) error {
 }
 
 func (rn *Runner) prepare(def *rule.Def) (*prepared, error) {
-	stmt, err := parser.ParseSelect(def.SQL)
+	stmt, names, err := parseRule(def)
 	if err != nil {
-		return nil, fmt.Errorf("%w: parse rule %s: %w", ErrInvalid, def.ID, err)
-	}
-	names := []string{stmt.From.Name}
-	for _, j := range stmt.Joins {
-		names = append(names, j.Name)
+		return nil, err
 	}
 	p := &prepared{stmt: stmt, defs: map[string]*ast.CreateStreamStmt{}, state: userstate.New()}
 	h := sha256.New()
 	fmt.Fprintf(h, "sql:%s\n", def.SQL)
 	for _, n := range names {
-		s, err := rn.Catalog.Stream(n)
+		cs, sql, err := rn.streamDef(def.ID, n)
 		if err != nil {
-			return nil, fmt.Errorf("%w: rule %s reads stream %s: %w", ErrInvalid, def.ID, n, err)
-		}
-		st, err := parser.ParseStatement(s.SQL)
-		if err != nil {
-			return nil, fmt.Errorf("%w: stream %s: %w", ErrInvalid, n, err)
-		}
-		cs, ok := st.(*ast.CreateStreamStmt)
-		if !ok {
-			return nil, fmt.Errorf("%w: stream %s is not a CREATE STREAM statement", ErrInvalid, n)
+			return nil, err
 		}
 		if err := rn.CheckStream(context.Background(), cs); err != nil {
 			return nil, fmt.Errorf("%w: rule %s reads %w", ErrInvalid, def.ID, err)
 		}
 		p.defs[n] = cs
-		fmt.Fprintf(h, "stream:%s\n", s.SQL)
+		fmt.Fprintf(h, "stream:%s\n", sql)
 	}
 	o := def.Options
 	fmt.Fprintf(h, "opts:%v/%v/%v/%v/%v\n", o.IsEventTime, time.Duration(o.LateTolerance), o.SendError, o.SendNilField, o.SendMetaToSink)
@@ -127,6 +118,38 @@ func (rn *Runner) prepare(def *rule.Def) (*prepared, error) {
 		p.sinks = append(p.sinks, sn)
 	}
 	return p, nil
+}
+
+// parseRule parses a rule's SQL and returns the streams and tables it
+// reads, in FROM/JOIN order.
+func parseRule(def *rule.Def) (*ast.SelectStmt, []string, error) {
+	stmt, err := parser.ParseSelect(def.SQL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: parse rule %s: %w", ErrInvalid, def.ID, err)
+	}
+	names := []string{stmt.From.Name}
+	for _, j := range stmt.Joins {
+		names = append(names, j.Name)
+	}
+	return stmt, names, nil
+}
+
+// streamDef reads the definition of stream or table name, read by rule
+// ruleID, from the catalog, and returns it with its SQL.
+func (rn *Runner) streamDef(ruleID, name string) (*ast.CreateStreamStmt, string, error) {
+	s, err := rn.Catalog.Stream(name)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: rule %s reads stream %s: %w", ErrInvalid, ruleID, name, err)
+	}
+	st, err := parser.ParseStatement(s.SQL)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: stream %s: %w", ErrInvalid, name, err)
+	}
+	cs, ok := st.(*ast.CreateStreamStmt)
+	if !ok {
+		return nil, "", fmt.Errorf("%w: stream %s is not a CREATE STREAM statement", ErrInvalid, name)
+	}
+	return cs, s.SQL, nil
 }
 
 func (rn *Runner) spec(def *rule.Def, p *prepared, coord *checkpoint.Coordinator) Spec {
@@ -142,7 +165,7 @@ func (rn *Runner) spec(def *rule.Def, p *prepared, coord *checkpoint.Coordinator
 	}
 	s := Spec{
 		ID: def.ID, SQL: def.SQL, Options: def.Options, Defs: p.defs, Funcs: rn.Funcs,
-		Clock: rn.Clock, Location: rn.Location, Sinks: sinks, Inputs: inputs, UserState: p.state,
+		Clock: rn.Clock, Location: rn.Location, IgnoreCase: rn.IgnoreCase, Sinks: sinks, Inputs: inputs, UserState: p.state,
 	}
 	if coord != nil {
 		s.OnSnapshot = coord.OnSnapshot

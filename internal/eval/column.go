@@ -13,6 +13,12 @@ func (c *Compiler) column(stream, name string) Expr {
 			return v, nil
 		}
 	}
+	if c.IgnoreCase {
+		return func(ctx *Ctx) (any, error) {
+			v, _ := row.ValueFold(ctx.Row, stream, name)
+			return v, nil
+		}
+	}
 	return func(ctx *Ctx) (any, error) {
 		v, _ := ctx.Row.Value(stream, name)
 		return v, nil
@@ -36,6 +42,9 @@ func (c *Compiler) slotField(stream, name string) (row.Field, bool) {
 	l := c.Layouts[s]
 	if l == nil {
 		return row.Field{}, false
+	}
+	if c.IgnoreCase {
+		return l.FieldFold(stream, name)
 	}
 	return l.Field(stream, name)
 }

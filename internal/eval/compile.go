@@ -37,6 +37,9 @@ type Compiler struct {
 	// Layouts maps typed streams to their declared fields: a declared
 	// column compiles to a read of its slot (see column).
 	Layouts map[string]*row.Layout
+	// IgnoreCase matches column names case-insensitively when no column
+	// has exactly the name read (kuiper.yaml basic.ignoreCase).
+	IgnoreCase bool
 
 	aliasExprs map[string]Expr
 	compiling  map[string]bool

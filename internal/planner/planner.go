@@ -25,6 +25,9 @@ type Options struct {
 	LateTolerance time.Duration
 	SendNilField  bool
 	SendMeta      bool
+	// IgnoreCase reads columns case-insensitively when no column has
+	// exactly the name in the query (kuiper.yaml basic.ignoreCase).
+	IgnoreCase bool
 }
 
 // Input is one stream or table the rule reads.
@@ -105,6 +108,7 @@ func Build(stmt *ast.SelectStmt, defs map[string]*ast.CreateStreamStmt, opts Opt
 	}
 	b.comp = eval.NewCompiler(funcs, b.streams, aliases)
 	b.comp.Layouts = layouts(b.inputs)
+	b.comp.IgnoreCase = opts.IgnoreCase
 	ops, err := b.chain()
 	if err != nil {
 		return nil, err

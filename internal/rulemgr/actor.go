@@ -195,6 +195,7 @@ func (a *actor) handle(c command) (err error, exit bool) {
 		}
 		a.halt(c.ctx, StateStopped)
 		a.m.remove(a.id)
+		a.forget(c.ctx)
 		if a.m.cfg.Cleanup != nil {
 			if err := a.m.cfg.Cleanup(c.ctx, a.id); err != nil {
 				a.m.log.Warn("clean up deleted rule", "rule", a.id, "err", err)
@@ -561,4 +562,19 @@ func (a *actor) setTags(ctx context.Context, op TagOp, tags []string) error {
 	}
 	a.set(func() { a.def = def })
 	return nil
+}
+
+// forget lets the runner release what the deleted rule held outside the
+// daemon (see Forgetter).
+func (a *actor) forget(ctx context.Context) {
+	f, ok := a.m.cfg.Runner.(Forgetter)
+	a.mu.Lock()
+	def := a.def
+	a.mu.Unlock()
+	if !ok || def == nil {
+		return
+	}
+	if err := f.Forget(ctx, def); err != nil {
+		a.m.log.Warn("release what the deleted rule held", "rule", a.id, "err", err)
+	}
 }

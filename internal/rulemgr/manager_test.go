@@ -195,6 +195,9 @@ func TestLifecycle(t *testing.T) {
 		if len(e.clean) != 1 || e.clean[0] != "r1" {
 			t.Fatalf("cleanup calls %v", e.clean)
 		}
+		if f := e.runner.Forgotten(); len(f) != 1 || f[0] != "r1" {
+			t.Fatalf("forget calls %v, want [r1] after the run stopped", f)
+		}
 		if err := e.mgr.Stop(ctx, "r1"); !errors.Is(err, catalog.ErrNotFound) {
 			t.Fatalf("stop after delete: %v", err)
 		}

@@ -20,6 +20,14 @@ type Runner interface {
 	Start(ctx context.Context, def *rule.Def) (Running, error)
 }
 
+// Forgetter is implemented by runners that release what a rule holds
+// outside the daemon (a persistent MQTT session on the broker) when it is
+// deleted. The manager calls Forget once the rule has stopped and left the
+// catalog; a failure is logged and does not undo the delete.
+type Forgetter interface {
+	Forget(ctx context.Context, def *rule.Def) error
+}
+
 // Running is a started rule.
 type Running interface {
 	// Stop drains (soft stop) within ctx, then aborts.

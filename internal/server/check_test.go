@@ -82,6 +82,8 @@ func TestCreateChecksStreams(t *testing.T) {
 		{"missing confKey", "POST", "/streams", ddl(`CREATE STREAM s1 () WITH (DATASOURCE="t", CONF_KEY="nokey")`), 400, `stream s1: CONF_KEY \"nokey\" is not a confKey of source type mqtt (neither in etc/mqtt_source.yaml nor stored over REST)`},
 		{"missing confKey of another type", "POST", "/tables", ddl(`CREATE TABLE t1 () WITH (DATASOURCE="t", TYPE="memory", CONF_KEY="nokey")`), 400, `etc/sources/memory.yaml`},
 		{"unknown property", "POST", "/streams", ddl(`CREATE STREAM s1 () WITH (DATASOURCE="t", TYPE="memory", EXTRA="{\"nope\":1}")`), 400, "unknown properties: nope"},
+		{"bufferLength on a source without a queue", "POST", "/streams", ddl(`CREATE STREAM s1 () WITH (DATASOURCE="t", CONF_KEY="filekey", EXTRA="{\"bufferLength\":1024}")`), 400, `property \"bufferLength\": 1024 is not supported`},
+		{"interval on a pushed source", "POST", "/streams", ddl(`CREATE STREAM s1 () WITH (DATASOURCE="t", TYPE="memory", EXTRA="{\"interval\":\"1s\"}")`), 400, `property \"interval\": 1s is not supported`},
 		{"file type is no lookup table", "POST", "/tables", ddl(`CREATE TABLE t1 () WITH (DATASOURCE="t", TYPE="file", KIND="lookup")`), 400, `table t1: TYPE \"file\" cannot serve a lookup table`},
 		{"nothing was stored", "GET", "/streams", "", 200, "[]"},
 		{"confKey of the etc file", "POST", "/streams", ddl(`CREATE STREAM s1 () WITH (DATASOURCE="t", CONF_KEY="filekey")`), 201, "Stream s1 is created."},

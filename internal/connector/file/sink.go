@@ -17,6 +17,7 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/connection"
 	"github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/payload"
 )
@@ -55,6 +56,9 @@ type Sink struct {
 	compress  string
 	encrypt   string
 	key       []byte
+	// link is the sink's status: disconnected with the error when the
+	// folder or file cannot be created or written, connected after a write.
+	link *connection.Link
 
 	f       *os.File
 	w       *bufio.Writer
@@ -95,19 +99,29 @@ func NewSink(props map[string]any, deps connector.Deps) (api.Sink, error) {
 		pattern:   connector.Get[string](props, "rollingNamePattern"),
 		guard:     deps.Guard,
 		clk:       deps.Clock,
+		link:      connection.NewLink(deps.Clock),
 	}, nil
 }
 
 // Connect creates the file's folder.
 func (s *Sink) Connect(context.Context) error {
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
-		return fmt.Errorf("create folder of %s: %w", s.path, err)
+		return s.link.Connect(fmt.Errorf("create folder of %s: %w", s.path, err))
 	}
 	return nil
 }
 
+// Status reports the sink's status (stream.ConnStatus).
+func (s *Sink) Status() (state string, lastConnected, lastDisconnected time.Time, lastErr string) {
+	return s.link.Status()
+}
+
 // Write appends msg.Payload, rolling to a new file first when due.
 func (s *Sink) Write(_ context.Context, msg *api.SinkMessage) error {
+	return s.link.Connect(s.write(msg))
+}
+
+func (s *Sink) write(msg *api.SinkMessage) error {
 	if s.f != nil && s.rollDue() {
 		if err := s.closeFile(); err != nil {
 			return err

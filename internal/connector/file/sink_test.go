@@ -11,6 +11,7 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
 )
 
 func TestSink(t *testing.T) {
@@ -161,4 +162,36 @@ func TestSinkConfigErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSinkStatus checks the status the file sink reports: the error of a
+// folder that cannot be created, connected after a write.
+func TestSinkStatus(t *testing.T) {
+	dir := t.TempDir()
+	blocker := filepath.Join(dir, "file")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad, err := registry(t).NewSink(Type, map[string]any{"path": filepath.Join(blocker, "out.txt")}, connector.Deps{Clock: clock.NewVirtual(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformancetest.CheckStatus(t, bad, "connecting", "")
+	if err := bad.Connect(context.Background()); err == nil {
+		t.Fatal("created a folder under a file")
+	}
+	conformancetest.CheckStatus(t, bad, "disconnected", "not a directory")
+
+	good, err := registry(t).NewSink(Type, map[string]any{"path": filepath.Join(dir, "out.txt")}, connector.Deps{Clock: clock.NewVirtual(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer good.Close(context.Background())
+	if err := good.Connect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := good.Write(context.Background(), conformancetest.Message(1)); err != nil {
+		t.Fatal(err)
+	}
+	conformancetest.CheckStatus(t, good, "connected", "")
 }

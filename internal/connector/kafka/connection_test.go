@@ -47,6 +47,8 @@ func TestConnectionStatus(t *testing.T) {
 	if err := sink.Write(ctx, conformancetest.Message(1)); err != nil {
 		t.Fatal(err)
 	}
+	conformancetest.CheckStatus(t, sink, connection.StateConnected, "")
+	conformancetest.CheckStatus(t, txn, connection.StateConnected, "")
 	// Each keeps its own client (options differ, a transactional producer
 	// must be alone), all under the cluster's key.
 	if st := reg.StatusOf(key); st.Users != 3 || st.Clients != 3 || st.State != connection.StateConnected {
@@ -83,6 +85,7 @@ func TestConnectionStatusUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	conformancetest.CheckStatus(t, sink, connection.StateConnecting, "")
 	if err := sink.Connect(ctx); err == nil {
 		t.Fatal("connected to nothing")
 	}
@@ -92,6 +95,7 @@ func TestConnectionStatusUnreachable(t *testing.T) {
 	if st.State != connection.StateDisconnected || st.Users != 1 || !strings.Contains(st.LastError, port) {
 		t.Fatalf("unreachable: %+v", st)
 	}
+	conformancetest.CheckStatus(t, sink, connection.StateDisconnected, "connection refused")
 	sink.(api.Sink).Close(ctx)
 	if st := reg.StatusOf(key); st.Users != 0 || st.LastError == "" {
 		t.Fatalf("after close: %+v", st)

@@ -180,16 +180,22 @@ func clusterKey(props map[string]any) string {
 
 // brokerHook reports every broker connection the client opens, so that
 // reconnects done by franz-go itself show in the status.
-type brokerHook struct{ tr *connection.Tracker }
+type brokerHook struct {
+	tr   *connection.Tracker
+	link *connection.Link // nil: none
+}
 
 var _ kgo.HookBrokerConnect = brokerHook{}
 
 func (h brokerHook) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
 	if err != nil {
-		h.tr.Failed(fmt.Errorf("connect to kafka broker %s: %w", net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port))), err))
+		err = fmt.Errorf("connect to kafka broker %s: %w", net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port))), err)
+		h.tr.Failed(err)
+		h.link.Failed(err)
 		return
 	}
 	h.tr.Connected()
+	h.link.Connected()
 }
 
 // tlsConfig returns nil when TLS is off.

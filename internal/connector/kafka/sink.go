@@ -69,9 +69,12 @@ type Sink struct {
 	reg       *connection.Registry
 	connKey   string
 
-	mu        sync.Mutex
-	use       *connection.Use     // from the first Connect to Close
-	tr        *connection.Tracker // cl's status
+	mu  sync.Mutex
+	use *connection.Use     // from the first Connect to Close
+	tr  *connection.Tracker // cl's status
+	// link is this sink's connection status (Status), kept across failed
+	// connects.
+	link      *connection.Link
 	cl        *kgo.Client
 	unflushed int
 
@@ -98,6 +101,7 @@ func NewSink(props map[string]any, deps connector.Deps) (api.Sink, error) {
 		return nil, err
 	}
 	s := &Sink{
+		link:      connection.NewLink(deps.Clock),
 		batchSize: int(connector.Get[int64](props, "batchSize")),
 		keyRaw:    connector.Get[string](props, "key"),
 		txnID:     connector.Get[string](props, "transactionalID"),
@@ -189,10 +193,11 @@ func (s *Sink) Connect(ctx context.Context) error {
 	tr := s.use.Track()
 	fail := func(err error) error {
 		tr.Failed(err)
+		s.link.Failed(err)
 		tr.Close()
 		return err
 	}
-	cl, err := kgo.NewClient(append(s.opts, kgo.WithHooks(brokerHook{tr}))...)
+	cl, err := kgo.NewClient(append(s.opts, kgo.WithHooks(brokerHook{tr, s.link}))...)
 	if err != nil {
 		return fail(fmt.Errorf("create kafka client: %w", err))
 	}
@@ -211,8 +216,21 @@ func (s *Sink) Connect(ctx context.Context) error {
 		}
 	}
 	tr.Connected()
+	s.link.Connected()
 	s.tr = tr
 	return nil
+}
+
+// Status reports the connection status (stream.ConnStatus).
+func (s *Sink) Status() (state string, lastConnected, lastDisconnected time.Time, lastErr string) {
+	return s.link.Status()
+}
+
+// report records the outcome of an operation on the client's tracker and
+// on the link, and returns err.
+func (s *Sink) report(err error) error {
+	s.link.Report(err)
+	return s.tr.Report(err)
 }
 
 // initTransactionsLocked initialises the transactional producer (ctx), then
@@ -295,10 +313,9 @@ func (s *Sink) Write(ctx context.Context, msg *api.SinkMessage) error {
 	}
 	if s.batchSize == 1 {
 		if err := s.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
-			return s.tr.Report(classify(fmt.Errorf("produce to kafka topic %s: %w", r.Topic, err)))
+			return s.report(classify(fmt.Errorf("produce to kafka topic %s: %w", r.Topic, err)))
 		}
-		s.tr.Connected()
-		return nil
+		return s.report(nil)
 	}
 	// The record outlives this call's ctx: Flush or the next Write reports it.
 	s.cl.Produce(context.WithoutCancel(ctx), r, s.promise)
@@ -331,7 +348,7 @@ func (s *Sink) flushLocked(ctx context.Context) error {
 	}
 	s.asyncErr = nil
 	s.errMu.Unlock()
-	return s.tr.Report(classify(err))
+	return s.report(classify(err))
 }
 
 func (s *Sink) produceInTxn(ctx context.Context, r *kgo.Record) error {
@@ -399,7 +416,7 @@ func (s *Sink) Commit(ctx context.Context, checkpointID uint64) error {
 	}
 	if s.inTxn {
 		if err := s.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-			return s.tr.Report(classify(fmt.Errorf("commit kafka transaction for checkpoint %d: %w", checkpointID, err)))
+			return s.report(classify(fmt.Errorf("commit kafka transaction for checkpoint %d: %w", checkpointID, err)))
 		}
 		s.inTxn = false
 		s.last = checkpointID

@@ -154,7 +154,7 @@ func (s *Source) Connect(ctx context.Context) error {
 		tr.Close()
 		return err
 	}
-	opts := append(slices.Clip(s.opts), kgo.WithHooks(brokerHook{tr}))
+	opts := append(slices.Clip(s.opts), kgo.WithHooks(brokerHook{tr: tr}))
 	if s.group != "" {
 		// Autocommit commits only what markRead marked, so never a
 		// record Read has not returned yet.

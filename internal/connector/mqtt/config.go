@@ -72,6 +72,9 @@ type connConfig struct {
 	// sessionSet records that enableClientSession was given (true or
 	// false), so the derived persistent session does not override it.
 	sessionSet bool
+	// derived marks the persistent session given by withDerivedSession,
+	// which EndSession removes from the broker when its rule is deleted.
+	derived bool
 }
 
 // parseConn builds a connConfig from validated props. It reads key and
@@ -164,6 +167,7 @@ func (c connConfig) withDerivedSession(sessionID string, filters map[string]byte
 	}
 	c.clientID = derivedClientIDPrefix + hex.EncodeToString(h.Sum(nil))[:23-len(derivedClientIDPrefix)]
 	c.session = true
+	c.derived = true
 	return c
 }
 

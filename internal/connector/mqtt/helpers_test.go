@@ -179,32 +179,6 @@ func read(t *testing.T, s *Source, timeout time.Duration) *api.Message {
 	return m
 }
 
-// primeSubscription publishes "probe" through snk until one reaches src:
-// a source reads as connected once its connection is up, which can be a
-// moment before the broker acknowledged its subscription, and a message
-// published in that moment has no subscriber (QoS 0 and 1 alike). Callers
-// skip probes that arrive late.
-func primeSubscription(t *testing.T, snk *Sink, src *Source) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		write(t, snk, "probe")
-		flush(t, snk)
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		m, err := src.Read(ctx)
-		cancel()
-		if err == nil {
-			if m.Ack != nil {
-				m.Ack()
-			}
-			if string(m.Payload) == "probe" {
-				return
-			}
-		}
-	}
-	t.Fatal("no probe reached the source within 10s")
-}
-
 // readNone asserts that nothing arrives within d.
 func readNone(t *testing.T, s *Source, d time.Duration) {
 	t.Helper()

@@ -30,19 +30,14 @@ func TestMosquitto(t *testing.T) {
 					waitConnected(t, src.Status)
 					snk := mustSink(t, p, map[string]any{"server": plain, "topic": topic, "qos": qos, "protocolVersion": v})
 					waitConnected(t, snk.Status)
-					primeSubscription(t, snk, src)
+					// src read as connected: the broker acknowledged its
+					// subscription, so the first message reaches it.
 					for i := range 20 {
 						write(t, snk, fmt.Sprint(i))
 					}
 					flush(t, snk)
 					for i := 0; i < 20; {
 						msg := read(t, src, 10*time.Second)
-						if string(msg.Payload) == "probe" { // a late one of primeSubscription's
-							if msg.Ack != nil {
-								msg.Ack()
-							}
-							continue
-						}
 						if string(msg.Payload) != fmt.Sprint(i) || msg.Meta["qos"] != int64(qos) {
 							t.Fatalf("message %d: %q meta %v", i, msg.Payload, msg.Meta)
 						}

@@ -283,14 +283,18 @@ type conn struct {
 	// firstErr is the permanent error of the first attempt (read after first).
 	firstErr error
 
-	mu        sync.Mutex
-	tr        transport // nil while not connected
-	up        chan struct{}
-	state     string
-	lastConn  time.Time
-	lastDisc  time.Time
-	lastErr   string
-	subs      map[*subscription]struct{}
+	mu       sync.Mutex
+	tr       transport // nil while not connected
+	up       chan struct{}
+	state    string
+	lastConn time.Time
+	lastDisc time.Time
+	lastErr  string
+	subs     map[*subscription]struct{}
+	// acked holds the filters the broker acknowledged (SUBACK) on the
+	// current transport, with their granted QoS request; a source reads
+	// as connected only once all its filters are in it (subStatus).
+	acked     map[string]byte
 	subList   []*subscription // subs as a slice, rebuilt on every change
 	attempted bool
 
@@ -409,6 +413,7 @@ func (c *conn) run() {
 func (c *conn) attach(ctx context.Context, tr transport) error {
 	c.mu.Lock()
 	c.tr = tr
+	c.acked = map[string]byte{}
 	filters := c.filtersLocked(nil)
 	c.mu.Unlock()
 	if len(filters) > 0 {
@@ -422,6 +427,9 @@ func (c *conn) attach(ctx context.Context, tr transport) error {
 	}
 	c.mu.Lock()
 	c.state, c.lastConn, c.lastErr = StateConnected, c.pool.clock.Now(), ""
+	for f, q := range filters {
+		c.acked[f] = max(c.acked[f], q)
+	}
 	close(c.up)
 	c.mu.Unlock()
 	c.tracker.Connected()
@@ -432,6 +440,7 @@ func (c *conn) detach(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.tr = nil
+	c.acked = nil
 	c.up = make(chan struct{})
 	c.state, c.lastDisc = StateDisconnected, c.pool.clock.Now()
 	if err != nil {
@@ -484,6 +493,24 @@ func (c *conn) status() (string, time.Time, time.Time, string) {
 	return c.state, c.lastConn, c.lastDisc, c.lastErr
 }
 
+// subStatus is status as seen by subscription s: connected only once the
+// broker acknowledged every filter of s on the current connection, so that
+// "connected" means "receiving"; connecting until then.
+func (c *conn) subStatus(s *subscription) (string, time.Time, time.Time, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	state := c.state
+	if state == StateConnected {
+		for f, q := range s.filters {
+			if got, ok := c.acked[f]; !ok || got < q {
+				state = StateConnecting
+				break
+			}
+		}
+	}
+	return state, c.lastConn, c.lastDisc, c.lastErr
+}
+
 // waitFirst waits for the outcome of the first connect attempt and returns
 // its permanent error, if any. A broker that is merely unreachable is not
 // an error. ctx bounds the wait only.
@@ -530,7 +557,7 @@ func (c *conn) subsChangedLocked() {
 }
 
 // addSub registers s and subscribes its filters if connected; otherwise the
-// next connection subscribes them.
+// next connection subscribes them. A failed subscribe unregisters s.
 func (c *conn) addSub(ctx context.Context, s *subscription) error {
 	c.mu.Lock()
 	before := c.filtersLocked(s)
@@ -547,11 +574,20 @@ func (c *conn) addSub(ctx context.Context, s *subscription) error {
 	if tr == nil || len(need) == 0 {
 		return nil
 	}
-	if err := tr.subscribe(ctx, need); err != nil && errors.Is(err, errPermanent) {
-		c.mu.Lock()
+	err := tr.subscribe(ctx, need)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err == nil && c.tr == tr {
+		for f, q := range need {
+			c.acked[f] = max(c.acked[f], q)
+		}
+	}
+	if err != nil {
+		// Refused, or not acknowledged in time: the caller fails its
+		// Connect (and retries) rather than hold a subscription that
+		// receives nothing.
 		delete(c.subs, s)
 		c.subsChangedLocked()
-		c.mu.Unlock()
 		return err
 	}
 	return nil
@@ -578,6 +614,11 @@ func (c *conn) removeSub(s *subscription) {
 	if len(drop) == 0 {
 		return
 	}
+	c.mu.Lock()
+	for _, f := range drop {
+		delete(c.acked, f)
+	}
+	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(c.stopCtx, 2*time.Second)
 	defer cancel()
 	_ = tr.unsubscribe(ctx, drop)

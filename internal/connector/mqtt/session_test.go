@@ -84,26 +84,7 @@ func TestDerivedSessionKeepsOfflineMessages(t *testing.T) {
 			topic := uniqueTopic(t)
 			props := map[string]any{"server": m.URL("plain"), "datasource": topic, "qos": 1, "protocolVersion": v}
 			sessionID := "node\x00rule-" + v + "\x00stream"
-			open := func() (*Source, *Pool) {
-				p := newTestPool(t)
-				valid, err := SourceSpec().Validate(props)
-				if err != nil {
-					t.Fatal(err)
-				}
-				s, err := NewSource(p, valid, connector.Deps{SessionID: sessionID})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				if err := s.Connect(ctx); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = s.Close(context.Background()) })
-				waitConnected(t, s.Status)
-				return s, p
-			}
-			src, p := open()
+			src, p := openDerived(t, props, sessionID)
 			_ = src.Close(context.Background())
 			_ = p.Close()
 
@@ -114,7 +95,7 @@ func TestDerivedSessionKeepsOfflineMessages(t *testing.T) {
 			}
 			flush(t, snk)
 
-			src, _ = open()
+			src, _ = openDerived(t, props, sessionID)
 			seen := collect(src, n, 15*time.Second)
 			for i := range n {
 				if seen[fmt.Sprint("offline-", i)] == 0 {
@@ -123,4 +104,82 @@ func TestDerivedSessionKeepsOfflineMessages(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEndSessionStopsQueueing checks, against mosquitto, that EndSession
+// removes a derived persistent session: what was queued for it is dropped
+// and what is published afterwards is not queued, so a client that comes
+// back under the same id gets nothing. Without EndSession the same steps
+// deliver everything (TestDerivedSessionKeepsOfflineMessages).
+func TestEndSessionStopsQueueing(t *testing.T) {
+	m := mqtttest.StartMosquitto(t)
+	for _, v := range []string{"3.1.1", "5"} {
+		t.Run("v"+v, func(t *testing.T) {
+			topic := uniqueTopic(t)
+			props := map[string]any{"server": m.URL("plain"), "datasource": topic, "qos": 1, "protocolVersion": v}
+			sessionID := "node\x00deleted-" + v + "\x00stream"
+			src, _ := openDerived(t, props, sessionID)
+			_ = src.Close(context.Background())
+
+			snk := mustSink(t, newTestPool(t), map[string]any{"server": m.URL("plain"), "topic": topic, "qos": 1})
+			write(t, snk, "queued-before-end")
+			flush(t, snk)
+
+			if err := derivedSource(t, newTestPool(t), props, sessionID).EndSession(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			write(t, snk, "published-after-end")
+			flush(t, snk)
+
+			end, _ := openDerived(t, props, sessionID)
+			readNone(t, end, time.Second)
+		})
+	}
+	t.Run("nothing to end", func(t *testing.T) {
+		for _, extra := range []map[string]any{{"qos": 0}, {"clientid": "mine", "enableClientSession": true}} {
+			valid, err := SourceSpec().Validate(mergeProps(map[string]any{"server": "tcp://127.0.0.1:1", "datasource": "a"}, extra))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := NewSource(newTestPool(t), valid, connector.Deps{SessionID: "n\x00r\x00s"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The server is unreachable: a connection attempt would fail.
+			if err := s.EndSession(context.Background()); err != nil {
+				t.Fatalf("%v: %v", extra, err)
+			}
+		}
+	})
+}
+
+// derivedSource builds a source with props given sessionID (a derived
+// persistent session at qos >= 1), without connecting it.
+func derivedSource(t *testing.T, p *Pool, props map[string]any, sessionID string) *Source {
+	t.Helper()
+	valid, err := SourceSpec().Validate(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSource(p, valid, connector.Deps{SessionID: sessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// openDerived connects a derivedSource on a pool of its own and waits
+// until it is connected.
+func openDerived(t *testing.T, props map[string]any, sessionID string) (*Source, *Pool) {
+	t.Helper()
+	p := newTestPool(t)
+	s := derivedSource(t, p, props, sessionID)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	waitConnected(t, s.Status)
+	return s, p
 }

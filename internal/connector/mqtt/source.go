@@ -175,15 +175,16 @@ func (s *Source) Close(context.Context) error {
 	return nil
 }
 
-// Status reports the connection state: "connected", "connecting" or
+// Status reports the connection state: "connected" (once the broker
+// acknowledged the subscription: the source receives), "connecting" or
 // "disconnected", when it last connected and disconnected, and the last
 // error text.
 func (s *Source) Status() (state string, lastConnected, lastDisconnected time.Time, lastErr string) {
-	c := s.live.Load()
-	if c == nil {
+	c, sub := s.live.Load(), s.liveSub.Load()
+	if c == nil || sub == nil {
 		return StateDisconnected, time.Time{}, time.Time{}, ""
 	}
-	return c.status()
+	return c.subStatus(sub)
 }
 
 // subscription is one source's view of a connection.

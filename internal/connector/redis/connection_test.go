@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -96,10 +97,12 @@ func TestStatusFollowsTheServer(t *testing.T) {
 	if err := sink.Connect(ctx); err != nil {
 		t.Fatal(err)
 	}
+	conformancetest.CheckStatus(t, sink, connection.StateConnected, "")
 	s.Stop()
 	if err := sink.(api.Sink).Write(ctx, conformancetest.Message(1)); !isRetryable(err) {
 		t.Fatalf("write with the server down: %v", err)
 	}
+	conformancetest.CheckStatus(t, sink, connection.StateDisconnected, "write to redis")
 	st := reg.StatusOf(key)
 	if st.State != connection.StateDisconnected || st.LastError == "" || st.Users != 1 {
 		t.Fatalf("server down: %+v", st)
@@ -119,6 +122,26 @@ func TestStatusFollowsTheServer(t *testing.T) {
 	}
 	if st := reg.StatusOf(key); st.State != connection.StateConnected || st.LastError != "" {
 		t.Fatalf("server back: %+v", st)
+	}
+	conformancetest.CheckStatus(t, sink, connection.StateConnected, "")
+}
+
+// TestSinkStatusClosedPort checks that the redis and redisPub sinks report
+// the connect error of a server that refuses connections.
+func TestSinkStatusClosedPort(t *testing.T) {
+	addr := conformancetest.ClosedPort(t)
+	for typ, target := range map[string]map[string]any{Type: {"key": "k"}, PubType: {"channel": "c"}} {
+		t.Run(typ, func(t *testing.T) {
+			props := map[string]any{"addr": addr, "timeout": "500ms"}
+			maps.Copy(props, target)
+			sink := newWith(t, connection.NewRegistry(nil), connector.KindSink, typ, props)
+			defer sink.Close(context.Background())
+			conformancetest.CheckStatus(t, sink, connection.StateConnecting, "")
+			if err := sink.Connect(context.Background()); err == nil {
+				t.Fatal("connect to a closed port succeeded")
+			}
+			conformancetest.CheckStatus(t, sink, connection.StateDisconnected, "connection refused")
+		})
 	}
 }
 

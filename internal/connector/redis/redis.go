@@ -116,6 +116,8 @@ type client struct {
 	reg  *connection.Registry
 	opts *goredis.Options
 	use  *connection.Use
+	// link, set for sinks, is this connector's connection status.
+	link *connection.Link
 }
 
 // connect drops the previous hold, takes the shared client and pings the
@@ -130,15 +132,30 @@ func (c *client) connect(ctx context.Context) (*goredis.Client, *connection.Trac
 		return cl, nil
 	}, (*goredis.Client).Close)
 	if err != nil {
+		c.link.Failed(err)
 		return nil, nil, err
 	}
 	if err := cl.Ping(ctx).Err(); err != nil {
 		err = classify(fmt.Errorf("connect to redis %s: %w", c.opts.Addr, err))
 		tr.Failed(err)
+		c.link.Failed(err)
 		return nil, nil, err
 	}
 	tr.Connected()
+	c.link.Connected()
 	return cl, tr, nil
+}
+
+// report records the outcome of a write on the shared client's tracker
+// and on the connector's link, and returns err.
+func (c *client) report(tr *connection.Tracker, err error) error {
+	c.link.Report(err)
+	return tr.Report(err)
+}
+
+// status is the connector's connection status (stream.ConnStatus).
+func (c *client) status() (string, time.Time, time.Time, string) {
+	return c.link.Status()
 }
 
 // release drops the hold; the last holder closes the client.

@@ -56,7 +56,7 @@ func NewSink(props map[string]any, deps connector.Deps) (api.Sink, error) {
 		return nil, err
 	}
 	s := &Sink{
-		conn:      client{reg: deps.Connections, opts: opts},
+		conn:      client{reg: deps.Connections, opts: opts, link: connection.NewLink(deps.Clock)},
 		key:       connector.Get[string](props, "key"),
 		field:     connector.Get[string](props, "field"),
 		list:      connector.Get[string](props, "dataType") == "list",
@@ -157,10 +157,14 @@ func (s *Sink) Write(ctx context.Context, msg *api.SinkMessage) error {
 		err = nil // RPOP of an empty list
 	}
 	if err != nil {
-		return tr.Report(classify(fmt.Errorf("write to redis: %w", err)))
+		return s.conn.report(tr, classify(fmt.Errorf("write to redis: %w", err)))
 	}
-	tr.Connected()
-	return nil
+	return s.conn.report(tr, nil)
+}
+
+// Status reports the connection status (stream.ConnStatus).
+func (s *Sink) Status() (state string, lastConnected, lastDisconnected time.Time, lastErr string) {
+	return s.conn.status()
 }
 
 // Close releases the client (the last connector using it closes it).
@@ -201,7 +205,7 @@ func NewPub(props map[string]any, deps connector.Deps) (api.Sink, error) {
 	if ch == "" {
 		return nil, errors.New("property \"channel\" is empty")
 	}
-	return &Pub{conn: client{reg: deps.Connections, opts: opts}, channel: ch}, nil
+	return &Pub{conn: client{reg: deps.Connections, opts: opts, link: connection.NewLink(deps.Clock)}, channel: ch}, nil
 }
 
 // Connect takes the shared client and pings the server.
@@ -226,10 +230,14 @@ func (p *Pub) Write(ctx context.Context, msg *api.SinkMessage) error {
 		return api.Retryable(errors.New("redisPub sink not connected"))
 	}
 	if err := cl.Publish(ctx, p.channel, msg.Payload).Err(); err != nil {
-		return tr.Report(classify(fmt.Errorf("publish to redis channel %s: %w", p.channel, err)))
+		return p.conn.report(tr, classify(fmt.Errorf("publish to redis channel %s: %w", p.channel, err)))
 	}
-	tr.Connected()
-	return nil
+	return p.conn.report(tr, nil)
+}
+
+// Status reports the connection status (stream.ConnStatus).
+func (p *Pub) Status() (state string, lastConnected, lastDisconnected time.Time, lastErr string) {
+	return p.conn.status()
 }
 
 // Close releases the client (the last connector using it closes it).

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/connection"
 	"github.com/rekuiper/rekuiper/internal/connector/httpclient"
 	"github.com/rekuiper/rekuiper/internal/guard"
 )
@@ -54,6 +55,9 @@ type Sink struct {
 	logger                              *slog.Logger
 	client                              *http.Client
 	guard                               *guard.Guard
+	// link is the sink's connection status: connected once a request got
+	// an answer, disconnected with the error when one got none.
+	link *connection.Link
 }
 
 var _ api.Sink = (*Sink)(nil)
@@ -71,6 +75,7 @@ func New(props map[string]any, deps connector.Deps) (api.Sink, error) {
 		debug:        connector.Get[bool](props, "debugResp"),
 		logger:       deps.Logger,
 		guard:        deps.Guard,
+		link:         connection.NewLink(deps.Clock),
 	}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
@@ -99,6 +104,11 @@ func (s *Sink) Write(ctx context.Context, msg *api.SinkMessage) error {
 		return err
 	}
 	code, body, err := httpclient.Do(s.client, req, s.responseType)
+	if code != 0 {
+		s.link.Connected()
+	} else if err != nil && ctx.Err() == nil {
+		s.link.Failed(fmt.Errorf("send to %s: %w", s.url, err))
+	}
 	if s.debug && code != 0 {
 		s.logger.LogAttrs(ctx, slog.LevelInfo, "rest sink response",
 			slog.String("url", s.url), slog.Int("status", code), slog.String("body", string(body)))
@@ -122,6 +132,13 @@ func (s *Sink) Write(ctx context.Context, msg *api.SinkMessage) error {
 		return err // retrying cannot help
 	}
 	return api.Retryable(err)
+}
+
+// Status reports the connection status (stream.ConnStatus): connecting
+// until the first request, then whether the last request reached the
+// server, with the error of the last that did not.
+func (s *Sink) Status() (state string, lastConnected, lastDisconnected time.Time, lastErr string) {
+	return s.link.Status()
 }
 
 // Close releases idle connections.

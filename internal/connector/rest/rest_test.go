@@ -15,6 +15,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
 	"github.com/rekuiper/rekuiper/internal/guard"
 )
 
@@ -127,10 +128,12 @@ func TestRefusedThen503Then200(t *testing.T) {
 	msg := &api.SinkMessage{Payload: []byte(`{"n":1}`)}
 	ctx := context.Background()
 
+	conformancetest.CheckStatus(t, s, "connecting", "")
 	err = s.Write(ctx, msg)
 	if !errors.Is(err, api.ErrRetryable) {
 		t.Fatalf("refused: err = %v, want retryable", err)
 	}
+	conformancetest.CheckStatus(t, s, "disconnected", "connection refused")
 
 	l2, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -164,6 +167,8 @@ func TestRefusedThen503Then200(t *testing.T) {
 		if (err != nil) != st.wantErr || errors.Is(err, api.ErrRetryable) != st.retryable {
 			t.Fatalf("%s: err = %v", st.name, err)
 		}
+		// The server answered, even with 503: connected.
+		conformancetest.CheckStatus(t, s, "connected", "")
 	}
 	if got.Load() != `{"n":1}` {
 		t.Fatalf("server received %v", got.Load())

@@ -8,6 +8,7 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
 )
 
@@ -90,4 +91,31 @@ func TestConnectionStatusOfBadDatabase(t *testing.T) {
 	if st := reg.StatusOf(key); st.Users != 0 {
 		t.Fatalf("after close: %+v", st)
 	}
+}
+
+// TestSinkStatusClosedPort checks that a sql sink reports the connect
+// error of a database server that refuses connections, and connected once
+// it reaches a database.
+func TestSinkStatusClosedPort(t *testing.T) {
+	ctx := context.Background()
+	down, err := NewSink(map[string]any{"url": "postgres://u:p@" + conformancetest.ClosedPort(t) + "/db?sslmode=disable", "table": "t", "batchSize": int64(1)}, connector.Deps{Clock: clock.Wall{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer down.Close(ctx)
+	conformancetest.CheckStatus(t, down, connection.StateConnecting, "")
+	if err := down.Connect(ctx); err == nil {
+		t.Fatal("connected to a closed port")
+	}
+	conformancetest.CheckStatus(t, down, connection.StateDisconnected, "connection refused")
+
+	up, err := NewSink(map[string]any{"url": "sqlite://" + filepath.Join(t.TempDir(), "x.db"), "table": "t", "batchSize": int64(1)}, connector.Deps{Clock: clock.Wall{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close(ctx)
+	if err := up.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conformancetest.CheckStatus(t, up, connection.StateConnected, "")
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/connection"
 	"github.com/rekuiper/rekuiper/internal/value"
 )
 
@@ -101,7 +102,7 @@ func NewSink(props map[string]any, deps connector.Deps) (api.Sink, error) {
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
-	s.h = database{reg: deps.Connections, d: d, private: s.txnID != ""}
+	s.h = database{reg: deps.Connections, d: d, private: s.txnID != "", link: connection.NewLink(deps.Clock)}
 	if s.table, err = quoteIdent(connector.Get[string](props, "table")); err != nil {
 		return nil, fmt.Errorf("property \"table\": %w", err)
 	}
@@ -142,6 +143,11 @@ func (s *Sink) Connect(ctx context.Context) error {
 	}
 	s.db = db
 	return nil
+}
+
+// Status reports the connection status (stream.ConnStatus).
+func (s *Sink) Status() (state string, lastConnected, lastDisconnected time.Time, lastErr string) {
+	return s.h.link.Status()
 }
 
 func lastCommitted(ctx context.Context, db *sql.DB, d dialect, id string) (uint64, error) {

@@ -187,6 +187,9 @@ type database struct {
 	use *connection.Use
 	own *sql.DB             // private pool
 	tr  *connection.Tracker // the pool's tracker
+	// link, set for sinks, is this connector's connection status, kept
+	// across failed connects.
+	link *connection.Link
 }
 
 // connect drops the previous hold, takes the pool and pings the database.
@@ -200,13 +203,13 @@ func (h *database) connect(ctx context.Context) (*sql.DB, error) {
 		h.tr = h.use.Track()
 		var err error
 		if db, err = openDB(h.d); err != nil {
-			h.tr.Failed(err)
-			return nil, err
+			return nil, h.fail(err)
 		}
 		h.own = db
 	} else {
 		var err error
 		if db, h.tr, err = connection.Shared(h.use, func(*connection.Tracker) (*sql.DB, error) { return openDB(h.d) }, (*sql.DB).Close); err != nil {
+			h.link.Failed(err)
 			return nil, err
 		}
 	}
@@ -214,19 +217,24 @@ func (h *database) connect(ctx context.Context) (*sql.DB, error) {
 		return nil, h.fail(classify(fmt.Errorf("connect to database: %w", err)))
 	}
 	h.tr.Connected()
+	h.link.Connected()
 	return db, nil
 }
 
 // fail records a failure to connect, whatever its kind, and returns it.
 func (h *database) fail(err error) error {
 	h.tr.Failed(err)
+	h.link.Failed(err)
 	return err
 }
 
 // report records the outcome of an operation that used the database: a
 // retryable failure marks the connection disconnected, a success
 // connected. It returns err.
-func (h *database) report(err error) error { return h.tr.Report(err) }
+func (h *database) report(err error) error {
+	h.link.Report(err)
+	return h.tr.Report(err)
+}
 
 // release drops the hold; the last holder of a shared pool closes it.
 func (h *database) release() error {

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	ws "github.com/coder/websocket"
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/connection"
 )
 
 // SinkSpec is the websocket sink's property spec.
@@ -34,6 +36,10 @@ func SinkSpec() connector.Spec {
 type Sink struct {
 	ep  endpoint
 	mux connector.HTTPMux
+	// link is the connection status: in client mode the state of the
+	// connection to the server, in server mode whether the endpoint is
+	// served.
+	link *connection.Link
 
 	mu      sync.Mutex
 	conn    *ws.Conn        // client mode
@@ -55,7 +61,7 @@ func NewSink(props map[string]any, deps connector.Deps) (api.Sink, error) {
 	if ep.url == "" && deps.HTTP == nil {
 		return nil, errors.New("server mode (empty addr) needs the daemon's HTTP server")
 	}
-	return &Sink{ep: ep, mux: deps.HTTP}, nil
+	return &Sink{ep: ep, mux: deps.HTTP, link: connection.NewLink(deps.Clock)}, nil
 }
 
 // Connect dials (client mode) or registers the endpoint (server mode).
@@ -67,17 +73,24 @@ func (s *Sink) Connect(ctx context.Context) error {
 	s.clients = map[*ws.Conn]context.CancelFunc{}
 	if s.ep.url == "" {
 		if err := s.mux.Handle(s.ep.path, http.HandlerFunc(s.accept)); err != nil {
-			return fmt.Errorf("serve websocket sink: %w", err)
+			return s.link.Connect(fmt.Errorf("serve websocket sink: %w", err))
 		}
 		s.serving = true
+		s.link.Connected()
 		return nil
 	}
 	c, err := s.ep.dial(ctx)
 	if err != nil {
-		return api.Retryable(err)
+		return s.link.Connect(api.Retryable(err))
 	}
+	s.link.Connected()
 	s.conn, s.gone = c, c.CloseRead(context.Background())
 	return nil
+}
+
+// Status reports the connection status (stream.ConnStatus).
+func (s *Sink) Status() (state string, lastConnected, lastDisconnected time.Time, lastErr string) {
+	return s.link.Status()
 }
 
 // accept keeps a client until it disconnects or the sink closes.
@@ -125,15 +138,16 @@ func (s *Sink) Write(ctx context.Context, msg *api.SinkMessage) error {
 	if s.conn == nil {
 		c, err := s.ep.dial(ctx)
 		if err != nil {
-			return api.Retryable(err)
+			return s.link.Connect(api.Retryable(err))
 		}
 		s.conn, s.gone = c, c.CloseRead(context.Background())
 	}
 	if err := s.conn.Write(ctx, ws.MessageText, msg.Payload); err != nil {
 		s.conn.CloseNow()
 		s.conn = nil
-		return api.Retryable(fmt.Errorf("write websocket %s: %w", s.ep.url, err))
+		return s.link.Connect(api.Retryable(fmt.Errorf("write websocket %s: %w", s.ep.url, err)))
 	}
+	s.link.Connected()
 	return nil
 }
 

@@ -402,3 +402,34 @@ func TestClientModeNetworkGuard(t *testing.T) {
 		t.Fatalf("the server got %d requests, want 1 (from the allowed sink only)", n)
 	}
 }
+
+// TestClientSinkStatus checks the connection status a client-mode sink
+// reports: the connect error against a closed port, connected once a
+// server answers.
+func TestClientSinkStatus(t *testing.T) {
+	down, err := registry(t).NewSink(Type, map[string]any{"addr": conformancetest.ClosedPort(t), "path": "/out", "timeout": "2s"}, connector.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformancetest.CheckStatus(t, down, "connecting", "")
+	if err := down.Connect(context.Background()); err == nil {
+		t.Fatal("connect to a closed port succeeded")
+	}
+	conformancetest.CheckStatus(t, down, "disconnected", "connection refused")
+	if err := down.Write(context.Background(), conformancetest.Message(1)); err == nil {
+		t.Fatal("write to a closed port succeeded")
+	}
+	conformancetest.CheckStatus(t, down, "disconnected", "connection refused")
+	down.Close(context.Background()) //nolint:errcheck // test end
+
+	r := newRemote(t)
+	up, err := registry(t).NewSink(Type, map[string]any{"addr": r.addr, "path": "/out"}, connector.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := up.Connect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close(context.Background()) //nolint:errcheck // test end
+	conformancetest.CheckStatus(t, up, "connected", "")
+}

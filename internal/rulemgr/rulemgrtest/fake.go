@@ -21,9 +21,31 @@ type Runner struct {
 	FailValidate func(def *rule.Def) error
 	starts       map[string]int
 	runs         map[string]*Run
+	forgotten    []string
 }
 
-var _ rulemgr.Runner = (*Runner)(nil)
+var (
+	_ rulemgr.Runner    = (*Runner)(nil)
+	_ rulemgr.Forgetter = (*Runner)(nil)
+)
+
+// Forget implements rulemgr.Forgetter: it records the rule's id.
+func (r *Runner) Forget(ctx context.Context, def *rule.Def) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old := r.runs[def.ID]; old != nil && !old.isStopped() {
+		return errors.New("fake runner: rule " + def.ID + " forgotten while running")
+	}
+	r.forgotten = append(r.forgotten, def.ID)
+	return nil
+}
+
+// Forgotten returns the ids Forget was called with, in order.
+func (r *Runner) Forgotten() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.forgotten...)
+}
 
 // New returns a fake runner that starts every rule.
 func New() *Runner {

@@ -1,0 +1,49 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
+	"github.com/rekuiper/rekuiper/internal/rule"
+)
+
+// TestSinkConnectionStatusInMetrics runs a rule whose rest sink targets a
+// closed port and checks that the rule's metrics (GET /rules/{id}/status)
+// show the sink disconnected with the connect error.
+func TestSinkConnectionStatusInMetrics(t *testing.T) {
+	e := newTestEnv(t)
+	def, err := rule.ParseDef([]byte(`{"id":"down","sql":"SELECT v FROM s",
+		"actions":[{"rest":{"url":"http://`+conformancetest.ClosedPort(t)+`/in","sendSingle":true}}]}`), rule.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	run, err := e.runner.Start(ctx, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Stop(ctx)
+	waitSubscribed(t, e.bus, 1)
+	if m := run.Metrics(); m["sink_rest_0_0_connection_status"] != int64(0) {
+		t.Fatalf("before any request: connection_status %v, want 0 (connecting)", m["sink_rest_0_0_connection_status"])
+	}
+	e.publish(t, 1)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m := run.Metrics()
+		msg, _ := m["sink_rest_0_0_connection_last_disconnected_message"].(string)
+		if m["sink_rest_0_0_connection_status"] == int64(-1) && strings.Contains(msg, "connection refused") {
+			if m["sink_rest_0_0_connection_last_disconnected_time"] == int64(0) {
+				t.Fatalf("disconnected with no time: %v", m)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sink status not reported: status %v, message %q", m["sink_rest_0_0_connection_status"], msg)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
