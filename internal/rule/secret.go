@@ -85,7 +85,7 @@ func maskedLike(v string) string {
 			return q + MaskedValue + q
 		}
 	}
-	if strings.HasPrefix(v, "[") {
+	if len(v) >= 2 && v[0] == '[' && v[len(v)-1] == ']' {
 		inner := strings.TrimSpace(v[1 : len(v)-1])
 		if strings.HasPrefix(inner, `"`) {
 			return `["` + MaskedValue + `"]`
@@ -182,7 +182,7 @@ func MaskSQL(sql string) string {
 		text := sql[it.Pos.Offset:it.End]
 		switch it.Tok {
 		case token.STRING: // inside the quotes: a quote ends no secret
-			text = text[:1] + MaskText(text[1:len(text)-1]) + text[len(text)-1:]
+			text = maskLiteral(text)
 		case token.ILLEGAL:
 			text = MaskText(text)
 		}
@@ -192,6 +192,21 @@ func MaskSQL(sql string) string {
 			return b.String()
 		}
 	}
+}
+
+// maskLiteral masks the content of the SQL string literal lit (quotes
+// included). When masking would end the literal early (a masked value
+// next to an escaped quote), the whole content is masked instead.
+func maskLiteral(lit string) string {
+	q := lit[:1]
+	m := q + MaskText(lit[1:len(lit)-1]) + q
+	if m == lit {
+		return lit
+	}
+	if it := scanner.New(m).Scan(); it.Tok != token.STRING || it.End != len(m) {
+		return q + MaskedValue + q
+	}
+	return m
 }
 
 // RestoreText returns stored when given is stored with its secrets masked

@@ -6,6 +6,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/rekuiper/rekuiper/internal/sql/parser"
 )
 
 func TestMaskText(t *testing.T) {
@@ -202,4 +205,44 @@ func TestRestorePropsEndpoint(t *testing.T) {
 	if got, _, err := RestoreProps(map[string]any{"server": "tcp://evil", "password": "new"}, old); err != nil || got["password"] != "new" {
 		t.Fatalf("a new secret for a new server: %v %v", got, err)
 	}
+}
+
+// FuzzMaskSQL checks that masking never panics and keeps a statement that
+// parses parseable (the masked SQL GET shows can be sent back).
+func FuzzMaskSQL(f *testing.F) {
+	for _, s := range []string{
+		`SELECT rest_call("http://u:pw@h/x?token=t") AS a FROM s WHERE b = 'password=x y'`,
+		`SELECT "password=\"abc" FROM s`,
+		`SELECT a FROM s -- token=abc`,
+		`SELECT '{"Authorization":["Bearer x"]}' FROM s /* u:pw@tcp(h) */`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, sql string) {
+		m := MaskSQL(sql)
+		if _, err := parser.ParseSelect(sql); err != nil {
+			return
+		}
+		if _, err := parser.ParseSelect(m); err != nil {
+			t.Errorf("masked SQL no longer parses: %v\n%q\n%q", err, sql, m)
+		}
+	})
+}
+
+// FuzzMaskText checks that masking any text (an error message, a log
+// line) never panics and, for valid UTF-8, is stable.
+func FuzzMaskText(f *testing.F) {
+	for _, s := range []string{
+		`Post "http://u:pw@h/x?token=t": map[Authorization:[Bearer x]] password='a b'`,
+		`{\"secret\":\"x\"} Cookie: a=1; b=2 u:pw@tcp(h)`,
+		`token:[`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m := MaskText(s)
+		if utf8.ValidString(s) && MaskText(m) != m {
+			t.Errorf("MaskText is not stable:\n%q\n%q", m, MaskText(m))
+		}
+	})
 }
