@@ -103,6 +103,18 @@ func TestMaskPropsLists(t *testing.T) {
 	}
 }
 
+// wantRefused checks that old, masked and edited, is refused by
+// RestoreProps with an ErrInvalid containing wants.
+func wantRefused(t *testing.T, old map[string]any, edit func(map[string]any), wants string) {
+	t.Helper()
+	m := MaskProps(old)
+	edit(m)
+	_, _, err := RestoreProps(m, old)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), wants) {
+		t.Fatalf("err = %v, want ErrInvalid containing %s", err, wants)
+	}
+}
+
 func TestRestorePropsLists(t *testing.T) {
 	old := map[string]any{
 		"headers": []any{map[string]any{"Authorization": "Bearer a"}, map[string]any{"X-Api-Key": "k"}},
@@ -132,14 +144,7 @@ func TestRestorePropsLists(t *testing.T) {
 			delete(m, "targets")
 		}, `but "urls" changed`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m := MaskProps(old)
-			tc.edit(m)
-			_, _, err := RestoreProps(m, old)
-			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.wants) {
-				t.Fatalf("err = %v, want ErrInvalid containing %s", err, tc.wants)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantRefused(t, old, tc.edit, tc.wants) })
 	}
 	// A list that grew: the new element has nothing stored and is kept.
 	m := MaskProps(old)
@@ -193,14 +198,7 @@ func TestRestorePropsEndpoint(t *testing.T) {
 		{"nested header under a new url", func(m map[string]any) { m["url"] = "http://u:******@evil/x"; delete(m, "password") }, "masked"},
 		{"new port", func(m map[string]any) { m["port"] = 1 }, `"port" changed`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m := MaskProps(old)
-			tc.edit(m)
-			_, _, err := RestoreProps(m, old)
-			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.wants) {
-				t.Fatalf("err = %v, want ErrInvalid containing %s", err, tc.wants)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantRefused(t, old, tc.edit, tc.wants) })
 	}
 	if got, _, err := RestoreProps(map[string]any{"server": "tcp://evil", "password": "new"}, old); err != nil || got["password"] != "new" {
 		t.Fatalf("a new secret for a new server: %v %v", got, err)
