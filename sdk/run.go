@@ -15,6 +15,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/daemon"
 	"github.com/rekuiper/rekuiper/internal/function"
+	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/version"
 )
 
@@ -79,7 +80,7 @@ func Run(ctx context.Context, opts Options) error {
 //	func main() { sdk.Main(myextension.Register) }
 func Main(register ...RegisterFunc) {
 	if err := runMain(os.Args[1:], register); err != nil {
-		fmt.Fprintf(os.Stderr, "kuiperd: %v\n", err)
+		fmt.Fprintf(os.Stderr, "kuiperd: %s\n", rule.MaskText(err.Error()))
 		os.Exit(1)
 	}
 }

@@ -13,8 +13,9 @@ import (
 )
 
 // syslogHandler sends log records to syslog (basic.syslog): each record is
-// formatted as slog text without the time (syslog stamps it) and sent at
-// the syslog severity of its level. Records below basic.syslog.level are
+// formatted as slog text without the time (syslog stamps it), with its
+// secrets masked as in the log file, and sent at the syslog severity of its
+// level. Records below basic.syslog.level are
 // not sent.
 type syslogHandler struct {
 	min slog.Level
@@ -44,7 +45,7 @@ func newSyslogHandler(c config.Syslog) (slog.Handler, func(), error) {
 		if len(groups) == 0 && a.Key == slog.TimeKey {
 			return slog.Attr{}
 		}
-		return a
+		return maskAttr(a)
 	}
 	for i, f := range send {
 		h.out[i] = slog.NewTextHandler(syslogWriter(f), &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: noTime})

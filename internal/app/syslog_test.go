@@ -4,6 +4,7 @@ package app
 
 import (
 	"bytes"
+	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -31,7 +32,7 @@ func TestSyslog(t *testing.T) {
 	}
 	defer closeLog()
 	logger.Info("below the syslog level")
-	logger.Warn("disk almost full", "free", 3)
+	logger.Warn("disk almost full", "free", 3, "url", "tcp://u:sysPW@h:1883", "err", errors.New("Authorization: Bearer sysTOK refused"))
 
 	if err := pc.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
 		t.Fatal(err)
@@ -45,6 +46,9 @@ func TestSyslog(t *testing.T) {
 	// <28> is facility daemon (3) * 8 + severity warning (4).
 	if !strings.HasPrefix(got, "<28>") || !strings.Contains(got, "kuipertest") || !strings.Contains(got, `msg="disk almost full" free=3`) {
 		t.Fatalf("syslog packet %q", got)
+	}
+	if strings.Contains(got, "sysPW") || strings.Contains(got, "sysTOK") || !strings.Contains(got, "tcp://u:******@h:1883") {
+		t.Fatalf("syslog packet shows a secret: %q", got)
 	}
 	if strings.Contains(got, "time=") {
 		t.Fatalf("syslog packet carries slog's time: %q", got)

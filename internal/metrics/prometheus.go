@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 )
 
@@ -82,7 +83,7 @@ func (c *Collector) collectRule(ch chan<- prometheus.Metric, st rulemgr.Status) 
 				// The text as a label of a constant 1: one series per node.
 				desc := prometheus.NewDesc("kuiper_"+kind+"_last_exception_info", "rekuiper "+kind+" last error, in the exception label.",
 					[]string{"rule", "type", "op", "op_instance", "exception"}, nil)
-				ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, 1, st.ID, kind, op, inst, truncate(msg, maxExceptionLabel))
+				ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, 1, st.ID, kind, op, inst, truncate(rule.MaskText(msg), maxExceptionLabel))
 			}
 			continue
 		}

@@ -72,3 +72,34 @@ kuiper_op_last_exception_info{exception="boom",op="1_filter",op_instance="0",rul
 		t.Fatal(err)
 	}
 }
+
+func TestCollectorMasksExceptionSecrets(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(fakeRules{st: []rulemgr.Status{{
+		ID: "r1", State: rulemgr.StateRunning,
+		Metrics: map[string]any{
+			"sink_rest_0_0_last_exception": `Post "http://u:promPW@h/x?token=promTOK": Authorization: Bearer promHDR refused`,
+		},
+	}}}))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var labels []string
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetValue())
+			}
+		}
+	}
+	all := strings.Join(labels, "\n")
+	for _, s := range []string{"promPW", "promTOK", "promHDR"} {
+		if strings.Contains(all, s) {
+			t.Errorf("a label leaks %s: %s", s, all)
+		}
+	}
+	if !strings.Contains(all, `Post "http://u:******@h/x?token=******"`) {
+		t.Errorf("the exception label is missing: %s", all)
+	}
+}

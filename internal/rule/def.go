@@ -324,10 +324,14 @@ func (d *Def) WithTags(tags []string) (*Def, error) {
 	return &c, nil
 }
 
-// MaskedJSON returns Raw with the secret properties of every action masked
-// (see MaskProps) and triggered set to the given wanted state.
+// MaskedJSON returns Raw with the secrets of the SQL (see MaskSQL) and
+// of every action's properties (see MaskProps) masked and triggered set to
+// the given wanted state.
 func (d *Def) MaskedJSON(triggered bool) (json.RawMessage, error) {
 	set := map[string]any{"triggered": triggered}
+	if sql := MaskSQL(d.SQL); sql != d.SQL {
+		set["sql"] = sql
+	}
 	if d.hasSecrets() {
 		masked := make([]Action, len(d.Actions))
 		for i, a := range d.Actions {
@@ -347,13 +351,22 @@ func (d *Def) hasSecrets() bool {
 	return false
 }
 
-// RestoreSecrets replaces every masked value ("******") in d's actions by
-// the value the same property has in old's action of the same index and
-// type, rewriting Raw when something changed. A masked value with nothing to
-// restore is kept as given.
+// RestoreSecrets replaces every masked value ("******") in d's SQL and
+// actions by the stored one in old (the SQL when d's is old's masked, an
+// action property from old's action of the same index and type), rewriting
+// Raw when something changed. A masked value with nothing to restore is
+// kept as given; one whose endpoint changed is ErrInvalid.
 func (d *Def) RestoreSecrets(old *Def) error {
 	if old == nil {
 		return nil
+	}
+	set := map[string]any{}
+	sql, err := RestoreText("the rule's sql", d.SQL, old.SQL, MaskSQL)
+	if err != nil {
+		return err
+	}
+	if sql != d.SQL {
+		d.SQL, set["sql"] = sql, sql
 	}
 	changed := false
 	for i := range d.Actions {
@@ -368,10 +381,10 @@ func (d *Def) RestoreSecrets(old *Def) error {
 			d.Actions[i].Props, changed = p, true
 		}
 	}
-	if !changed {
-		return nil
+	if changed {
+		set["actions"] = d.Actions
 	}
-	raw, err := d.Patch(map[string]any{"actions": d.Actions})
+	raw, err := d.Patch(set)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -189,5 +190,31 @@ func TestDefJSON(t *testing.T) {
 	re, err = ParseDef(upd.Raw, Options{})
 	if err != nil || re.Actions[0].Props["password"] != "pw" {
 		t.Fatalf("restored raw %s", upd.Raw)
+	}
+}
+
+func TestDefSQLSecrets(t *testing.T) {
+	sql := `SELECT rest_call("http://u:sqlPW@h/x") AS a FROM s`
+	d, err := ParseDef([]byte(`{"id":"r","sql":`+strconv.Quote(sql)+`,"actions":[{"log":{}}]}`), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	masked, err := d.MaskedJSON(true)
+	if err != nil || strings.Contains(string(masked), "sqlPW") {
+		t.Fatalf("masked json %s %v", masked, err)
+	}
+	back, err := ParseDef(masked, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := back.RestoreSecrets(d); err != nil || back.SQL != sql || !strings.Contains(string(back.Raw), "sqlPW") {
+		t.Fatalf("restored %q %s %v", back.SQL, back.Raw, err)
+	}
+	moved, err := ParseDef([]byte(strings.Replace(string(masked), "@h/", "@evil/", 1)), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := moved.RestoreSecrets(d); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "the rule's sql carries a masked value") {
+		t.Fatalf("sql with a masked password and a new host: %v", err)
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/rekuiper/rekuiper/internal/sql/scanner"
+	"github.com/rekuiper/rekuiper/internal/sql/token"
 )
 
 // MaskedValue replaces a secret property value in REST responses and logs.
@@ -37,115 +40,200 @@ func IsSecretKey(k string) bool {
 const secretWords = `[\w.-]*(?:password|passwd|pwd|secret|token|apikey|api_key|api-key|signature|authorization|cookie|privatekey|aeskey)[\w.-]*|sig`
 
 var (
-	// scheme://user:password@ — the password of a URL's userinfo.
-	userinfoRE = regexp.MustCompile(`(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@"']*:)([^\s/@"']+)@`)
+	// scheme://user:password@ — the password of a URL's userinfo, up to the
+	// last @ before the path or query (a password may hold an unescaped @).
+	userinfoRE = regexp.MustCompile(`(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#:@"']*:)([^\s/?#"']+)@`)
 	// user:password@tcp(host) — MySQL DSNs, which have no scheme.
 	mysqlRE = regexp.MustCompile(`(^|[\s"'])([^\s:/@"']+:)([^\s/@"']+)@(tcp|unix)\(`)
-	// name=value, name: value, "name":"value" for secret names.
-	pairRE = regexp.MustCompile(`(?i)(^|[^\w.-])("?(?:` + secretWords + `)"?\s*[:=]\s*"?)((?:(?:Bearer|Basic|Digest|Token)\s+)?[^\s"&;,}\]]+)`)
+	// Cookie: a=b; c=d — a cookie header line is secret to its end.
+	cookieRE = regexp.MustCompile(`(?i)(^|[^\w.-])((?:set-)?cookie\s*:\s*)([^\r\n"]+)`)
+	// name=value, name: value, "name":"value", \"name\":\"value\" (JSON
+	// inside a JSON string) for secret names. The value is a quoted string
+	// (escapes and blanks included), a bracketed list (Go's print of
+	// http.Header, a JSON array), or a bare word with an optional
+	// authorization scheme.
+	pairRE = regexp.MustCompile(`(?i)(^|[^\w.-])((?:\\?")?(?:` + secretWords + `)(?:\\?")?\s*[:=]\s*)(` +
+		`\\"(?:[^"\\]|\\[^"])*\\"|"(?:[^"\\]|\\.)*"|'[^']*'|\[[^\]]*\]|` +
+		`(?:(?:Bearer|Basic|Digest|Token)\s+)?[^\s"&;,}\]]+)`)
 )
 
 // MaskText returns s with every secret it can recognise replaced by
 // MaskedValue: URL userinfo passwords (tcp://user:pass@host,
-// postgres://u:pass@...), MySQL DSN passwords, and the values of secret
-// names (see IsSecretKey) in query parameters, DSN key=value pairs,
-// header lines and JSON or Go map echoes. Error messages and log lines go
-// through it.
+// postgres://u:pass@...), MySQL DSN passwords, cookie header lines, and
+// the values of secret names (see IsSecretKey) in query parameters, DSN
+// key=value pairs, header lines and JSON or Go map echoes, quoted or
+// listed. Rule SQL, error messages and log lines go through it. It is
+// idempotent: MaskText(MaskText(s)) == MaskText(s).
 func MaskText(s string) string {
 	if !strings.ContainsAny(s, "@=:") {
 		return s
 	}
 	s = userinfoRE.ReplaceAllString(s, "${1}"+MaskedValue+"@")
 	s = mysqlRE.ReplaceAllString(s, "${1}${2}"+MaskedValue+"@${4}(")
+	s = cookieRE.ReplaceAllString(s, "${1}${2}"+MaskedValue)
 	return pairRE.ReplaceAllStringFunc(s, func(m string) string {
 		sub := pairRE.FindStringSubmatch(m)
-		if sub[3] == MaskedValue {
-			return m
-		}
-		return sub[1] + sub[2] + MaskedValue
+		return sub[1] + sub[2] + maskedLike(sub[3])
 	})
 }
 
+// maskedLike returns MaskedValue in the quoting or brackets of v, so that
+// masked JSON stays JSON.
+func maskedLike(v string) string {
+	for _, q := range []string{`\"`, `"`, `'`} {
+		if len(v) >= 2*len(q) && strings.HasPrefix(v, q) && strings.HasSuffix(v, q) {
+			return q + MaskedValue + q
+		}
+	}
+	if len(v) >= 2 && v[0] == '[' && v[len(v)-1] == ']' {
+		inner := strings.TrimSpace(v[1 : len(v)-1])
+		if strings.HasPrefix(inner, `"`) {
+			return `["` + MaskedValue + `"]`
+		}
+		return "[" + MaskedValue + "]"
+	}
+	return MaskedValue
+}
+
 // HasSecrets reports whether props holds a non-empty secret at any depth:
-// a value at a secret key, or a string with a secret in it (MaskText).
+// a value at or below a secret key, or a string with a secret in it
+// (MaskText).
 func HasSecrets(props map[string]any) bool {
-	for k, v := range props {
-		if IsSecretKey(k) && v != nil && v != "" {
-			if _, nested := v.(map[string]any); !nested {
+	return hasSecret(props, false)
+}
+
+func hasSecret(v any, secret bool) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case map[string]any:
+		for k, e := range x {
+			if hasSecret(e, secret || IsSecretKey(k)) {
 				return true
 			}
 		}
-		if hasSecretValue(v) {
-			return true
-		}
-	}
-	return false
-}
-
-func hasSecretValue(v any) bool {
-	switch x := v.(type) {
-	case map[string]any:
-		return HasSecrets(x)
+		return false
 	case []any:
 		for _, e := range x {
-			if hasSecretValue(e) {
+			if hasSecret(e, secret) {
 				return true
 			}
 		}
+		return false
 	case string:
-		return MaskText(x) != x
+		return secret && x != "" || MaskText(x) != x
 	}
-	return false
+	return secret
 }
 
-// MaskProps returns a deep copy of props in which every non-empty secret
-// value (see IsSecretKey), at any depth, is MaskedValue, and every other
-// string has its embedded secrets masked (see MaskText).
+// MaskProps returns a deep copy of props in which every non-empty value at
+// or below a secret key (see IsSecretKey), at any depth and in every list
+// element, is MaskedValue, and every other string has its embedded
+// secrets masked (see MaskText).
 func MaskProps(props map[string]any) map[string]any {
 	if props == nil {
 		return nil
 	}
-	out := make(map[string]any, len(props))
-	for k, v := range props {
-		if _, nested := v.(map[string]any); !nested && IsSecretKey(k) && v != nil && v != "" {
-			if _, list := v.([]any); !list {
-				out[k] = MaskedValue
-				continue
-			}
-		}
-		out[k] = maskValue(v)
-	}
-	return out
+	return maskValue(props, false).(map[string]any)
 }
 
-func maskValue(v any) any {
+// maskValue masks v; secret says that v is held at or below a secret key.
+func maskValue(v any, secret bool) any {
 	switch x := v.(type) {
+	case nil:
+		return nil
 	case map[string]any:
-		return MaskProps(x)
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = maskValue(e, secret || IsSecretKey(k))
+		}
+		return out
 	case []any:
 		l := make([]any, len(x))
 		for i, e := range x {
-			l[i] = maskValue(e)
+			l[i] = maskValue(e, secret)
 		}
 		return l
 	case string:
+		if secret && x != "" {
+			return MaskedValue
+		}
 		return MaskText(x)
+	}
+	if secret {
+		return MaskedValue
 	}
 	return v
 }
 
-// endpointKeys name the properties that say where a secret is sent. A
-// masked secret sent back is restored only while they are unchanged.
-var endpointKeys = []string{"server", "servers", "url", "host", "hosts", "brokers", "broker", "addr", "address", "addresses", "datasource", "dsn", "connection", "connectionstring", "endpoint", "port"}
-
-func isEndpointKey(k string) bool {
-	l := strings.ToLower(k)
-	for _, e := range endpointKeys {
-		if l == e {
-			return true
+// MaskSQL returns the SQL statement sql with the secrets in its string
+// literals and comments masked (see MaskText); keywords, names and
+// operators are kept as written, so the result parses as sql does.
+func MaskSQL(sql string) string {
+	if !strings.ContainsAny(sql, "@=:") {
+		return sql
+	}
+	var b strings.Builder
+	sc := scanner.New(sql)
+	last := 0
+	for {
+		it := sc.Scan()
+		b.WriteString(MaskText(sql[last:it.Pos.Offset])) // blanks and comments
+		text := sql[it.Pos.Offset:it.End]
+		switch it.Tok {
+		case token.STRING: // inside the quotes: a quote ends no secret
+			text = maskLiteral(text)
+		case token.ILLEGAL:
+			text = MaskText(text)
+		}
+		b.WriteString(text)
+		last = it.End
+		if it.Tok == token.EOF {
+			return b.String()
 		}
 	}
-	return false
+}
+
+// maskLiteral masks the content of the SQL string literal lit (quotes
+// included). When masking would end the literal early (a masked value
+// next to an escaped quote), the whole content is masked instead.
+func maskLiteral(lit string) string {
+	q := lit[:1]
+	m := q + MaskText(lit[1:len(lit)-1]) + q
+	if m == lit {
+		return lit
+	}
+	if it := scanner.New(m).Scan(); it.Tok != token.STRING || it.End != len(m) {
+		return q + MaskedValue + q
+	}
+	return m
+}
+
+// RestoreText returns stored when given is stored with its secrets masked
+// by mask (a statement or URL sent back as GET or export showed it), and
+// given otherwise. A given text that carries a masked value but differs
+// from the masked stored one is refused with an error wrapping ErrInvalid:
+// its secret would go somewhere else. what names the text in the error.
+func RestoreText(what, given, stored string, mask func(string) string) (string, error) {
+	if !strings.Contains(given, MaskedValue) {
+		return given, nil
+	}
+	masked := mask(stored)
+	switch {
+	case masked == given:
+		return stored, nil
+	case masked == stored:
+		return given, nil // the stored text has no secret to keep
+	}
+	return "", fmt.Errorf("%w: %s carries a masked value (%s) but differs from the stored one; send the secret again", ErrInvalid, what, MaskedValue)
+}
+
+// endpointKeys name the properties that say where a secret is sent. A
+// masked secret sent back is restored only while they are unchanged.
+var endpointKeys = []string{"server", "servers", "url", "urls", "host", "hosts", "brokers", "broker", "addr", "address", "addresses", "datasource", "dsn", "connection", "connectionstring", "endpoint", "endpoints", "port"}
+
+func isEndpointKey(k string) bool {
+	return slices.Contains(endpointKeys, strings.ToLower(k))
 }
 
 // changedEndpoint returns the first endpoint property of props whose value
@@ -163,67 +251,125 @@ func changedEndpoint(props, old map[string]any) (string, bool) {
 		if !isEndpointKey(k) {
 			continue
 		}
-		if fmt.Sprint(maskValue(props[k])) != fmt.Sprint(maskValue(old[k])) {
+		if fmt.Sprint(maskValue(props[k], false)) != fmt.Sprint(maskValue(old[k], false)) {
 			return k, true
 		}
 	}
 	return "", false
 }
 
-// RestoreProps returns a copy of props in which every MaskedValue at a
-// secret key, and every string equal to the masked form of the stored
-// string (a URL whose password came back masked), is replaced by the value
-// at the same path in old, and whether anything was replaced. A masked
-// value is restored only while the endpoint it is sent to (server, url,
-// host, brokers, datasource, ... at its level or above) is unchanged;
+// RestoreProps returns a copy of props in which every MaskedValue at or
+// below a secret key, and every string equal to the masked form of the
+// stored string (a URL whose password came back masked), is replaced by
+// the value at the same path in old (the same key of a map, the same
+// index of a list), and whether anything was replaced. A masked value is
+// restored only while the endpoint it is sent to (server, url, host,
+// brokers, datasource, ... in its map or any map above it) is unchanged;
 // otherwise it fails with an error wrapping ErrInvalid that names the
 // property. A masked value with nothing stored is kept as given. props is
 // not modified.
 func RestoreProps(props, old map[string]any) (map[string]any, bool, error) {
-	return restoreProps(props, old, "", "")
-}
-
-func restoreProps(props, old map[string]any, prefix, moved string) (map[string]any, bool, error) {
 	if props == nil {
 		return props, false, nil
 	}
-	if moved == "" && old != nil {
-		if k, ok := changedEndpoint(props, old); ok {
-			moved = prefix + k
-		}
+	r, changed, err := restoreValue(props, old, old != nil, restoreAt{})
+	if err != nil || !changed {
+		return props, false, err
 	}
-	out := make(map[string]any, len(props))
-	changed := false
-	for _, k := range slices.Sorted(maps.Keys(props)) { // sorted: the same error every time
-		v := props[k]
-		out[k] = v
-		switch x := v.(type) {
-		case map[string]any:
-			o, _ := old[k].(map[string]any)
-			r, ch, err := restoreProps(x, o, prefix+k+".", moved)
+	return r.(map[string]any), true, nil
+}
+
+// restoreAt is where restoreValue is: the path of the value (for errors),
+// whether it is held at or below a secret key, and the endpoint property
+// that changed above it, if any.
+type restoreAt struct {
+	path   string
+	secret bool
+	moved  string
+}
+
+func (at restoreAt) key(k string) restoreAt {
+	c := at
+	if c.path != "" {
+		c.path += "."
+	}
+	c.path += k
+	c.secret = c.secret || IsSecretKey(k)
+	return c
+}
+
+func (at restoreAt) index(i int) restoreAt {
+	c := at
+	c.path += fmt.Sprintf("[%d]", i)
+	return c
+}
+
+// restoreValue restores the masked values of v from old (had says that
+// old was stored at all) and returns the result and whether anything was
+// replaced; containers are copied only when something in them was.
+func restoreValue(v, old any, had bool, at restoreAt) (any, bool, error) {
+	switch x := v.(type) {
+	case map[string]any:
+		o, _ := old.(map[string]any)
+		if at.moved == "" && o != nil {
+			if k, ok := changedEndpoint(x, o); ok {
+				at.moved = at.key(k).path
+			}
+		}
+		var out map[string]any
+		for _, k := range slices.Sorted(maps.Keys(x)) { // sorted: the same error every time
+			ov, ok := o[k]
+			r, ch, err := restoreValue(x[k], ov, ok, at.key(k))
 			if err != nil {
 				return nil, false, err
 			}
 			if ch {
-				out[k], changed = r, true
+				if out == nil {
+					out = maps.Clone(x)
+				}
+				out[k] = r
 			}
-		case string:
-			if !strings.Contains(x, MaskedValue) {
-				continue
-			}
-			o, had := old[k]
-			os, isStr := o.(string)
-			restorable := had && (x == MaskedValue && IsSecretKey(k) || isStr && MaskText(os) == x)
-			switch {
-			case !restorable && isStr && x != MaskedValue && MaskText(os) != os:
-				return nil, false, fmt.Errorf("%w: property %q carries a masked secret (%s) but changed; send the secret again for the new endpoint", ErrInvalid, prefix+k, MaskedValue)
-			case !restorable:
-				continue // nothing stored to leak: kept as given
-			case moved != "":
-				return nil, false, fmt.Errorf("%w: property %q is masked (%s) but %q changed; send the secret again for the new endpoint", ErrInvalid, prefix+k, MaskedValue, moved)
-			}
-			out[k], changed = o, true
 		}
+		return out, out != nil, nil
+	case []any:
+		o, _ := old.([]any)
+		var out []any
+		for i, e := range x {
+			var oe any
+			if i < len(o) {
+				oe = o[i]
+			}
+			r, ch, err := restoreValue(e, oe, i < len(o), at.index(i))
+			if err != nil {
+				return nil, false, err
+			}
+			if ch {
+				if out == nil {
+					out = slices.Clone(x)
+				}
+				out[i] = r
+			}
+		}
+		return out, out != nil, nil
+	case string:
+		return restoreString(x, old, had, at)
 	}
-	return out, changed, nil
+	return v, false, nil
+}
+
+func restoreString(x string, old any, had bool, at restoreAt) (any, bool, error) {
+	if !strings.Contains(x, MaskedValue) {
+		return x, false, nil
+	}
+	os, isStr := old.(string)
+	restorable := had && (x == MaskedValue && at.secret || isStr && MaskText(os) == x)
+	switch {
+	case !restorable && had && x != MaskedValue && (at.secret || isStr && MaskText(os) != os):
+		return nil, false, fmt.Errorf("%w: property %q carries a masked secret (%s) but changed; send the secret again for the new endpoint", ErrInvalid, at.path, MaskedValue)
+	case !restorable:
+		return x, false, nil // nothing stored to leak: kept as given
+	case at.moved != "":
+		return nil, false, fmt.Errorf("%w: property %q is masked (%s) but %q changed; send the secret again for the new endpoint", ErrInvalid, at.path, MaskedValue, at.moved)
+	}
+	return old, true, nil
 }

@@ -1,9 +1,14 @@
 package rule
 
 import (
+	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/rekuiper/rekuiper/internal/sql/parser"
 )
 
 func TestMaskText(t *testing.T) {
@@ -20,10 +25,133 @@ func TestMaskText(t *testing.T) {
 		{"send to http://h:80/x: connection refused", "send to http://h:80/x: connection refused"},
 		{"SELECT a FROM s WHERE b = 1", "SELECT a FROM s WHERE b = 1"},
 		{"tcp://u:******@h", "tcp://u:******@h"},
+		{"http://u:p@ss@h/x?a=b@c", "http://u:******@h/x?a=b@c"},
+		{"map[Authorization:[Bearer abc] Accept:[json]]", "map[Authorization:[******] Accept:[json]]"},
+		{`{"Authorization":["Bearer abc"],"X-Api-Key":["k"]}`, `{"Authorization":["******"],"X-Api-Key":["******"]}`},
+		{`{"password": "two words"}`, `{"password": "******"}`},
+		{`{"token":"a\"b"}`, `{"token":"******"}`},
+		{`password='two words' host=db`, `password='******' host=db`},
+		{`{\"secret\":\"two words\",\"a\":1}`, `{\"secret\":\"******\",\"a\":1}`},
+		{"Cookie: a=1; b=2", "Cookie: ******"},
+		{"Set-Cookie: sid=1; Path=/", "Set-Cookie: ******"},
 	} {
 		if got := MaskText(tc.in); got != tc.want {
 			t.Errorf("MaskText(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+func TestMaskTextIdempotent(t *testing.T) {
+	for _, in := range []string{
+		`{"headers":[{"Authorization":"Bearer a b"}],"url":"http://u:p@h?token=t"}`,
+		"map[Cookie:[a=1; b=2]] password='x y' u:pw@tcp(h)",
+	} {
+		once := MaskText(in)
+		if twice := MaskText(once); twice != once {
+			t.Errorf("MaskText not idempotent:\n%s\n%s", once, twice)
+		}
+	}
+}
+
+func TestMaskSQL(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`SELECT a FROM s WHERE token = b`, `SELECT a FROM s WHERE token = b`},
+		{`SELECT rest_call("http://u:pw@h/x?api_key=k") AS token FROM s`, `SELECT rest_call("http://u:******@h/x?api_key=******") AS token FROM s`},
+		{`SELECT a FROM s WHERE h = 'Authorization: Bearer abc' -- password=pw` + "\nAND b = 1", `SELECT a FROM s WHERE h = 'Authorization: ******' -- password=******` + "\nAND b = 1"},
+		{`SELECT a FROM s /* u:pw@tcp(db) */`, `SELECT a FROM s /* u:******@tcp(db) */`},
+		{`SELECT "tcp://u:pw@h`, `SELECT "tcp://u:******@h`},
+	} {
+		if got := MaskSQL(tc.in); got != tc.want {
+			t.Errorf("MaskSQL(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestRestoreText(t *testing.T) {
+	stored := `SELECT f("http://u:pw@h") FROM s`
+	if got, err := RestoreText("sql", MaskSQL(stored), stored, MaskSQL); err != nil || got != stored {
+		t.Fatalf("unchanged: %q %v", got, err)
+	}
+	if got, err := RestoreText("sql", `SELECT 1 FROM s`, stored, MaskSQL); err != nil || got != `SELECT 1 FROM s` {
+		t.Fatalf("new text: %q %v", got, err)
+	}
+	moved := `SELECT f("http://u:******@evil") FROM s`
+	if _, err := RestoreText("sql", moved, stored, MaskSQL); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "sql carries a masked value") {
+		t.Fatalf("moved: %v", err)
+	}
+}
+
+func TestMaskPropsLists(t *testing.T) {
+	in := map[string]any{
+		"headers":   []any{map[string]any{"Authorization": []any{"Bearer a"}, "Accept": "json"}, map[string]any{"X-Api-Key": "k"}},
+		"tokens":    []any{"t1", "t2"},
+		"secret":    map[string]any{"user": "u", "pass": "p", "n": 3},
+		"endpoints": []any{map[string]any{"url": "http://u:pw@h1", "extra": map[string]any{"password": "p2"}}},
+	}
+	out := MaskProps(in)
+	b, _ := json.Marshal(out)
+	for _, s := range []string{"Bearer a", `"k"`, "t1", "t2", `"p"`, ":pw@", "p2", `"u"`} {
+		if strings.Contains(string(b), s) {
+			t.Errorf("MaskProps leaks %s: %s", s, b)
+		}
+	}
+	if !strings.Contains(string(b), `"Accept":"json"`) || !HasSecrets(map[string]any{"l": []any{map[string]any{"token": "x"}}}) {
+		t.Errorf("masked too much or HasSecrets missed a listed secret: %s", b)
+	}
+	if _, err := json.Marshal(in); err != nil || in["tokens"].([]any)[0] != "t1" {
+		t.Fatal("MaskProps modified its input")
+	}
+}
+
+// wantRefused checks that old, masked and edited, is refused by
+// RestoreProps with an ErrInvalid containing wants.
+func wantRefused(t *testing.T, old map[string]any, edit func(map[string]any), wants string) {
+	t.Helper()
+	m := MaskProps(old)
+	edit(m)
+	_, _, err := RestoreProps(m, old)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), wants) {
+		t.Fatalf("err = %v, want ErrInvalid containing %s", err, wants)
+	}
+}
+
+func TestRestorePropsLists(t *testing.T) {
+	old := map[string]any{
+		"headers": []any{map[string]any{"Authorization": "Bearer a"}, map[string]any{"X-Api-Key": "k"}},
+		"tokens":  []any{"t1", "t2"},
+		"urls":    []any{"http://u:pw1@h1", "http://u:pw2@h2"},
+		"targets": []any{map[string]any{"url": "http://h3", "token": "t3"}},
+	}
+	got, changed, err := RestoreProps(MaskProps(old), old)
+	if err != nil || !changed || !reflect.DeepEqual(got, old) {
+		t.Fatalf("round trip: %v %v %v", got, changed, err)
+	}
+	for _, tc := range []struct {
+		name  string
+		edit  func(m map[string]any)
+		wants string
+	}{
+		{"list element url host", func(m map[string]any) {
+			m["targets"].([]any)[0].(map[string]any)["url"] = "http://evil"
+		}, `"targets[0].token" is masked (******) but "targets[0].url" changed`},
+		{"listed url host", func(m map[string]any) {
+			m["urls"].([]any)[1] = "http://u:******@evil"
+		}, `"headers[0].Authorization" is masked (******) but "urls" changed`},
+		{"listed url alone", func(m map[string]any) {
+			m["urls"] = []any{"http://u:******@h1", "http://u:******@evil"}
+			delete(m, "headers")
+			delete(m, "tokens")
+			delete(m, "targets")
+		}, `but "urls" changed`},
+	} {
+		t.Run(tc.name, func(t *testing.T) { wantRefused(t, old, tc.edit, tc.wants) })
+	}
+	// A list that grew: the new element has nothing stored and is kept.
+	m := MaskProps(old)
+	m["tokens"] = append(m["tokens"].([]any), "t3")
+	got, _, err = RestoreProps(m, old)
+	if err != nil || !reflect.DeepEqual(got["tokens"], []any{"t1", "t2", "t3"}) {
+		t.Fatalf("grown list: %v %v", got["tokens"], err)
 	}
 }
 
@@ -70,16 +198,49 @@ func TestRestorePropsEndpoint(t *testing.T) {
 		{"nested header under a new url", func(m map[string]any) { m["url"] = "http://u:******@evil/x"; delete(m, "password") }, "masked"},
 		{"new port", func(m map[string]any) { m["port"] = 1 }, `"port" changed`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m := MaskProps(old)
-			tc.edit(m)
-			_, _, err := RestoreProps(m, old)
-			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.wants) {
-				t.Fatalf("err = %v, want ErrInvalid containing %s", err, tc.wants)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantRefused(t, old, tc.edit, tc.wants) })
 	}
 	if got, _, err := RestoreProps(map[string]any{"server": "tcp://evil", "password": "new"}, old); err != nil || got["password"] != "new" {
 		t.Fatalf("a new secret for a new server: %v %v", got, err)
 	}
+}
+
+// FuzzMaskSQL checks that masking never panics and keeps a statement that
+// parses parseable (the masked SQL GET shows can be sent back).
+func FuzzMaskSQL(f *testing.F) {
+	for _, s := range []string{
+		`SELECT rest_call("http://u:pw@h/x?token=t") AS a FROM s WHERE b = 'password=x y'`,
+		`SELECT "password=\"abc" FROM s`,
+		`SELECT a FROM s -- token=abc`,
+		`SELECT '{"Authorization":["Bearer x"]}' FROM s /* u:pw@tcp(h) */`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, sql string) {
+		m := MaskSQL(sql)
+		if _, err := parser.ParseSelect(sql); err != nil {
+			return
+		}
+		if _, err := parser.ParseSelect(m); err != nil {
+			t.Errorf("masked SQL no longer parses: %v\n%q\n%q", err, sql, m)
+		}
+	})
+}
+
+// FuzzMaskText checks that masking any text (an error message, a log
+// line) never panics and, for valid UTF-8, is stable.
+func FuzzMaskText(f *testing.F) {
+	for _, s := range []string{
+		`Post "http://u:pw@h/x?token=t": map[Authorization:[Bearer x]] password='a b'`,
+		`{\"secret\":\"x\"} Cookie: a=1; b=2 u:pw@tcp(h)`,
+		`token:[`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m := MaskText(s)
+		if utf8.ValidString(s) && MaskText(m) != m {
+			t.Errorf("MaskText is not stable:\n%q\n%q", m, MaskText(m))
+		}
+	})
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+
+	"github.com/rekuiper/rekuiper/internal/rule"
 )
 
 // maxBatch bounds the calls of one POST /batch/req.
@@ -46,7 +48,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request) error {
 		}
 		req, err := http.NewRequestWithContext(r.Context(), strings.ToUpper(c.Method), c.Path, bytes.NewBufferString(c.Body))
 		if err != nil {
-			out = append(out, batchAnswer{Error: err.Error()})
+			out = append(out, batchAnswer{Error: rule.MaskText(err.Error())})
 			continue
 		}
 		req.Header = r.Header.Clone()

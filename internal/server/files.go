@@ -61,13 +61,7 @@ func (s *Server) restoreStreamSQL(name, sql string) (string, error) {
 	if err != nil {
 		return sql, nil //nolint:nilerr // nothing stored: kept as given
 	}
-	if rule.MaskText(old.SQL) == sql {
-		return old.SQL, nil
-	}
-	if rule.MaskText(old.SQL) == old.SQL {
-		return sql, nil // the stored statement has no secret to keep
-	}
-	return "", fmt.Errorf("%w: stream %s: the statement carries a masked value (%s) but differs from the stored one; send the secret again", rule.ErrInvalid, name, rule.MaskedValue)
+	return rule.RestoreText("stream "+name+": the statement", sql, old.SQL, rule.MaskText)
 }
 
 // checkConfKeyFiles checks the paths of a file source or sink confKey.

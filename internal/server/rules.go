@@ -108,23 +108,11 @@ func (s *Server) upsertRule(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getRule(w http.ResponseWriter, r *http.Request) error {
-	id := r.PathValue("id")
-	def, err := s.rules.Def(id)
+	b, err := s.ruleJSON(r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	st, err := s.rules.Status(id)
-	if err != nil {
-		return err
-	}
-	if def.SQL == "" { // a stored definition that no longer decodes
-		return writeRawJSON(w, http.StatusOK, def.Raw)
-	}
-	b, err := def.MaskedJSON(st.Wanted == catalog.RuleRunning)
-	if err != nil {
-		return err
-	}
-	return writeRawJSON(w, http.StatusOK, b)
+	return writeRawJSON(w, http.StatusOK, []byte(b))
 }
 
 func (s *Server) deleteRule(w http.ResponseWriter, r *http.Request) error {
@@ -265,7 +253,8 @@ func (s *Server) validateRule(w http.ResponseWriter, r *http.Request) error {
 }
 
 // explainRule prints the logical plan of a rule's SQL, one JSON line per
-// operator from the sink side, as eKuiper's explain does.
+// operator from the sink side, as eKuiper's explain does, with the secrets
+// of its literals masked.
 func (s *Server) explainRule(w http.ResponseWriter, r *http.Request) error {
 	def, err := s.rules.Def(r.PathValue("id"))
 	if err != nil {
@@ -316,7 +305,7 @@ func (s *Server) explainRule(w http.ResponseWriter, r *http.Request) error {
 	plan = append(plan, node{"DataSourcePlan", "StreamName: " + stmt.From.Name})
 	var buf bytes.Buffer
 	for i, n := range plan {
-		line, _ := json.Marshal(map[string]any{"type": n.Type, "info": n.Info, "id": i, "children": childOf(i, len(plan))})
+		line, _ := json.Marshal(map[string]any{"type": n.Type, "info": rule.MaskText(n.Info), "id": i, "children": childOf(i, len(plan))})
 		buf.WriteString(strings.Repeat("   ", i))
 		buf.Write(line)
 		buf.WriteString("\n")
@@ -383,7 +372,7 @@ func (s *Server) bulk(start bool) handlerFunc {
 			}
 			item := map[string]any{"ruleId": ru.ID, "success": err == nil}
 			if err != nil {
-				item["error"] = err.Error()
+				item["error"] = rule.MaskText(err.Error())
 			}
 			out = append(out, item)
 		}

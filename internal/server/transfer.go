@@ -50,7 +50,9 @@ type DataExport struct {
 	Scripts          map[string]string `json:"scripts"`
 }
 
-// ruleJSON is a rule's masked JSON with triggered set to its wanted state.
+// ruleJSON is a rule's masked JSON with triggered set to its wanted state;
+// a stored definition that no longer decodes is shown as stored, with the
+// secrets MaskText finds masked.
 func (s *Server) ruleJSON(id string) (string, error) {
 	def, err := s.rules.Def(id)
 	if err != nil {
@@ -61,7 +63,7 @@ func (s *Server) ruleJSON(id string) (string, error) {
 		return "", err
 	}
 	if def.SQL == "" {
-		return string(def.Raw), nil
+		return rule.MaskText(string(def.Raw)), nil
 	}
 	b, err := def.MaskedJSON(st.Wanted == catalog.RuleRunning)
 	return string(b), err
