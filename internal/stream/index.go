@@ -64,9 +64,11 @@ type member struct {
 	kind kind
 	keys []any // float64 (numbers: 1 and 1.0 meet), string or bool
 
-	// Read loop only: the tuples routed to the consumer in the current
-	// delivery, and the delivery they belong to.
+	// Read loop only: in the current delivery (mark), how many tuples are
+	// routed to the consumer, and which, unless they are the first n of
+	// the delivery's tuples (pending nil).
 	pending []*row.Tuple
+	n       int
 	mark    uint64
 
 	// Under Subscription.mu: base is the subscription's deliveries when

@@ -658,22 +658,34 @@ func (s *Subscription) deliverBatch(fan *fanout, batch []readResult, lastOffset 
 func (s *Subscription) route(fan *fanout, tuples []*row.Tuple) {
 	s.gen++
 	touched := s.touched[:0]
-	for _, t := range tuples {
+	for i, t := range tuples {
 		for _, c := range fan.cols {
 			v, _ := t.Value("", c.name)
 			s.matches = c.appendMatches(s.matches[:0], v)
 			for _, m := range s.matches {
 				if m.mark != s.gen {
-					m.mark = s.gen
+					m.mark, m.n = s.gen, 0
 					touched = append(touched, m)
 				}
+				if m.pending == nil && m.n == i {
+					m.n++ // every tuple so far: a prefix of tuples
+					continue
+				}
+				if m.pending == nil {
+					m.pending = append(make([]*row.Tuple, 0, m.n+1), tuples[:m.n]...)
+				}
 				m.pending = append(m.pending, t)
+				m.n++
 			}
 		}
 	}
 	for _, m := range touched {
-		ts := m.pending
-		m.pending = nil // the consumer keeps ts
+		// The consumer keeps what it is given: a prefix of tuples is
+		// capped so that an append cannot write into the rest.
+		ts := tuples[:m.n:m.n]
+		if m.pending != nil {
+			ts, m.pending = m.pending, nil
+		}
 		m.c.Deliver(ts)
 	}
 	s.mu.Lock()
