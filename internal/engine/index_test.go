@@ -15,25 +15,14 @@ import (
 // the index spared the first rule is counted as the rule would have).
 func TestIndexedRuleKeepsMetrics(t *testing.T) {
 	e := newTestEnv(t)
-	ctx := context.Background()
 	start := func(id, where string) *running {
-		def, err := rule.ParseDef(fmt.Appendf(nil, `{"id":%q,"sql":"SELECT v FROM s WHERE %s","actions":[{"counting":{}}]}`, id, where), rule.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		run, err := e.runner.Start(ctx, def)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { run.Stop(ctx) })
-		return run.(*running)
+		return startRule(t, e, fmt.Sprintf(`{"id":%q,"sql":"SELECT v FROM s WHERE %s","actions":[{"counting":{}}]}`, id, where))
 	}
 	indexed := start("indexed", "v = 2")
 	plain := start("plain", "v + 0 = 2")
 	if indexed.built.Plan.Index == nil || plain.built.Plan.Index != nil {
 		t.Fatal("want the first rule indexed, the second not")
 	}
-	waitSubscribed(t, e.bus, 1)
 	for i := range 20 {
 		e.publish(t, int64(i%5))
 		if i%3 == 0 {

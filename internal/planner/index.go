@@ -43,19 +43,13 @@ func (b *builder) indexKey(ops []operator.Operator) *IndexKey {
 	if f, ok := ops[1].(*operator.Filter); !ok || f.OverWindow {
 		return nil
 	}
-	cond := b.stmt.Where
+	cond := unparen(b.stmt.Where)
 	for {
-		switch x := cond.(type) {
-		case *ast.ParenExpr:
-			cond = x.X
-			continue
-		case *ast.BinaryExpr:
-			if x.Op == token.AND {
-				cond = x.LHS
-				continue
-			}
+		x, ok := cond.(*ast.BinaryExpr)
+		if !ok || x.Op != token.AND {
+			break
 		}
-		break
+		cond = unparen(x.LHS)
 	}
 	bin, ok := cond.(*ast.BinaryExpr)
 	if !ok {
@@ -93,14 +87,7 @@ func (b *builder) indexKey(ops []operator.Operator) *IndexKey {
 // plainColumn reports whether e reads a column of the rule's stream as it
 // is: not a SELECT alias, not an object key, not a function of it.
 func (b *builder) plainColumn(e ast.Expr) (string, bool) {
-	for {
-		p, ok := e.(*ast.ParenExpr)
-		if !ok {
-			break
-		}
-		e = p.X
-	}
-	ref, ok := e.(*ast.FieldRef)
+	ref, ok := unparen(e).(*ast.FieldRef)
 	if !ok {
 		return "", false
 	}
@@ -122,7 +109,7 @@ func (b *builder) literal(e ast.Expr) (any, bool) {
 	switch x := e.(type) {
 	case *ast.IntegerLit, *ast.NumberLit, *ast.StringLit, *ast.BoolLit:
 	case *ast.ParenExpr:
-		return b.literal(x.X)
+		return b.literal(unparen(x))
 	case *ast.UnaryExpr:
 		switch x.X.(type) {
 		case *ast.IntegerLit, *ast.NumberLit:
@@ -166,4 +153,15 @@ func sameKind(a, b any) bool {
 		return ok
 	}
 	return false
+}
+
+// unparen returns e without the parentheses around it.
+func unparen(e ast.Expr) ast.Expr {
+	for {
+		p, ok := e.(*ast.ParenExpr)
+		if !ok {
+			return e
+		}
+		e = p.X
+	}
 }
