@@ -75,6 +75,7 @@ func TestExpected(t *testing.T) {
 		{"window all", Scenario{Rules: 1, Window: true}, 777, 777, nil},
 		{"direct all", Scenario{Direct: true}, 5, 5, nil},
 		{"rules100", Scenario{Rules: 100}, 250, 250, map[int]int64{0: 3, 49: 3, 50: 2, 99: 2}},
+		{"rules1000", Scenario{Rules: 1000, Keys: 1000}, 2500, 2500, map[int]int64{0: 3, 499: 3, 500: 2, 999: 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, per := expected(tc.sc, tc.n)

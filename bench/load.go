@@ -13,22 +13,25 @@ import (
 )
 
 // Keys is the number of distinct deviceId values in the published
-// messages; message seq has deviceId "d<seq%Keys>" and temperature
-// seq%Keys + 0.5.
+// messages unless a scenario sets its own; message seq has deviceId
+// "d<seq%Keys>" and temperature seq%Keys + 0.5.
 const Keys = 100
 
 // Payload returns the JSON message number seq sent at ts (Unix ns): four
 // fields, seq, ts, deviceId and temperature.
-func Payload(seq, ts int64) []byte {
+func Payload(seq, ts int64) []byte { return PayloadKeys(seq, ts, Keys) }
+
+// PayloadKeys is Payload with keys distinct deviceId values.
+func PayloadKeys(seq, ts, keys int64) []byte {
 	b := make([]byte, 0, 80)
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendInt(b, seq, 10)
 	b = append(b, `,"ts":`...)
 	b = strconv.AppendInt(b, ts, 10)
 	b = append(b, `,"deviceId":"d`...)
-	b = strconv.AppendInt(b, seq%Keys, 10)
+	b = strconv.AppendInt(b, seq%keys, 10)
 	b = append(b, `","temperature":`...)
-	b = strconv.AppendInt(b, seq%Keys, 10)
+	b = strconv.AppendInt(b, seq%keys, 10)
 	b = append(b, `.5}`...)
 	return b
 }
@@ -56,6 +59,7 @@ type PublisherConfig struct {
 	Duration time.Duration // the load sends Rate*Duration messages
 	Clients  int           // MQTT connections; client i sends seq i, i+Clients, ...
 	QoS      byte          // publish QoS (0 or 1); QoS 1 publishes are pipelined
+	Keys     int           // distinct deviceId values (0: Keys)
 }
 
 // PublishStats is what a paced load did.
@@ -75,6 +79,10 @@ func Publish(ctx context.Context, cfg PublisherConfig) (PublishStats, error) {
 		cfg.Clients = 1
 	}
 	total := int64(float64(cfg.Rate) * cfg.Duration.Seconds())
+	keys := int64(cfg.Keys)
+	if keys <= 0 {
+		keys = Keys
+	}
 	clients := make([]mqtt.Client, cfg.Clients)
 	for i := range clients {
 		c, err := connect(cfg.URL, fmt.Sprintf("kuiperbench-pub-%d-%d", i, time.Now().UnixNano()))
@@ -125,7 +133,7 @@ func Publish(ctx context.Context, cfg PublisherConfig) (PublishStats, error) {
 					}
 					for ; k < due; k++ {
 						seq := int64(i) + k*int64(cfg.Clients)
-						tok := c.Publish(cfg.Topic, cfg.QoS, false, Payload(seq, time.Now().UnixNano()))
+						tok := c.Publish(cfg.Topic, cfg.QoS, false, PayloadKeys(seq, time.Now().UnixNano(), keys))
 						select {
 						case <-tok.Done():
 							if tok.Error() != nil {

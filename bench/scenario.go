@@ -26,6 +26,15 @@ type Scenario struct {
 	// messages it sends a client before waiting for acknowledgements (0:
 	// unlimited; mosquitto's own default is 20).
 	BrokerInflight int
+	// Keys is the number of distinct deviceId values published (0: Keys).
+	Keys int
+}
+
+func (sc Scenario) keys() int64 {
+	if sc.Keys > 0 {
+		return int64(sc.Keys)
+	}
+	return Keys
 }
 
 // Scenarios are issue 4's cases, by name.
@@ -34,6 +43,8 @@ var Scenarios = []Scenario{
 	{Name: "filter40k", Rate: 40_000, Rules: 1},
 	{Name: "window100keys", Rate: 10_000, Rules: 1, Window: true},
 	{Name: "rules100", Rate: 5_000, Rules: 100},
+	// 1,000 rules on one stream, one per deviceId (issue 20).
+	{Name: "rules1000", Rate: 1_000, Rules: 1_000, Keys: 1_000},
 	{Name: "direct10k", Rate: 10_000, Direct: true},
 	{Name: "direct40k", Rate: 40_000, Direct: true},
 	// QoS 1 input through a broker with mosquitto's default window of 20
@@ -190,7 +201,7 @@ func Run(ctx context.Context, sc Scenario, cfg RunConfig) (Result, error) {
 	}
 	wall0 := time.Now()
 	logf("%s qos %d: publishing %d msg/s for %s with %d client(s)", sc.Name, cfg.RuleQoS, sc.Rate, cfg.Duration, pubs)
-	ps, err := Publish(ctx, PublisherConfig{URL: broker.URL(), Topic: "bench/in", Rate: sc.Rate, Duration: cfg.Duration, Clients: pubs, QoS: sc.InputQoS})
+	ps, err := Publish(ctx, PublisherConfig{URL: broker.URL(), Topic: "bench/in", Rate: sc.Rate, Duration: cfg.Duration, Clients: pubs, QoS: sc.InputQoS, Keys: sc.Keys})
 	if err != nil {
 		return Result{}, err
 	}
@@ -275,14 +286,14 @@ func outTopic(i int) string { return "bench/out/r" + strconv.Itoa(i) }
 // ruleDef is rule i of scenario sc. Filter: half the messages pass
 // (temperature > 50). Window: count per deviceId per second. rules100:
 // rule i keeps deviceId "d<i>", 1 % of the stream each, so every message
-// leaves through exactly one rule.
+// leaves through exactly one rule; rules1000 likewise with 1,000 keys.
 func ruleDef(sc Scenario, i int, broker string, qos int, protocol string) map[string]any {
 	var sql string
 	switch {
 	case sc.Window:
 		sql = "SELECT deviceId, count(*) AS c, window_end() AS we FROM bench GROUP BY deviceId, TUMBLINGWINDOW(ss, 1)"
 	case sc.Rules > 1:
-		sql = fmt.Sprintf(`SELECT seq, ts, deviceId FROM bench WHERE deviceId = "d%d"`, i%Keys)
+		sql = fmt.Sprintf(`SELECT seq, ts, deviceId FROM bench WHERE deviceId = "d%d"`, int64(i)%sc.keys())
 	default:
 		sql = "SELECT seq, ts, deviceId, temperature FROM bench WHERE temperature > 50"
 	}
@@ -311,11 +322,12 @@ func expected(sc Scenario, n int64) (int64, []int64) {
 		return n, nil
 	case sc.Rules > 1:
 		per := make([]int64, sc.Rules)
+		keys := sc.keys()
 		var total int64
 		for i := range per {
-			k := int64(i % Keys)
+			k := int64(i) % keys
 			if k < n {
-				per[i] = (n-1-k)/Keys + 1
+				per[i] = (n-1-k)/keys + 1
 			}
 			total += per[i]
 		}

@@ -75,7 +75,7 @@ type qosRatio struct {
 
 func run(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("kuiperbench", flag.ContinueOnError)
-	scen := fs.String("scenarios", "filter10k,filter40k,window100keys,rules100", "comma-separated scenarios: filter10k, filter40k, window100keys, rules100, direct10k, direct40k, qos1in20k, rules10k, kafka10k, kafka10k-batch100, kafkamax")
+	scen := fs.String("scenarios", "filter10k,filter40k,window100keys,rules100", "comma-separated scenarios: filter10k, filter40k, window100keys, rules100, rules1000, direct10k, direct40k, qos1in20k, rules10k, kafka10k, kafka10k-batch100, kafkamax")
 	fs.StringVar(scen, "scenario", *scen, "alias of -scenarios")
 	dur := fs.Duration("duration", 20*time.Second, "publishing time per MQTT scenario")
 	protocol := fs.String("protocol", "", "MQTT scenarios: protocolVersion of kuiperd's source and sinks, 3.1.1 or 5 (empty: the default, 3.1.1)")

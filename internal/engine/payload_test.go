@@ -24,7 +24,7 @@ import (
 
 var testAESKey = []byte("0123456789abcdef")
 
-func startRule(t *testing.T, e *testEnv, js string) {
+func startRule(t *testing.T, e *testEnv, js string) *running {
 	t.Helper()
 	def, err := rule.ParseDef([]byte(js), rule.Options{})
 	if err != nil {
@@ -37,6 +37,7 @@ func startRule(t *testing.T, e *testEnv, js string) {
 	}
 	t.Cleanup(func() { _ = run.Stop(ctx) })
 	waitSubscribed(t, e.bus, 1)
+	return run.(*running)
 }
 
 // TestSinkCompressionAndEncryption checks that a message sink receives

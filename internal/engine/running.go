@@ -243,7 +243,12 @@ func (u *upstreamCommit) drain() {
 
 func (rr *running) consumer(in *input, source, port int) *stream.Consumer {
 	r := rr.built.Rule
+	var match *stream.Match
+	if k := rr.built.Plan.Index; k != nil && !in.table {
+		match = &stream.Match{Column: k.Column, Values: k.Values}
+	}
 	return &stream.Consumer{
+		Match: match,
 		Deliver: func(ts []*row.Tuple) bool {
 			return r.Send(operator.Item{Kind: operator.Data, Input: port, Source: source, Tuples: ts})
 		},
@@ -451,6 +456,7 @@ func (rr *running) Metrics() map[string]any {
 			out[prefix+k] = v
 		}
 	}
+	rr.addSkipped(out, inputs)
 	for i, s := range rr.sinks {
 		prefix := fmt.Sprintf("sink_%s_0_", s.name)
 		for k, v := range r.SinkMetrics[i].Snapshot() {
@@ -492,6 +498,32 @@ func (rr *running) Metrics() map[string]any {
 		out["checkpoint_last_error"] = st.LastError
 	}
 	return out
+}
+
+// addSkipped counts the deliveries the stream's index spared the rule as
+// the rule would have counted them: each one preprocessed (one item in,
+// one out) and then dropped by the WHERE's filter (one item in).
+func (rr *running) addSkipped(out map[string]any, inputs []*input) {
+	if rr.built.Plan.Index == nil {
+		return
+	}
+	var n int64
+	for _, in := range inputs {
+		if !in.table {
+			n += in.sub.Skipped(in.consumer)
+		}
+	}
+	if n == 0 {
+		return
+	}
+	ops := rr.built.Plan.Ops
+	pre := fmt.Sprintf("op_1_%s_0_", ops[0].Name())
+	filter := fmt.Sprintf("op_2_%s_0_", ops[1].Name())
+	for _, k := range []string{pre + "records_in_total", pre + "records_out_total", filter + "records_in_total"} {
+		if v, ok := out[k].(int64); ok {
+			out[k] = v + n
+		}
+	}
 }
 
 func millisOf(t time.Time) int64 {

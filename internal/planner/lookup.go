@@ -91,14 +91,7 @@ func conjuncts(e ast.Expr, out []ast.Expr) []ast.Expr {
 // tableColumn returns the column e names when e is a qualified column of
 // the joined table (`t.id`, or `a.id` with a its alias).
 func (b *builder) tableColumn(j ast.Join, e ast.Expr) string {
-	for {
-		p, ok := e.(*ast.ParenExpr)
-		if !ok {
-			break
-		}
-		e = p.X
-	}
-	ref, ok := e.(*ast.FieldRef)
+	ref, ok := unparen(e).(*ast.FieldRef)
 	if !ok || ref.Stream == "" {
 		return ""
 	}

@@ -47,6 +47,9 @@ type Plan struct {
 	Ops      []operator.Operator
 	Inputs   []Input
 	Analytic *eval.AnalyticStore
+	// Index, when set, is the condition the rule's stream may test for it
+	// (ops[0] preprocesses, ops[1] is the WHERE's filter).
+	Index *IndexKey
 }
 
 // Error is a planning error, with the position of the offending node when
@@ -113,7 +116,7 @@ func Build(stmt *ast.SelectStmt, defs map[string]*ast.CreateStreamStmt, opts Opt
 	if err != nil {
 		return nil, err
 	}
-	return &Plan{Ops: ops, Inputs: b.inputs, Analytic: b.comp.Analytic}, nil
+	return &Plan{Ops: ops, Inputs: b.inputs, Analytic: b.comp.Analytic, Index: b.indexKey(ops)}, nil
 }
 
 // layouts returns the layout of every typed input, so that declared

@@ -42,6 +42,11 @@ type Consumer struct {
 	// End reports that the source ended (nil: a bounded source reached its
 	// end) or failed for good.
 	End func(err error)
+	// Match, when set, lets the subscription leave out of Deliver the
+	// tuples the rule would drop at its first condition (see Match);
+	// Skipped counts the deliveries spared. Barriers, errors and End
+	// still reach the consumer.
+	Match *Match
 }
 
 // Status is a subscription's connection state for rule status.
@@ -104,9 +109,15 @@ type Subscription struct {
 	logger  *slog.Logger
 
 	mu        sync.Mutex
-	consumers map[int]*Consumer
+	consumers map[int]*member
 	nextID    int
-	status    Status
+	// fan is the fan-out of the consumers, rebuilt by the delivering
+	// goroutine when changed is set. deliveries counts the deliveries
+	// routed through an index (for Skipped).
+	fan        *fanout
+	changed    bool
+	deliveries int64
+	status     Status
 	// lastDecodeLog and unloggedDecode rate-limit decode warnings.
 	lastDecodeLog  time.Time
 	unloggedDecode int64
@@ -120,6 +131,12 @@ type Subscription struct {
 	deliverMu sync.Mutex
 	pushBuf   []readResult // reused under deliverMu
 	stopping  atomic.Bool  // pushed messages are refused
+
+	// Owned by the delivering goroutine (the read loop, or a push under
+	// deliverMu): the current routed delivery and scratch lists.
+	gen     uint64
+	matches []*member
+	touched []*member
 }
 
 type barrierReq struct {
@@ -135,7 +152,8 @@ func NewSubscription(name string, src api.Source, decoder format.Decoder, clk cl
 	}
 	s := &Subscription{
 		name: name, src: src, decoder: decoder, clock: clk, logger: logger,
-		consumers: map[int]*Consumer{},
+		consumers: map[int]*member{},
+		fan:       &fanout{},
 		barriers:  make(chan barrierReq, 16),
 		done:      make(chan struct{}),
 	}
@@ -161,21 +179,64 @@ func (s *Subscription) Rewind(offset []byte) error {
 	return nil
 }
 
-// Attach adds a consumer and returns its id.
+// Attach adds a consumer and returns its id. It gets the deliveries that
+// start after Attach returns.
 func (s *Subscription) Attach(c *Consumer) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nextID++
-	s.consumers[s.nextID] = c
+	s.consumers[s.nextID] = newMember(s.nextID, c)
+	s.changed = true
 	return s.nextID
 }
 
-// Detach removes a consumer; it reports whether none is left.
+// Detach removes a consumer; it reports whether none is left. A delivery
+// under way when Detach is called may still reach it.
 func (s *Subscription) Detach(id int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.consumers, id)
+	s.changed = true
 	return len(s.consumers) == 0
+}
+
+// Indexed reports whether consumer id is served through the index: its
+// Match was usable.
+func (s *Subscription) Indexed(id int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.consumers[id]
+	return m != nil && m.col != ""
+}
+
+// Skipped returns how many deliveries the index spared consumer id: those
+// in which none of the tuples could pass its Match. A consumer without an
+// index gets every delivery (0).
+func (s *Subscription) Skipped(id int) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.consumers[id]
+	if m == nil || !m.inFan || m.col == "" {
+		return 0
+	}
+	return s.deliveries - m.base - m.delivered
+}
+
+// fanout returns the current fan-out, rebuilt if consumers came or went.
+// Delivering goroutine only.
+func (s *Subscription) fanout() *fanout {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.changed {
+		s.fan = newFanout(s.consumers)
+		for _, m := range s.fan.members {
+			if !m.inFan {
+				m.inFan, m.base = true, s.deliveries
+			}
+		}
+		s.changed = false
+	}
+	return s.fan
 }
 
 // InjectBarrier asks the read loop to inject barrier id into consumer's rule
@@ -394,7 +455,7 @@ func (s *Subscription) run(ctx context.Context, lastOffset *[]byte) error {
 				}
 				break
 			}
-			if err := s.deliverBatch(s.consumersSnapshot(), batch, lastOffset); err != nil {
+			if err := s.deliverBatch(s.fanout(), batch, lastOffset); err != nil {
 				return err
 			}
 		case <-ctx.Done():
@@ -445,8 +506,8 @@ func (s *Subscription) pushed(msgs []*api.Message) (took bool) {
 	if s.stopping.Load() {
 		return false
 	}
-	consumers := s.consumersSnapshot()
-	if len(consumers) == 0 {
+	fan := s.fanout()
+	if len(fan.members) == 0 {
 		return false
 	}
 	for len(msgs) > 0 {
@@ -455,7 +516,7 @@ func (s *Subscription) pushed(msgs []*api.Message) (took bool) {
 		for _, m := range msgs[:n] {
 			batch = append(batch, readResult{msg: m})
 		}
-		_ = s.deliverBatch(consumers, batch, nil)
+		_ = s.deliverBatch(fan, batch, nil)
 		clear(batch)
 		s.pushBuf = batch[:0]
 		msgs = msgs[n:]
@@ -497,10 +558,10 @@ func (s *Subscription) barrier(req barrierReq, offset []byte) {
 		}
 	}
 	s.mu.Lock()
-	c := s.consumers[req.consumer]
+	m := s.consumers[req.consumer]
 	s.mu.Unlock()
-	if c != nil && c.Barrier != nil {
-		c.Barrier(req.id, append([]byte(nil), offset...))
+	if m != nil && m.c.Barrier != nil {
+		m.c.Barrier(req.id, append([]byte(nil), offset...))
 	}
 }
 
@@ -508,8 +569,8 @@ func (s *Subscription) consumersSnapshot() []*Consumer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]*Consumer, 0, len(s.consumers))
-	for _, c := range s.consumers {
-		out = append(out, c)
+	for _, m := range s.consumers {
+		out = append(out, m.c)
 	}
 	return out
 }
@@ -519,15 +580,19 @@ func (s *Subscription) consumersSnapshot() []*Consumer {
 const maxBatch = 128
 
 // deliverBatch decodes the records read so far, hands their tuples to every
-// consumer in one delivery, then acknowledges them and advances the offset.
-// A read error ends the batch: what came before it is delivered first.
-func (s *Subscription) deliverBatch(consumers []*Consumer, batch []readResult, lastOffset *[]byte) error {
+// consumer in one delivery (an indexed consumer gets the ones its Match may
+// keep, if any), then acknowledges them and advances the offset. A read
+// error ends the batch: what came before it is delivered first.
+func (s *Subscription) deliverBatch(fan *fanout, batch []readResult, lastOffset *[]byte) error {
 	// Every delivery gets a fresh slice: consumers keep theirs.
 	tuples := make([]*row.Tuple, 0, len(batch))
 	flush := func() {
 		if len(tuples) > 0 {
-			for _, c := range consumers {
-				c.Deliver(tuples)
+			for _, m := range fan.plain {
+				m.c.Deliver(tuples)
+			}
+			if len(fan.cols) > 0 {
+				s.route(fan, tuples)
 			}
 			tuples = nil
 		}
@@ -547,9 +612,9 @@ func (s *Subscription) deliverBatch(consumers []*Consumer, batch []readResult, l
 			bad++
 			lastBad = err
 			flush()
-			for _, c := range consumers {
-				if c.Error != nil {
-					c.Error(err)
+			for _, m := range fan.members {
+				if m.c.Error != nil {
+					m.c.Error(err)
 				}
 			}
 			continue
@@ -585,6 +650,54 @@ func (s *Subscription) deliverBatch(consumers []*Consumer, batch []readResult, l
 		}
 	}
 	return readErr
+}
+
+// route delivers tuples to the indexed consumers: each gets, in order, the
+// tuples whose column value its Match may keep or fail on, in one delivery,
+// or no delivery when there is none.
+func (s *Subscription) route(fan *fanout, tuples []*row.Tuple) {
+	s.gen++
+	touched := s.touched[:0]
+	for i, t := range tuples {
+		for _, c := range fan.cols {
+			v, _ := t.Value("", c.name)
+			s.matches = c.appendMatches(s.matches[:0], v)
+			for _, m := range s.matches {
+				if m.mark != s.gen {
+					m.mark, m.n = s.gen, 0
+					touched = append(touched, m)
+				}
+				if m.pending == nil && m.n == i {
+					m.n++ // every tuple so far: a prefix of tuples
+					continue
+				}
+				if m.pending == nil {
+					m.pending = append(make([]*row.Tuple, 0, m.n+1), tuples[:m.n]...)
+				}
+				m.pending = append(m.pending, t)
+				m.n++
+			}
+		}
+	}
+	for _, m := range touched {
+		// The consumer keeps what it is given: a prefix of tuples is
+		// capped so that an append cannot write into the rest.
+		ts := tuples[:m.n:m.n]
+		if m.pending != nil {
+			ts, m.pending = m.pending, nil
+		}
+		m.c.Deliver(ts)
+	}
+	s.mu.Lock()
+	s.deliveries++
+	for _, m := range touched {
+		m.delivered++
+	}
+	s.mu.Unlock()
+	// Detached members must not stay reachable from the scratch lists.
+	clear(s.matches[:cap(s.matches)])
+	clear(touched[:cap(touched)])
+	s.touched = touched[:0]
 }
 
 // decode appends the tuples of msg to dst. Tuples of one delivery share
