@@ -34,12 +34,12 @@ func (s *Server) ruleTap(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.rules.Status(id); err != nil {
 		return err
 	}
+	sub := s.opts.Taps.Subscribe(id, tapRing)
+	defer sub.Close()
 	rc, err := startEventStream(w)
 	if err != nil {
 		return fmt.Errorf("rule tap: %w", err)
 	}
-	sub := s.opts.Taps.Subscribe(id, tapRing)
-	defer sub.Close()
 	return serveEvents(r.Context(), w, rc, sub.Ready(), func() error {
 		emissions, dropped := sub.Take()
 		for _, rows := range emissions {

@@ -101,6 +101,7 @@ function signIn(reason) {
 }
 
 api.onUnauthorized(() => {
+  if (document.querySelector("form.signin")) return; // the form shows the refusal itself
   api.setToken("");
   document.getElementById("signout").hidden = true;
   signIn("This daemon requires a token (basic.authentication is on).");

@@ -65,7 +65,9 @@ function counterTable(st) {
     nodes.get(m[1])[m[2]] = v;
   }
   if (!nodes.size) return h("p", {}, "No counters while the rule is not running.");
-  const rows = [...nodes].map(([n, c]) =>
+  const rank = (n) => (n.startsWith("source_") ? 0 : n.startsWith("op_") ? 1 : 2);
+  const order = [...nodes].sort(([a], [b]) => rank(a) - rank(b) || a.localeCompare(b, undefined, { numeric: true }));
+  const rows = order.map(([n, c]) =>
     h("tr", { "data-node": n }, h("th", { scope: "row" }, n), h("td", {}, String(c.records_in_total ?? 0)), h("td", {}, String(c.records_out_total ?? 0)), h("td", {}, String(c.exceptions_total ?? 0)), h("td", {}, String(c.process_latency_us ?? "–"))),
   );
   return h(
