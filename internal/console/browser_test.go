@@ -2,11 +2,7 @@ package console_test
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"net/http"
 	"os"
@@ -22,7 +18,6 @@ import (
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"github.com/rekuiper/rekuiper/internal/auth"
 	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/server/servertest"
@@ -201,7 +196,9 @@ func setValue(sel, value string) chromedp.Action[chromedp.Void] {
 
 func click(sel string) chromedp.Action[chromedp.Void] { return chromedp.Click(chromedp.CSS(sel)) }
 
-func visible(sel string) chromedp.Action[chromedp.Void] { return chromedp.WaitVisible(chromedp.CSS(sel)) }
+func visible(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.WaitVisible(chromedp.CSS(sel))
+}
 
 var positionRE = regexp.MustCompile(`(\d+):(\d+): `)
 
@@ -306,6 +303,12 @@ func TestConsoleEndToEnd(t *testing.T) {
 		t.Fatalf("rule after Stop: %v %v, want stopped", st.State, err)
 	}
 	b.screenshot("rule-stopped")
+
+	b.run("export", click(`a[data-nav="transfer"]`), visible("#export-text"), click(`main section button`))
+	b.waitFor("the export", `(() => { try { const e = JSON.parse(document.querySelector("#export-text").value); return !!e.rules.r1 && !!e.streams.demo } catch { return false } })()`)
+	b.waitFor("the download link", `!document.querySelector("#export-download").hidden`)
+	b.run("back to the overview", click(`a[data-nav="overview"]`), visible("#version"))
+	b.waitFor("the rules by state", `document.querySelector(".counts")?.textContent.includes("stopped")`)
 }
 
 func (b *browser) attr(sel, name string) string {
@@ -318,21 +321,7 @@ func (b *browser) attr(sel, name string) string {
 // call, the live tap's included.
 func TestConsoleSignIn(t *testing.T) {
 	d := servertest.Start(t, servertest.Options{Config: func(c *config.Config) { c.Basic.Authentication = true }})
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(d.Etc, auth.KeyDir, "console.pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	token, err := auth.SignWithKey(key, auth.SignOptions{Issuer: "console.pub", Subject: "tester"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	token := d.Token(t)
 	b := newBrowser(t)
 	b.run("open the console", chromedp.Navigate(d.URL+"/console/#/rules"), visible("#token"))
 	b.screenshot("sign-in")
@@ -377,4 +366,3 @@ func TestConsoleSignIn(t *testing.T) {
 		t.Error("the token stays in sessionStorage after sign-out")
 	}
 }
-

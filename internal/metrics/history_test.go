@@ -31,10 +31,10 @@ func (f *sampledRules) Status(id string) (rulemgr.Status, error) {
 
 func (f *sampledRules) set(id string, in, out, errs int64) {
 	f.rules[id] = rulemgr.Status{ID: id, State: rulemgr.StateRunning, Metrics: map[string]any{
-		"source_demo_0_records_in_total": in,
-		"source_demo_0_exceptions_total": int64(0),
+		"source_demo_0_records_in_total":  in,
+		"source_demo_0_exceptions_total":  int64(0),
 		"op_2_project_0_exceptions_total": errs,
-		"sink_log_0_0_records_out_total": out,
+		"sink_log_0_0_records_out_total":  out,
 		"sink_log_0_0_last_exception":     "x",
 	}}
 }

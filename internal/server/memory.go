@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -66,11 +65,7 @@ func (s *Server) memoryEvents(w http.ResponseWriter, r *http.Request) error {
 			fmt.Fprintf(w, "event: dropped\ndata: %s\n\n", strconv.Itoa(dropped))
 		}
 		for _, row := range rows {
-			js, err := json.Marshal(row)
-			if err != nil {
-				js, _ = json.Marshal(map[string]string{"error": err.Error()})
-			}
-			if _, err := fmt.Fprintf(w, "data: %s\n\n", js); err != nil {
+			if err := writeEvent(w, row); err != nil {
 				return err
 			}
 		}

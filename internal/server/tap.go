@@ -43,15 +43,10 @@ func (s *Server) ruleTap(w http.ResponseWriter, r *http.Request) error {
 	return serveEvents(r.Context(), w, rc, sub.Ready(), func() error {
 		emissions, dropped := sub.Take()
 		for _, rows := range emissions {
-			ev := tapEvent{Rows: rows, Dropped: dropped}
-			dropped = 0
-			b, err := json.Marshal(ev)
-			if err != nil {
-				b, _ = json.Marshal(map[string]string{"error": err.Error()})
-			}
-			if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			if err := writeEvent(w, tapEvent{Rows: rows, Dropped: dropped}); err != nil {
 				return err
 			}
+			dropped = 0
 		}
 		return nil
 	})
@@ -76,6 +71,17 @@ func startEventStream(w http.ResponseWriter) (*http.ResponseController, error) {
 	w.WriteHeader(http.StatusOK)
 	rc.Flush() //nolint:errcheck // a gone client ends the stream at the next write
 	return rc, nil
+}
+
+// writeEvent writes v as one event's JSON data line; a value that does not
+// encode is sent as {"error": ...} instead.
+func writeEvent(w http.ResponseWriter, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"error": err.Error()})
+	}
+	_, err = fmt.Fprintf(w, "data: %s\n\n", b)
+	return err
 }
 
 // serveEvents calls write each time ready fires and flushes what it wrote,

@@ -5,6 +5,10 @@ package servertest
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -90,6 +94,29 @@ func Start(t testing.TB, o Options) *Daemon {
 		st.Close()
 	})
 	return &Daemon{URL: srv.URL, Catalog: cat, Rules: mgr, History: hist, Memory: d.MemoryBus(), Taps: d.TapHub(), Etc: etc}
+}
+
+// Token makes a new RSA key, writes its public half to Etc/mgmt and
+// returns a token it signed (for a daemon with authentication on).
+func (d *Daemon) Token(t testing.TB) string {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+	if err := os.WriteFile(filepath.Join(d.Etc, auth.KeyDir, "servertest.pub"), pub, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	token, err := auth.SignWithKey(key, auth.SignOptions{Issuer: "servertest.pub", Subject: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
 }
 
 // Publish sends one JSON row to a memory topic (what a memory stream
