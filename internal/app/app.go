@@ -39,6 +39,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/server"
+	"github.com/rekuiper/rekuiper/internal/tap"
 	"github.com/rekuiper/rekuiper/internal/version"
 )
 
@@ -182,6 +183,13 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if r, ok := runner.(interface{ MemoryBus() *membus.Bus }); ok {
 		sopts.Memory = r.MemoryBus()
 	}
+	if r, ok := runner.(interface{ TapHub() *tap.Hub }); ok {
+		sopts.Taps = r.TapHub()
+	}
+	history := metrics.NewHistory(metrics.HistoryConfig{Rules: mgr})
+	history.Start()
+	defer history.Stop()
+	sopts.History = history
 	api := server.New(sopts)
 	defer api.Close() // ends the rule test runs
 

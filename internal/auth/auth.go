@@ -158,8 +158,12 @@ func Middleware(v *Verifier, next http.Handler, fail func(http.ResponseWriter, *
 	})
 }
 
-// IsOpenPath reports whether path is served without a token.
-func IsOpenPath(path string) bool { return path == "/" || path == "/ping" }
+// IsOpenPath reports whether path is served without a token: the node
+// information, the ping and the web console's static assets (which hold
+// no data; the console sends the token with every API call).
+func IsOpenPath(path string) bool {
+	return path == "/" || path == "/ping" || path == "/console" || strings.HasPrefix(path, "/console/")
+}
 
 type subjectKey struct{}
 

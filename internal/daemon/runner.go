@@ -29,6 +29,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/schema"
 	"github.com/rekuiper/rekuiper/internal/stream"
+	"github.com/rekuiper/rekuiper/internal/tap"
 )
 
 // Runner is the engine's rule runner with the registry of the connections
@@ -51,6 +52,9 @@ func (r *Runner) FunctionRegistry() *function.Registry { return r.Funcs }
 
 // MemoryBus is the bus of memory topics (read by GET /memory/events).
 func (r *Runner) MemoryBus() *membus.Bus { return r.Deps.Memory }
+
+// TapHub carries the running rules' emissions to GET /rules/{id}/tap.
+func (r *Runner) TapHub() *tap.Hub { return r.Taps }
 
 // NewRunner wires the engine: the connector registry, the connection
 // registry (shared clients and their status), the shared push endpoint
@@ -135,6 +139,7 @@ func newRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger, ex
 		SinkDefaults:              cfg.Sink,
 		NodeID:                    nodeID,
 		Schemas:                   schema.New(cat, cfg.Paths.Etc),
+		Taps:                      tap.NewHub(),
 	}
 	if err := rn.StartLookupTables(context.Background()); err != nil {
 		logger.Warn("memory lookup tables not started", "err", err)

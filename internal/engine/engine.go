@@ -66,6 +66,8 @@ type Spec struct {
 	// runtime.Config.OnPanic); Logger receives the panic's stack.
 	OnPanic func(*panics.Error)
 	Logger  *slog.Logger
+	// Tap receives every emission before the sinks (runtime.Config.Tap).
+	Tap func(rows []map[string]any)
 }
 
 // Built is a planned rule ready to start.
@@ -123,6 +125,7 @@ func BuildStmt(s Spec, stmt *ast.SelectStmt) (*Built, error) {
 		OnSinkAck:    s.OnSinkAck,
 		OnPanic:      s.OnPanic,
 		Logger:       s.Logger,
+		Tap:          s.Tap,
 	})
 	return &Built{Plan: plan, Rule: r, Stmt: stmt}, nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/sql/parser"
 	"github.com/rekuiper/rekuiper/internal/stream"
+	"github.com/rekuiper/rekuiper/internal/tap"
 	"github.com/rekuiper/rekuiper/internal/userstate"
 )
 
@@ -57,6 +58,9 @@ type Runner struct {
 	// Schemas resolves the SCHEMAID of protobuf streams and sinks; nil
 	// refuses FORMAT="protobuf".
 	Schemas format.Schemas
+	// Taps, when set, receives every running rule's emissions for the
+	// live output tap (GET /rules/{id}/tap).
+	Taps *tap.Hub
 
 	memTables memoryTables
 }
@@ -166,6 +170,10 @@ func (rn *Runner) spec(def *rule.Def, p *prepared, coord *checkpoint.Coordinator
 	s := Spec{
 		ID: def.ID, SQL: def.SQL, Options: def.Options, Defs: p.defs, Funcs: rn.Funcs,
 		Clock: rn.Clock, Location: rn.Location, IgnoreCase: rn.IgnoreCase, Sinks: sinks, Inputs: inputs, UserState: p.state,
+	}
+	if rn.Taps != nil {
+		id := def.ID
+		s.Tap = func(rows []map[string]any) { rn.Taps.Publish(id, rows) }
 	}
 	if coord != nil {
 		s.OnSnapshot = coord.OnSnapshot

@@ -75,6 +75,10 @@ type Config struct {
 	// goroutine then discards what reaches it, so nothing blocks, and the
 	// owner is expected to stop the rule.
 	OnPanic func(err *panics.Error)
+	// Tap, when set, is handed every emission's rows on the operator
+	// goroutine before the sinks get them; it must not block or change
+	// them (a live output tap).
+	Tap func(rows []map[string]any)
 }
 
 // Snapshot is the state of a rule's operators at one barrier.
@@ -455,6 +459,9 @@ func (r *Rule) toSinks(it operator.Item) {
 	}
 	if it.Kind == operator.Data && it.Results == nil {
 		return
+	}
+	if it.Kind == operator.Data && r.cfg.Tap != nil {
+		r.cfg.Tap(it.Results)
 	}
 	if len(r.sinkIn) == 0 {
 		return

@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"net/http/httptest"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,47 +14,16 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" driver, to create the sink's table
 
 	"github.com/rekuiper/rekuiper/internal/broker"
-	"github.com/rekuiper/rekuiper/internal/catalog"
-	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/connector/redis/redistest"
-	"github.com/rekuiper/rekuiper/internal/daemon"
-	"github.com/rekuiper/rekuiper/internal/rulemgr"
-	"github.com/rekuiper/rekuiper/internal/server"
+	"github.com/rekuiper/rekuiper/internal/server/servertest"
 )
 
 // newEngineServer serves the REST API over the daemon's real engine, so
 // that connectors report their connections.
 func newEngineServer(t *testing.T) *testServer {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := catalog.Open(ctx, filepath.Join(dir, "sqliteKV.db"), catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.New(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default()
-	cfg.Paths = config.Paths{Data: dir}
-	cfg.Source.HTTPServerIP, cfg.Source.HTTPServerPort = "127.0.0.1", 0
-	runner, release, err := daemon.NewRunner(cfg, cat, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr := rulemgr.New(rulemgr.Config{Catalog: cat, Runner: runner})
-	conns := runner.(*daemon.Runner).Connections()
-	d := runner.(*daemon.Runner)
-	srv := httptest.NewServer(server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg, Connections: conns,
-		Connectors: d.ConnectorRegistry(), Functions: d.FunctionRegistry()}))
-	t.Cleanup(func() {
-		srv.Close()
-		mgr.Close(context.Background()) //nolint:errcheck // test end
-		release()
-		st.Close()
-	})
-	return &testServer{t: t, url: srv.URL, cat: cat, mgr: mgr}
+	d := servertest.Start(t, servertest.Options{})
+	return &testServer{t: t, url: d.URL, cat: d.Catalog, mgr: d.Rules}
 }
 
 // connection is GET /connections/{id}, decoded.

@@ -2,12 +2,10 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/rekuiper/rekuiper/internal/connector/membus"
 )
@@ -39,17 +37,15 @@ func (s *Server) memoryEvents(w http.ResponseWriter, r *http.Request) error {
 	if err := membus.ValidFilter(filter); err != nil {
 		return badRequest("topic %q: %v", filter, err)
 	}
-	// The stream outlives the server's write timeout; the controller
-	// reaches the connection through the audit log's wrapper.
-	rc := http.NewResponseController(w)
-	if err := rc.SetWriteDeadline(time.Time{}); err != nil {
-		return fmt.Errorf("memory events: response cannot stream: %w", err)
-	}
 	sub, err := s.opts.Memory.Subscribe(filter, 64)
 	if err != nil {
 		return badRequest("topic %q: %v", filter, err)
 	}
 	defer sub.Close()
+	rc, err := startEventStream(w)
+	if err != nil {
+		return fmt.Errorf("memory events: %w", err)
+	}
 
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
@@ -63,42 +59,18 @@ func (s *Server) memoryEvents(w http.ResponseWriter, r *http.Request) error {
 			q.push(m.Data)
 		}
 	}()
-
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	if err := rc.Flush(); err != nil {
+	return serveEvents(ctx, w, rc, q.wake, func() error {
+		rows, dropped := q.take()
+		if dropped > 0 {
+			fmt.Fprintf(w, "event: dropped\ndata: %s\n\n", strconv.Itoa(dropped))
+		}
+		for _, row := range rows {
+			if err := writeEvent(w, row); err != nil {
+				return err
+			}
+		}
 		return nil
-	}
-	keepalive := time.NewTicker(15 * time.Second)
-	defer keepalive.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-keepalive.C:
-			if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil {
-				return nil
-			}
-		case <-q.wake:
-			rows, dropped := q.take()
-			if dropped > 0 {
-				fmt.Fprintf(w, "event: dropped\ndata: %s\n\n", strconv.Itoa(dropped))
-			}
-			for _, row := range rows {
-				js, err := json.Marshal(row)
-				if err != nil {
-					js, _ = json.Marshal(map[string]string{"error": err.Error()})
-				}
-				if _, err := fmt.Fprintf(w, "data: %s\n\n", js); err != nil {
-					return nil
-				}
-			}
-		}
-		if err := rc.Flush(); err != nil {
-			return nil
-		}
-	}
+	})
 }
 
 // tapQueue is a bounded queue of rows that drops the oldest when full.

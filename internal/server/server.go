@@ -30,14 +30,17 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector/builtin"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
 	"github.com/rekuiper/rekuiper/internal/connector/membus"
+	"github.com/rekuiper/rekuiper/internal/console"
 	"github.com/rekuiper/rekuiper/internal/function"
 	access "github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/jsudf"
+	"github.com/rekuiper/rekuiper/internal/metrics"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/schema"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/trial"
+	"github.com/rekuiper/rekuiper/internal/tap"
 	"github.com/rekuiper/rekuiper/internal/version"
 )
 
@@ -79,6 +82,12 @@ type Options struct {
 	// "node") and lists the members (GET /cluster/nodes). Nil: a node
 	// without id, alone.
 	Cluster *cluster.Membership
+	// Taps carries the running rules' emissions to GET /rules/{id}/tap.
+	// Nil: that route answers 404.
+	Taps *tap.Hub
+	// History serves GET /metrics/history and /rules/{id}/metrics/history.
+	// Nil: those routes answer 404.
+	History *metrics.History
 }
 
 // StreamChecker checks a stream or table definition against the engine:
@@ -202,6 +211,9 @@ func (s *Server) routes() {
 	s.uploadRoutes()
 	s.memoryRoutes()
 	s.ruleTestRoutes()
+	s.tapRoutes()
+	s.historyRoutes()
+	s.Mount("/console/", console.Handler())
 	s.handle("POST /batch/req", s.batch)
 	s.handle("GET /rules/{id}/schema", s.ruleSchema)
 	s.handle("GET /openapi.json", s.openAPI)
@@ -212,6 +224,10 @@ func (s *Server) routes() {
 }
 
 func (s *Server) info(w http.ResponseWriter, r *http.Request) error {
+	if r.Method == http.MethodGet && console.WantsPage(r) {
+		http.Redirect(w, r, "/console/", http.StatusFound)
+		return nil
+	}
 	up := s.opts.Clock.Now().Sub(s.started)
 	out := map[string]any{
 		"version":       s.opts.Version,
