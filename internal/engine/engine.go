@@ -19,6 +19,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/runtime"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/sql/parser"
+	"github.com/rekuiper/rekuiper/internal/tracing"
 )
 
 // Env is the function environment of one rule.
@@ -63,6 +64,8 @@ type Spec struct {
 	// runtime.Config.OnPanic); Logger receives the panic's stack.
 	OnPanic func(*panics.Error)
 	Logger  *slog.Logger
+	// Trace is the rule's tracing switch; nil never traces.
+	Trace *tracing.Rule
 }
 
 // Built is a planned rule ready to start.
@@ -119,6 +122,7 @@ func BuildStmt(s Spec, stmt *ast.SelectStmt) (*Built, error) {
 		OnSinkAck:    s.OnSinkAck,
 		OnPanic:      s.OnPanic,
 		Logger:       s.Logger,
+		Trace:        s.Trace,
 	})
 	return &Built{Plan: plan, Rule: r, Stmt: stmt}, nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/sql/parser"
 	"github.com/rekuiper/rekuiper/internal/stream"
+	"github.com/rekuiper/rekuiper/internal/tracing"
 	"github.com/rekuiper/rekuiper/internal/userstate"
 )
 
@@ -54,6 +55,9 @@ type Runner struct {
 	// Schemas resolves the SCHEMAID of protobuf streams and sinks; nil
 	// refuses FORMAT="protobuf".
 	Schemas format.Schemas
+	// Tracing records the data traces of the rules it is turned on for;
+	// nil traces nothing.
+	Tracing *tracing.Service
 
 	memTables memoryTables
 }
@@ -184,6 +188,9 @@ func (rn *Runner) Start(ctx context.Context, def *rule.Def) (rulemgr.Running, er
 	}
 	spec := rn.spec(def, p, coord)
 	spec.OnPanic, spec.Logger = rr.fail, rn.Logger
+	// Each run of a rule starts untraced, as in eKuiper.
+	spec.Trace = rn.Tracing.Rule(def.ID)
+	spec.Trace.Disable()
 	built, err := BuildStmt(spec, p.stmt)
 	if err != nil {
 		rr.closeSinks()
@@ -295,6 +302,7 @@ func (rn *Runner) restorePoint(ctx context.Context, id, fp string, sinks []*sink
 
 // Cleanup removes what a deleted rule leaves on disk (its checkpoints).
 func (rn *Runner) Cleanup(ruleID string) error {
+	rn.Tracing.Forget(ruleID)
 	if rn.Checkpoints == nil {
 		return nil
 	}
