@@ -38,6 +38,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/server"
+	"github.com/rekuiper/rekuiper/internal/tracing"
 	"github.com/rekuiper/rekuiper/internal/version"
 )
 
@@ -173,6 +174,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	if r, ok := runner.(interface{ MemoryBus() *membus.Bus }); ok {
 		sopts.Memory = r.MemoryBus()
+	}
+	if r, ok := runner.(interface{ TraceService() *tracing.Service }); ok {
+		sopts.Tracing = r.TraceService()
 	}
 	api := server.New(sopts)
 

@@ -41,7 +41,7 @@ func (s *Server) ruleRoutes() {
 func (s *Server) listRules(w http.ResponseWriter, r *http.Request) error {
 	out := []map[string]any{}
 	for _, st := range s.rules.List() {
-		item := map[string]any{"id": st.ID, "name": "", "status": st.State.String(), "version": "", "trace": false, "tags": []string{}}
+		item := map[string]any{"id": st.ID, "name": "", "status": st.State.String(), "version": "", "trace": st.State == rulemgr.StateRunning && s.opts.Tracing.Enabled(st.ID), "tags": []string{}}
 		if def, err := s.rules.Def(st.ID); err == nil {
 			item["name"], item["version"] = def.Name, def.Version
 			if def.Tags != nil {

@@ -36,6 +36,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/schema"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
+	"github.com/rekuiper/rekuiper/internal/tracing"
 	"github.com/rekuiper/rekuiper/internal/version"
 )
 
@@ -73,6 +74,9 @@ type Options struct {
 	// JSLimits bound the run of a JavaScript function's script when it is
 	// checked at create and update. Zero: jsudf.DefaultLimits.
 	JSLimits jsudf.Limits
+	// Tracing is the rules' data tracing, read by the trace routes. Nil:
+	// starting a trace answers 501 and no trace is found.
+	Tracing *tracing.Service
 }
 
 // StreamChecker checks a stream or table definition against the engine:
@@ -190,6 +194,7 @@ func (s *Server) routes() {
 	s.schemaRoutes()
 	s.uploadRoutes()
 	s.memoryRoutes()
+	s.traceRoutes()
 	s.handle("POST /batch/req", s.batch)
 	s.handle("GET /rules/{id}/schema", s.ruleSchema)
 	s.handle("GET /openapi.json", s.openAPI)
