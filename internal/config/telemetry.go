@@ -52,10 +52,14 @@ func (o OpenTelemetry) Collector() (Collector, error) {
 	return c, nil
 }
 
+// MaxLocalTraceCapacity bounds openTelemetry.localTraceCapacity: the
+// traces are kept in memory.
+const MaxLocalTraceCapacity = 100_000
+
 func (o OpenTelemetry) validate() []error {
 	var errs []error
-	if o.LocalTraceCapacity <= 0 {
-		errs = append(errs, fmt.Errorf("openTelemetry.localTraceCapacity %d: must be above 0", o.LocalTraceCapacity))
+	if o.LocalTraceCapacity <= 0 || o.LocalTraceCapacity > MaxLocalTraceCapacity {
+		errs = append(errs, fmt.Errorf("openTelemetry.localTraceCapacity %d: must be from 1 to %d", o.LocalTraceCapacity, MaxLocalTraceCapacity))
 	}
 	if o.EnableRemoteCollector {
 		if _, err := o.Collector(); err != nil {

@@ -34,6 +34,7 @@ func TestOpenTelemetrySettings(t *testing.T) {
 		{"openTelemetry:\n  enableRemoteCollector: true\n  remoteEndpoint: \"\"\n", "openTelemetry.remoteEndpoint"},
 		{"openTelemetry:\n  enableRemoteCollector: true\n  remoteEndpoint: ftp://x:1\n", "openTelemetry.remoteEndpoint"},
 		{"openTelemetry:\n  localTraceCapacity: 0\n", "openTelemetry.localTraceCapacity"},
+		{"openTelemetry:\n  localTraceCapacity: 1000000000\n", "openTelemetry.localTraceCapacity"},
 	} {
 		if _, err := Load(LoadOptions{BaseDir: writeConfig(t, c.yaml)}); err == nil || !strings.Contains(err.Error(), c.key) {
 			t.Errorf("load %q: %v, want an error naming %s", c.yaml, err, c.key)

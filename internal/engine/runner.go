@@ -302,7 +302,6 @@ func (rn *Runner) restorePoint(ctx context.Context, id, fp string, sinks []*sink
 
 // Cleanup removes what a deleted rule leaves on disk (its checkpoints).
 func (rn *Runner) Cleanup(ruleID string) error {
-	rn.Tracing.Forget(ruleID)
 	if rn.Checkpoints == nil {
 		return nil
 	}

@@ -132,6 +132,7 @@ func (s *Server) deleteRule(w http.ResponseWriter, r *http.Request) error {
 	if err := s.rules.Delete(r.Context(), id); err != nil {
 		return err
 	}
+	s.opts.Tracing.Forget(id)
 	return writeText(w, http.StatusOK, "Rule %s is dropped.", id)
 }
 

@@ -83,8 +83,8 @@ func New(cfg config.OpenTelemetry, opts Options) (*Service, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.Wall{}
 	}
-	if cfg.LocalTraceCapacity <= 0 {
-		return nil, fmt.Errorf("openTelemetry.localTraceCapacity %d: must be above 0", cfg.LocalTraceCapacity)
+	if c := cfg.LocalTraceCapacity; c <= 0 || c > config.MaxLocalTraceCapacity {
+		return nil, fmt.Errorf("openTelemetry.localTraceCapacity %d: must be from 1 to %d", c, config.MaxLocalTraceCapacity)
 	}
 	name := cfg.ServiceName
 	if name == "" {
