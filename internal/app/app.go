@@ -40,6 +40,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/server"
 	"github.com/rekuiper/rekuiper/internal/tap"
+	"github.com/rekuiper/rekuiper/internal/tracing"
 	"github.com/rekuiper/rekuiper/internal/version"
 )
 
@@ -190,6 +191,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 	history.Start()
 	defer history.Stop()
 	sopts.History = history
+	if r, ok := runner.(interface{ TraceService() *tracing.Service }); ok {
+		sopts.Tracing = r.TraceService()
+	}
 	api := server.New(sopts)
 	defer api.Close() // ends the rule test runs
 

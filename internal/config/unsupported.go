@@ -47,8 +47,7 @@ func (c *Config) unsupported() []error {
 	check("rule.notifySub", r.NotifySub, dr.NotifySub, "no subscription notifications")
 	check("rule.experiment.useSliceTuple", r.Experiment.UseSliceTuple, dr.Experiment.UseSliceTuple, "typed streams already decode into slots")
 	check("portable", c.Portable, d.Portable, "no portable plugin runtime")
-	check("openTelemetry.enableRemoteCollector", c.OpenTelemetry.EnableRemoteCollector, d.OpenTelemetry.EnableRemoteCollector, "no rule tracing")
-	check("openTelemetry.enableLocalStorage", c.OpenTelemetry.EnableLocalStorage, d.OpenTelemetry.EnableLocalStorage, "no rule tracing")
+	check("openTelemetry.enableLocalStorage", c.OpenTelemetry.EnableLocalStorage, d.OpenTelemetry.EnableLocalStorage, "traces are kept in memory only, the last localTraceCapacity of them")
 	check("hack.cold", c.Hack.Cold, d.Hack.Cold, "internal eKuiper switch")
 	return errs
 }

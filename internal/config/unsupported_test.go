@@ -17,7 +17,7 @@ func TestUnsupportedSettingsRefused(t *testing.T) {
 		{"basic:\n  pluginHosts: https://example.com\n", `basic.pluginHosts "https://example.com"`},
 		{"rule:\n  planOptimizeStrategy:\n    enableAliasPushdown: true\n", "rule.planOptimizeStrategy"},
 		{"portable:\n  pythonBin: python3\n", "portable"},
-		{"openTelemetry:\n  enableRemoteCollector: true\n", "openTelemetry.enableRemoteCollector"},
+		{"openTelemetry:\n  enableLocalStorage: true\n", "openTelemetry.enableLocalStorage"},
 		{"basic:\n  aesKey: notbase64!\n", "basic.aesKey"},
 	} {
 		t.Run(c.key, func(t *testing.T) {

@@ -30,6 +30,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/schema"
 	"github.com/rekuiper/rekuiper/internal/stream"
 	"github.com/rekuiper/rekuiper/internal/tap"
+	"github.com/rekuiper/rekuiper/internal/tracing"
 )
 
 // Runner is the engine's rule runner with the registry of the connections
@@ -55,6 +56,8 @@ func (r *Runner) MemoryBus() *membus.Bus { return r.Deps.Memory }
 
 // TapHub carries the running rules' emissions to GET /rules/{id}/tap.
 func (r *Runner) TapHub() *tap.Hub { return r.Taps }
+// TraceService is the rules' data tracing (read by the trace routes).
+func (r *Runner) TraceService() *tracing.Service { return r.Tracing }
 
 // NewRunner wires the engine: the connector registry, the connection
 // registry (shared clients and their status), the shared push endpoint
@@ -118,6 +121,11 @@ func newRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger, ex
 	if err != nil {
 		return nil, nil, err
 	}
+	traces, err := tracing.New(cfg.OpenTelemetry, tracing.Options{Logger: logger, Clock: clock.Wall{}})
+	if err != nil {
+		push.Close()
+		return nil, nil, err
+	}
 	funcs.SetResolver(jsudf.Resolver(cat, jsudf.LimitsFromConfig(cfg)))
 	rn := &engine.Runner{
 		Catalog:  cat,
@@ -140,12 +148,18 @@ func newRunner(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger, ex
 		NodeID:                    nodeID,
 		Schemas:                   schema.New(cat, cfg.Paths.Etc),
 		Taps:                      tap.NewHub(),
+		Tracing:                   traces,
 	}
 	if err := rn.StartLookupTables(context.Background()); err != nil {
 		logger.Warn("memory lookup tables not started", "err", err)
 	}
 	release := func() {
 		rn.CloseLookupTables(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := traces.Shutdown(ctx); err != nil {
+			logger.Warn("export the last trace spans", "err", err)
+		}
+		cancel()
 		push.Close()
 		if err := pool.Close(); err != nil {
 			logger.Warn("close mqtt connections", "err", err)

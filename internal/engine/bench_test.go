@@ -15,6 +15,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/row"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/runtime"
+	"github.com/rekuiper/rekuiper/internal/tracing"
 )
 
 const (
@@ -33,13 +34,18 @@ func (c *countSink) Collect(_ context.Context, rows []map[string]any) error {
 }
 
 func build(b *testing.B, sql string, vc *clock.Virtual, sink runtime.Sink, tr *runtime.Tracker) *Built {
+	return buildTraced(b, sql, vc, sink, tr, nil)
+}
+
+// buildTraced is build with the rule's tracing switch (nil: none).
+func buildTraced(b *testing.B, sql string, vc *clock.Virtual, sink runtime.Sink, tr *runtime.Tracker, trace *tracing.Rule) *Built {
 	b.Helper()
 	defs, err := ParseDefs([]string{benchStream})
 	if err != nil {
 		b.Fatal(err)
 	}
 	built, err := Build(Spec{ID: "bench", SQL: sql, Options: rule.Options{BufferLength: 1024}, Defs: defs,
-		Funcs: function.Builtins(), Clock: vc, Sinks: []runtime.Sink{sink}, Tracker: tr})
+		Funcs: function.Builtins(), Clock: vc, Sinks: []runtime.Sink{sink}, Tracker: tr, Trace: trace})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -184,11 +190,13 @@ func BenchmarkFilterPathOperators(b *testing.B) {
 
 // BenchmarkFilterPathRuntime: the same through the rule runtime (bounded
 // channels, metrics, a sink goroutine that encodes).
-func BenchmarkFilterPathRuntime(b *testing.B) {
+func BenchmarkFilterPathRuntime(b *testing.B) { filterPathRuntime(b, nil) }
+
+func filterPathRuntime(b *testing.B, trace *tracing.Rule) {
 	vc := clock.NewVirtual(0)
 	sink := &encodeSink{}
 	sink.codec, _ = format.New("json", format.Options{})
-	built := build(b, filterSQL, vc, sink, nil)
+	built := buildTraced(b, filterSQL, vc, sink, nil, trace)
 	dec := streamDecoder(b)
 	ps := payloads(1024)
 	r := built.Rule

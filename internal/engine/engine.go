@@ -19,6 +19,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/runtime"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/sql/parser"
+	"github.com/rekuiper/rekuiper/internal/tracing"
 )
 
 // Env is the function environment of one rule.
@@ -68,6 +69,8 @@ type Spec struct {
 	Logger  *slog.Logger
 	// Tap receives every emission before the sinks (runtime.Config.Tap).
 	Tap func(rows []map[string]any)
+	// Trace is the rule's tracing switch; nil never traces.
+	Trace *tracing.Rule
 }
 
 // Built is a planned rule ready to start.
@@ -126,6 +129,7 @@ func BuildStmt(s Spec, stmt *ast.SelectStmt) (*Built, error) {
 		OnPanic:      s.OnPanic,
 		Logger:       s.Logger,
 		Tap:          s.Tap,
+		Trace:        s.Trace,
 	})
 	return &Built{Plan: plan, Rule: r, Stmt: stmt}, nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/sql/parser"
 	"github.com/rekuiper/rekuiper/internal/stream"
 	"github.com/rekuiper/rekuiper/internal/tap"
+	"github.com/rekuiper/rekuiper/internal/tracing"
 	"github.com/rekuiper/rekuiper/internal/userstate"
 )
 
@@ -61,6 +62,9 @@ type Runner struct {
 	// Taps, when set, receives every running rule's emissions for the
 	// live output tap (GET /rules/{id}/tap).
 	Taps *tap.Hub
+	// Tracing records the data traces of the rules it is turned on for;
+	// nil traces nothing.
+	Tracing *tracing.Service
 
 	memTables memoryTables
 }
@@ -215,6 +219,9 @@ func (rn *Runner) Start(ctx context.Context, def *rule.Def) (rulemgr.Running, er
 	}
 	spec := rn.spec(def, p, coord)
 	spec.OnPanic, spec.Logger = rr.fail, rn.Logger
+	// Each run of a rule starts untraced, as in eKuiper.
+	spec.Trace = rn.Tracing.Rule(def.ID)
+	spec.Trace.Disable()
 	built, err := BuildStmt(spec, p.stmt)
 	if err != nil {
 		rr.closeSinks()

@@ -8,6 +8,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/eval"
 	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/row"
+	"github.com/rekuiper/rekuiper/internal/tracing"
 )
 
 // ItemKind tells what an Item carries.
@@ -39,6 +40,11 @@ type Item struct {
 	TS      int64
 	Target  int // chain index a Tick is for
 	Barrier uint64
+	// Trace is set on the data of a record sampled for tracing; the
+	// runtime opens a span for it at each operator and sink. Operators
+	// need not copy it: what they emit while processing a traced item
+	// carries its trace.
+	Trace *tracing.Ctx
 }
 
 // Emit sends an item downstream.

@@ -16,6 +16,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/operator"
 	"github.com/rekuiper/rekuiper/internal/panics"
+	"github.com/rekuiper/rekuiper/internal/tracing"
 )
 
 // Sink receives a rule's emissions, one call per emission, from the sink's
@@ -79,6 +80,9 @@ type Config struct {
 	// goroutine before the sinks get them; it must not block or change
 	// them (a live output tap).
 	Tap func(rows []map[string]any)
+	// Trace is the rule's tracing switch (nil: never traced). While it is
+	// on, Send samples the records it is given (see trace.go).
+	Trace *tracing.Rule
 }
 
 // Snapshot is the state of a rule's operators at one barrier.
@@ -121,6 +125,10 @@ type Rule struct {
 	curOp     int
 	opsFailed bool
 	panicOnce sync.Once
+
+	// tracer is the state of tracing (trace.go), used only while a
+	// traced item is in flight.
+	tracer tracer
 }
 
 // New prepares a rule; nothing runs until Start.
@@ -180,7 +188,16 @@ func (r *Rule) Start() {
 
 // Send hands an item (tuples from a source) to the rule, blocking while the
 // rule's input buffer is full. It returns false once the rule is stopped.
+// While tracing is on, the records it samples are sent one per item, each
+// with its trace.
 func (r *Rule) Send(it operator.Item) bool {
+	if it.Kind == operator.Data && r.cfg.Trace.On() {
+		return r.sendSampled(it)
+	}
+	return r.send(it)
+}
+
+func (r *Rule) send(it operator.Item) bool {
 	r.cfg.Tracker.Add(1)
 	r.sendMu.RLock()
 	defer r.sendMu.RUnlock()
@@ -430,13 +447,22 @@ func (r *Rule) process(ctxs []*operator.Context, i int, it operator.Item) {
 		r.toSinks(it)
 		return
 	}
+	if it.Trace != nil || (it.Kind != operator.Data && r.cfg.Trace.On()) {
+		r.processTraced(ctxs, i, it)
+		return
+	}
+	r.run(ctxs, i, it, r.emits[i])
+}
+
+// run has operator i process it, emitting through emit.
+func (r *Rule) run(ctxs []*operator.Context, i int, it operator.Item, emit operator.Emit) {
 	op, m := r.cfg.Ops[i], r.OpMetrics[i]
 	if it.Kind == operator.Data {
 		m.RecordsIn.Add(1)
 	}
 	start := time.Now()
 	r.curOp = i
-	err := op.Process(ctxs[i], it, r.emits[i])
+	err := op.Process(ctxs[i], it, emit)
 	r.curOp = i
 	m.ProcessLatency.Store(time.Since(start).Microseconds())
 	m.LastInvocation.Store(r.nowMS())
@@ -514,11 +540,17 @@ func (r *Rule) sinkLoop(i int, failed *bool) (closed bool) {
 		}
 		m.RecordsIn.Add(1)
 		start := time.Now()
+		var span tracing.Span
+		if it.Trace != nil {
+			span = r.sinkSpan(i, it)
+		}
 		if err := sink.Collect(context.Background(), rows); err != nil {
 			m.RecordException(err.Error(), r.nowMS())
+			span.Fail(err)
 		} else {
 			m.RecordsOut.Add(1)
 		}
+		span.End()
 		m.ProcessLatency.Store(time.Since(start).Microseconds())
 		m.LastInvocation.Store(r.nowMS())
 		r.cfg.Tracker.Done()

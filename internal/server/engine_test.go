@@ -25,6 +25,7 @@ import (
 type engineServer struct {
 	*testServer
 	etc, data string
+	runner    *daemon.Runner
 }
 
 func newEngineEtc(t *testing.T, etcFiles map[string]string) *engineServer {
@@ -68,14 +69,14 @@ func newEngineEtc(t *testing.T, etcFiles map[string]string) *engineServer {
 	}
 	d := runner.(*daemon.Runner)
 	srv := httptest.NewServer(server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg, Connections: conns,
-		Connectors: d.ConnectorRegistry(), Functions: d.FunctionRegistry()}))
+		Connectors: d.ConnectorRegistry(), Functions: d.FunctionRegistry(), Memory: d.MemoryBus(), Tracing: d.TraceService()}))
 	t.Cleanup(func() {
 		srv.Close()
 		mgr.Close(context.Background()) //nolint:errcheck // test end
 		release()
 		st.Close()
 	})
-	return &engineServer{testServer: &testServer{t: t, url: srv.URL, cat: cat, store: fs, mgr: mgr}, etc: etc, data: data}
+	return &engineServer{testServer: &testServer{t: t, url: srv.URL, cat: cat, store: fs, mgr: mgr}, etc: etc, data: data, runner: d}
 }
 
 // waitFile waits until the file at path (under the data folder) has at

@@ -41,7 +41,7 @@ func (s *Server) ruleRoutes() {
 func (s *Server) listRules(w http.ResponseWriter, r *http.Request) error {
 	out := []map[string]any{}
 	for _, st := range s.rules.List() {
-		item := map[string]any{"id": st.ID, "name": "", "status": st.State.String(), "version": "", "trace": false, "tags": []string{}}
+		item := map[string]any{"id": st.ID, "name": "", "status": st.State.String(), "version": "", "trace": st.State == rulemgr.StateRunning && s.opts.Tracing.Enabled(st.ID), "tags": []string{}}
 		if def, err := s.rules.Def(st.ID); err == nil {
 			item["name"], item["version"] = def.Name, def.Version
 			if def.Tags != nil {
@@ -120,6 +120,7 @@ func (s *Server) deleteRule(w http.ResponseWriter, r *http.Request) error {
 	if err := s.rules.Delete(r.Context(), id); err != nil {
 		return err
 	}
+	s.opts.Tracing.Forget(id)
 	return writeText(w, http.StatusOK, "Rule %s is dropped.", id)
 }
 

@@ -41,6 +41,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/trial"
 	"github.com/rekuiper/rekuiper/internal/tap"
+	"github.com/rekuiper/rekuiper/internal/tracing"
 	"github.com/rekuiper/rekuiper/internal/version"
 )
 
@@ -88,6 +89,9 @@ type Options struct {
 	// History serves GET /metrics/history and /rules/{id}/metrics/history.
 	// Nil: those routes answer 404.
 	History *metrics.History
+	// Tracing is the rules' data tracing, read by the trace routes. Nil:
+	// starting a trace answers 501 and no trace is found.
+	Tracing *tracing.Service
 }
 
 // StreamChecker checks a stream or table definition against the engine:
@@ -214,6 +218,7 @@ func (s *Server) routes() {
 	s.tapRoutes()
 	s.historyRoutes()
 	s.Mount("/console/", console.Handler())
+	s.traceRoutes()
 	s.handle("POST /batch/req", s.batch)
 	s.handle("GET /rules/{id}/schema", s.ruleSchema)
 	s.handle("GET /openapi.json", s.openAPI)

@@ -132,6 +132,10 @@ func (s *Source) serve(w http.ResponseWriter, r *http.Request) {
 		},
 		Time: s.clk.Now(),
 	}
+	if tp := r.Header.Get("traceparent"); tp != "" {
+		// A W3C trace context: a traced rule continues the trace.
+		msg.Meta["traceparent"] = tp
+	}
 	select {
 	case s.queue <- msg:
 		w.WriteHeader(http.StatusOK)

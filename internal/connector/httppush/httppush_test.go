@@ -231,3 +231,33 @@ func TestConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestTraceparentMeta: a request's W3C traceparent header reaches the
+// record's metadata, where a traced rule continues the trace.
+func TestTraceparentMeta(t *testing.T) {
+	e := newEnv(t)
+	s := e.source(t, map[string]any{"datasource": "/api/data"})
+	if err := s.Connect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for _, header := range []string{tp, ""} {
+		req, _ := http.NewRequest("POST", e.srv.URL+"/api/data", strings.NewReader(`{"a":1}`))
+		req.Header.Set("Content-Type", "application/json")
+		if header != "" {
+			req.Header.Set("Traceparent", header)
+		}
+		resp, err := e.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		m, err := s.Read(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := m.Meta["traceparent"]; (header == "" && ok) || (header != "" && got != header) {
+			t.Errorf("header %q: meta traceparent %v", header, got)
+		}
+	}
+}
