@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -354,6 +355,16 @@ func TestIndexBarriersInOrder(t *testing.T) {
 		waitFor(t, func() bool { return sub.Status().RecordsIn == int64(barrier) })
 		sub.InjectBarrier(idEven, barrier)
 		sub.InjectBarrier(idOdd, barrier)
+		// The next records are let in once both barriers are through:
+		// a barrier is taken at the position the read loop has reached
+		// when it handles the request, not where the test asked for it.
+		mark := fmt.Sprintf("b%d@", barrier)
+		waitFor(t, func() bool {
+			_, e, _ := even.snapshot()
+			_, o, _ := odd.snapshot()
+			return slices.ContainsFunc(e, func(s string) bool { return strings.HasPrefix(s, mark) }) &&
+				slices.ContainsFunc(o, func(s string) bool { return strings.HasPrefix(s, mark) })
+		})
 	}
 	step(1, 1)
 	step(2, 3)
