@@ -25,6 +25,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
 	"github.com/rekuiper/rekuiper/internal/connector/membus"
 	"github.com/rekuiper/rekuiper/internal/guard"
+	"github.com/rekuiper/rekuiper/internal/rule"
 )
 
 // ErrUnknownType is returned for a connector type that is not registered.
@@ -176,6 +177,11 @@ func register[F any](m map[string]Entry[F], k Kind, name string, spec Spec, f F,
 	spec.Kind = k
 	if err := spec.check(); err != nil {
 		return fmt.Errorf("register %s %q: %w", k, name, err)
+	}
+	for _, p := range spec.Props {
+		if p.Secret {
+			rule.RegisterSecretKey(p.Name)
+		}
 	}
 	m[name] = Entry[F]{Name: name, Spec: spec, New: f}
 	return nil

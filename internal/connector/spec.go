@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rekuiper/rekuiper/internal/rule"
 )
 
 // ErrInvalidProps marks property validation failures (test with errors.Is);
@@ -285,22 +287,23 @@ func (s Spec) Validate(props map[string]any) (map[string]any, error) {
 	return out, nil
 }
 
-// Mask returns a copy of props with every secret property (matched
-// case-insensitively) that has a non-empty value replaced by MaskedValue.
-// Use it for every REST response and log line that shows properties.
+// Mask returns a deep copy of props masked as every REST response and log
+// line is (rule.MaskProps: secret names at any depth, URL passwords,
+// credential headers and parameters), with the spec's own secret
+// properties (matched case-insensitively) replaced by MaskedValue when
+// they are non-empty, whatever their names.
 func (s Spec) Mask(props map[string]any) map[string]any {
-	secret := map[string]bool{}
-	for _, p := range s.Props {
-		if p.Secret {
-			secret[strings.ToLower(p.Name)] = true
+	out := rule.MaskProps(props)
+	for k, v := range out {
+		if v == nil || v == "" {
+			continue
 		}
-	}
-	out := make(map[string]any, len(props))
-	for k, v := range props {
-		if secret[strings.ToLower(k)] && v != nil && v != "" {
-			v = MaskedValue
+		for _, p := range s.Props {
+			if p.Secret && strings.EqualFold(p.Name, k) {
+				out[k] = MaskedValue
+				break
+			}
 		}
-		out[k] = v
 	}
 	return out
 }

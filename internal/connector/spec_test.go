@@ -13,6 +13,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/rule"
 )
 
 func testSpec() Spec {
@@ -410,5 +411,40 @@ func TestDurationOutOfRange(t *testing.T) {
 	got, err := s.Validate(map[string]any{"interval": "1500"})
 	if err != nil || got["interval"] != 1500*time.Millisecond {
 		t.Errorf("interval \"1500\" = %v, %v", got["interval"], err)
+	}
+}
+
+// TestDeclaredSecretsMaskedEverywhere: a property a spec declares secret is
+// masked by the one masker used for REST responses, exports and logs, not
+// only by Spec.Mask, whatever its name; nested secrets and URL passwords
+// are masked by Spec.Mask too.
+func TestDeclaredSecretsMaskedEverywhere(t *testing.T) {
+	const name = "plantCredentialXyz" // not a name the built-in list knows
+	if rule.IsSecretKey(name) {
+		t.Fatalf("%s is secret before any spec declares it; pick another name", name)
+	}
+	props := map[string]any{name: "s3cr3t", "url": "tcp://u:pw@host:1883", "nested": map[string]any{"token": "t"}}
+	if got := rule.MaskProps(props); got[name] != "s3cr3t" {
+		t.Fatalf("masked before registration: %v", got)
+	}
+	r := NewRegistry()
+	spec := Spec{Props: []Prop{{Name: name, Type: TypeString, Secret: true}, {Name: "url", Type: TypeString}, {Name: "nested", Type: TypeMap}}}
+	if err := r.RegisterSink("credsink", spec, newFakeSink); err != nil {
+		t.Fatal(err)
+	}
+	if !rule.IsSecretKey(strings.ToUpper(name)) {
+		t.Fatal("a declared secret is not a secret key after registration")
+	}
+	for label, got := range map[string]map[string]any{
+		"rule.MaskProps": rule.MaskProps(props),
+		"Spec.Mask":      spec.Mask(props),
+		"Registry.Mask":  r.Mask(KindSink, "credsink", props),
+	} {
+		if got[name] != MaskedValue || got["url"] != "tcp://u:"+MaskedValue+"@host:1883" || got["nested"].(map[string]any)["token"] != MaskedValue {
+			t.Errorf("%s: %v", label, got)
+		}
+	}
+	if props[name] != "s3cr3t" {
+		t.Fatal("masking changed its input")
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/rekuiper/rekuiper/internal/sql/scanner"
 	"github.com/rekuiper/rekuiper/internal/sql/token"
@@ -20,8 +22,14 @@ const MaskedValue = "******"
 // headers Authorization, Proxy-Authorization, Cookie and Set-Cookie, and
 // privateKey, privateKeyRaw, aesKey (case-insensitively). certificationRaw
 // and other certificates are public and not secret.
+//
+// Names that a connector's spec declares secret (Prop.Secret), built-in or
+// registered by an extension, are secret too (RegisterSecretKey).
 func IsSecretKey(k string) bool {
 	l := strings.ToLower(k)
+	if declared := declaredSecrets.Load(); declared != nil && (*declared)[l] {
+		return true
+	}
 	switch l {
 	case "privatekey", "privatekeyraw", "private_key", "aeskey", "key_password",
 		"authorization", "proxy-authorization", "cookie", "set-cookie", "sig":
@@ -33,6 +41,32 @@ func IsSecretKey(k string) bool {
 		}
 	}
 	return false
+}
+
+// declaredSecrets holds the lower-cased names of properties declared
+// secret by registered connector specs; it is replaced, never changed.
+var (
+	declaredSecrets   atomic.Pointer[map[string]bool]
+	declaredSecretsMu sync.Mutex
+)
+
+// RegisterSecretKey makes IsSecretKey, and so every masker and the restore
+// of masked values, treat property name as secret: connector registration
+// calls it for each property its spec declares secret, so an extension's
+// secret with a name the built-in list does not know is masked in REST
+// responses, exports and logs like the built-in ones.
+func RegisterSecretKey(name string) {
+	l := strings.ToLower(strings.TrimSpace(name))
+	if l == "" || IsSecretKey(l) {
+		return
+	}
+	declaredSecretsMu.Lock()
+	defer declaredSecretsMu.Unlock()
+	next := map[string]bool{l: true}
+	if cur := declaredSecrets.Load(); cur != nil {
+		maps.Copy(next, *cur)
+	}
+	declaredSecrets.Store(&next)
 }
 
 // secretWords is the pattern of secret names inside free text (URL query
