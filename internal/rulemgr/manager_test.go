@@ -532,7 +532,7 @@ func TestStartMarkerClearedOnceSettled(t *testing.T) {
 	e := newEnv(t, "")
 	ctx := context.Background()
 	marks := func() map[string]time.Time {
-		m, err := e.cat.RuleStartMarks(ctx)
+		m, err := e.cat.RuleStartMarks(ctx, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -577,7 +577,7 @@ func TestStartMarkerLeftAtBootStopsTheRule(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, id := range []string{"crasher", "deleted-meanwhile"} {
-				if err := e.cat.MarkRuleStarting(ctx, id, time.UnixMilli(t0)); err != nil {
+				if err := e.cat.MarkRuleStarting(ctx, "", id, time.UnixMilli(t0)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -602,7 +602,7 @@ func TestStartMarkerLeftAtBootStopsTheRule(t *testing.T) {
 			if e2.wanted("crasher") != catalog.RuleStopped {
 				t.Fatal("crasher's wanted state is still running: the next boot would start it")
 			}
-			if m, err := e2.cat.RuleStartMarks(ctx); err != nil || len(m) != 1 || m["other"].IsZero() {
+			if m, err := e2.cat.RuleStartMarks(ctx, ""); err != nil || len(m) != 1 || m["other"].IsZero() {
 				t.Fatalf("markers after boot = %v, %v; want only other's own (still settling)", m, err)
 			}
 			if err := e2.mgr.Start(ctx, "crasher"); err != nil {
