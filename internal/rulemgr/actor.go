@@ -17,23 +17,23 @@ import (
 type cmdKind int
 
 const (
-	cmdBegin    cmdKind = iota // start without persisting (create, load)
-	cmdStart                   // persist running, start
-	cmdStop                    // persist stopped, stop
-	cmdRestart                 // persist running, stop, start
-	cmdUpdate                  // replace the definition
-	cmdTags                    // change tags
-	cmdDelete                  // delete from the catalog, stop, exit
-	cmdShutdown                // stop without persisting, exit
-	evDone                     // the run generation gen ended by itself
-	evRetry                    // backoff timer of generation gen fired
-	evCronStart                // cron firing of generation gen
-	evCronEnd                  // cron run of generation gen reached its duration
-	evSettled                  // run generation gen ran StartSettle: clear its start marker
-	cmdPlace                   // this node acquired the rule's lease: start if wanted
-	cmdUnplace                 // this node gives up the rule's lease: stop, keep wanted
-	cmdAdopt                   // another node changed the rule: take def and wanted state
-	cmdAdoptDelete             // another node deleted the rule: stop, clean up, exit
+	cmdBegin       cmdKind = iota // start without persisting (create, load)
+	cmdStart                      // persist running, start
+	cmdStop                       // persist stopped, stop
+	cmdRestart                    // persist running, stop, start
+	cmdUpdate                     // replace the definition
+	cmdTags                       // change tags
+	cmdDelete                     // delete from the catalog, stop, exit
+	cmdShutdown                   // stop without persisting, exit
+	evDone                        // the run generation gen ended by itself
+	evRetry                       // backoff timer of generation gen fired
+	evCronStart                   // cron firing of generation gen
+	evCronEnd                     // cron run of generation gen reached its duration
+	evSettled                     // run generation gen ran StartSettle: clear its start marker
+	cmdPlace                      // this node acquired the rule's lease: start if wanted
+	cmdUnplace                    // this node gives up the rule's lease: stop, keep wanted
+	cmdAdopt                      // another node changed the rule: take def and wanted state
+	cmdAdoptDelete                // another node deleted the rule: stop, clean up, exit
 )
 
 type command struct {
@@ -46,7 +46,7 @@ type command struct {
 	// wanted and loadErr: cmdAdopt's wanted state and definition error.
 	wanted  catalog.RuleState
 	loadErr error
-	reply chan error
+	reply   chan error
 }
 
 // actor is the goroutine of one rule. Fields under mu are read by Status;
