@@ -58,6 +58,12 @@ func newEnv(t *testing.T, path string) *env {
 // ("" for no crash).
 func newEnvAfter(t *testing.T, path, crashed string) *env {
 	t.Helper()
+	return newEnvWith(t, path, func(c *rulemgr.Config) { c.Crashed = crashed })
+}
+
+// newEnvWith is newEnv with the manager's configuration changed by set.
+func newEnvWith(t *testing.T, path string, set func(*rulemgr.Config)) *env {
+	t.Helper()
 	if path == "" {
 		path = filepath.Join(t.TempDir(), "sqliteKV.db")
 	}
@@ -75,15 +81,17 @@ func newEnvAfter(t *testing.T, path, crashed string) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, path: path, store: fs, cat: cat, runner: rulemgrtest.New(), clock: clock.NewVirtual(t0)}
-	e.mgr = rulemgr.New(rulemgr.Config{
-		Catalog: cat, Runner: e.runner, Clock: e.clock, Rand: func() float64 { return 0.5 }, Crashed: crashed,
+	cfg := rulemgr.Config{
+		Catalog: cat, Runner: e.runner, Clock: e.clock, Rand: func() float64 { return 0.5 },
 		Cleanup: func(ctx context.Context, id string) error {
 			e.mu.Lock()
 			e.clean = append(e.clean, id)
 			e.mu.Unlock()
 			return nil
 		},
-	})
+	}
+	set(&cfg)
+	e.mgr = rulemgr.New(cfg)
 	if err := e.mgr.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
