@@ -158,6 +158,24 @@ func TestClusterPlacement(t *testing.T) {
 		return st["node"] == placed["r0"] && st["status"] == "running"
 	})
 
+	// Stop and start through the node that does not run the rule: the
+	// holder acts.
+	byID := map[string]*node{a.id: a, b.id: b}
+	owner := byID[placed["r1"]]
+	notOwner := map[string]*node{a.id: b, b.id: a}[owner.id]
+	if _, err := notOwner.c.RuleAction(context.Background(), "r1", "stop"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "r1 stopped by its owner", 10*time.Second, func() bool {
+		st = nil
+		owner.c.JSON(context.Background(), "GET", "/rules/r1/status", nil, &st) //nolint:errcheck // polled
+		return st["status"] == "stopped" && !a.runsHere("r1") && !b.runsHere("r1")
+	})
+	if _, err := notOwner.c.RuleAction(context.Background(), "r1", "start"); err != nil {
+		t.Fatal(err)
+	}
+	placed = settled(t, []*node{a, b}, rules, 2, 30*time.Second)
+
 	victim, survivor := a, b
 	if placed["r0"] == b.id {
 		victim, survivor = b, a
