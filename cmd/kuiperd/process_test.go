@@ -38,11 +38,11 @@ func buildDaemon(t *testing.T) string {
 }
 
 // startDaemon runs bin on an ephemeral loopback port with its own folders
-// and waits for its banner.
-func startDaemon(t *testing.T, bin, base string) *daemon {
+// and the extra environment env, and waits for its banner.
+func startDaemon(t *testing.T, bin, base string, env ...string) *daemon {
 	t.Helper()
 	cmd := exec.Command(bin, "-etc", filepath.Join(base, "etc"), "-data", filepath.Join(base, "data"), "-log", filepath.Join(base, "log"))
-	cmd.Env = append(os.Environ(), "KUIPER__BASIC__RESTPORT=0", "KUIPER__BASIC__RESTIP=127.0.0.1", "KUIPER__BASIC__CONSOLELOG=false")
+	cmd.Env = append(append(os.Environ(), "KUIPER__BASIC__RESTPORT=0", "KUIPER__BASIC__RESTIP=127.0.0.1", "KUIPER__BASIC__CONSOLELOG=false"), env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

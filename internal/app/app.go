@@ -143,8 +143,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	logInvalidNames(cat, logger)
 	members := newMembership(cfg, store, nodeID, opts.Version, logger)
-	stopCluster := runCluster(ctx, cat, members, logger)
-	defer stopCluster()
+	placer := newPlacer(cfg, store, cat, members, logger)
 	runner, releaseRunner, err := opts.NewRunner(cfg, cat, logger)
 	if err != nil {
 		return fmt.Errorf("start engine: %w", err)
@@ -161,7 +160,12 @@ func Run(ctx context.Context, opts Options) (err error) {
 		Cleanup: func(ctx context.Context, id string) error {
 			return removeRuleData(cfg.Paths.Data, id)
 		},
+		NodeID:    nodeID,
+		Placement: placement(placer),
 	})
+	fenceCheckpoints(runner, placer, cfg)
+	stopCluster := runCluster(ctx, cat, members, mgr, placer, logger)
+	defer stopCluster()
 	var conns *connection.Registry
 	if r, ok := runner.(interface{ Connections() *connection.Registry }); ok {
 		conns = r.Connections()
@@ -253,6 +257,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 		srv.Close()
 		return err
 	}
+	stopPlacer := runPlacer(ctx, placer, mgr)
+	defer stopPlacer()
 	url := scheme + "://" + ln.Addr().String()
 	fmt.Fprintf(opts.Stdout, "Serving kuiper (version - %s), restful api on %s\n", opts.Version, url)
 	logger.Info("rest api listening", "addr", url, "catalog", catalogName(cfg), "node", nodeID)
@@ -274,6 +280,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err := mgr.Close(sctx); err != nil {
 		logger.Warn("stop rules", "err", err)
 	}
+	stopPlacer() // the rules stopped: give their leases up
 	logger.Info("stopped")
 	return nil
 }

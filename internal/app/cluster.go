@@ -11,6 +11,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/cluster"
 	"github.com/rekuiper/rekuiper/internal/config"
+	"github.com/rekuiper/rekuiper/internal/rulemgr"
 )
 
 // openCatalog opens the store basic.catalog names: the SQLite file in the
@@ -31,11 +32,14 @@ func catalogName(cfg *config.Config) string {
 	return cfg.SqlitePath()
 }
 
-// newMembership describes this node; with a shared store it beats there.
+// newMembership describes this node; with a shared store it beats there,
+// at least three times per lease time, so that a node reads as unhealthy
+// by the time its leases expire.
 func newMembership(cfg *config.Config, store catalog.Store, nodeID, version string, logger *slog.Logger) *cluster.Membership {
 	mc := cluster.Config{
 		ID: nodeID, Version: version, Logger: logger,
-		Address: net.JoinHostPort(cfg.Basic.RestIP, strconv.Itoa(cfg.Basic.RestPort)),
+		Address:   net.JoinHostPort(cfg.Basic.RestIP, strconv.Itoa(cfg.Basic.RestPort)),
+		Heartbeat: min(cluster.DefaultHeartbeat, cfg.Cluster.LeaseTime.Std()/3),
 	}
 	if b, ok := store.(cluster.Beater); ok {
 		mc.Store = b
@@ -43,17 +47,57 @@ func newMembership(cfg *config.Config, store catalog.Store, nodeID, version stri
 	return cluster.New(mc)
 }
 
+// newPlacer returns, for a shared catalog, the placer that decides which
+// rules this node runs; nil for a catalog of this node alone.
+func newPlacer(cfg *config.Config, store catalog.Store, cat *catalog.Catalog, members *cluster.Membership, logger *slog.Logger) *cluster.Placer {
+	ls, ok := store.(catalog.Leaser)
+	if !ok {
+		return nil
+	}
+	return cluster.NewPlacer(cluster.PlacerConfig{
+		Node: members.ID(), Store: ls, Members: members, LeaseTime: cfg.Cluster.LeaseTime.Std(), Logger: logger,
+		Wanted: func() []string {
+			var ids []string
+			for _, r := range cat.Rules() {
+				if r.State == catalog.RuleRunning {
+					ids = append(ids, r.ID)
+				}
+			}
+			return ids
+		},
+	})
+}
+
+// placement is placer as the rule manager's Placement: nil without one.
+func placement(placer *cluster.Placer) rulemgr.Placement {
+	if placer == nil {
+		return nil
+	}
+	return placer
+}
+
 // runCluster starts, for a shared catalog, the heartbeat and the goroutine
-// that applies other nodes' catalog writes to memory; the returned func
-// stops both and waits for them. Other nodes' rule changes are logged: the
-// rule manager does not act on them yet (rules are not placed on nodes).
-func runCluster(ctx context.Context, cat *catalog.Catalog, members *cluster.Membership, logger *slog.Logger) func() {
+// that applies other nodes' catalog writes to memory and hands their rule
+// changes to the rule manager; the returned func stops both and waits for
+// them.
+func runCluster(ctx context.Context, cat *catalog.Catalog, members *cluster.Membership, mgr *rulemgr.Manager, placer *cluster.Placer, logger *slog.Logger) func() {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { members.Run(ctx) })
 	wg.Go(func() {
 		err := cat.Follow(ctx, catalog.FollowOptions{Logger: logger, OnChange: func(ch catalog.Change) {
-			logger.Info("catalog changed on another node", "kind", ch.Kind, "key", strings.Join(ch.Key, "/"), "deleted", ch.Deleted, "version", ch.Version)
+			logger.Debug("catalog changed on another node", "kind", ch.Kind, "key", strings.Join(ch.Key, "/"), "deleted", ch.Deleted, "version", ch.Version)
+			if ch.Kind != catalog.ChangeRule {
+				return
+			}
+			if ch.Deleted {
+				mgr.AdoptDelete(ch.Key[0])
+			} else if r, err := cat.Rule(ch.Key[0]); err == nil {
+				mgr.Adopt(r)
+			}
+			if placer != nil {
+				placer.Kick()
+			}
 		}})
 		if err != nil {
 			logger.Error("following the shared catalog stopped", "err", err)
@@ -63,4 +107,38 @@ func runCluster(ctx context.Context, cat *catalog.Catalog, members *cluster.Memb
 		cancel()
 		wg.Wait()
 	}
+}
+
+// runPlacer runs placer, if any, on a context of its own: the returned
+// func, called once the rules stopped, ends it (giving up its leases) and
+// waits. It may be called more than once.
+func runPlacer(ctx context.Context, placer *cluster.Placer, mgr *rulemgr.Manager) func() {
+	if placer == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		placer.Run(ctx, mgr)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// fenceCheckpoints makes the runner's checkpoint saves check that this
+// node still holds the rule's lease.
+func fenceCheckpoints(runner rulemgr.Runner, placer *cluster.Placer, cfg *config.Config) {
+	r, ok := runner.(interface{ SetCheckpointFence(func(string) error) })
+	if placer == nil || !ok {
+		return
+	}
+	timeout := cfg.Cluster.LeaseTime.Std() / 3
+	r.SetCheckpointFence(func(id string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		return placer.Fence(ctx, id)
+	})
 }

@@ -135,6 +135,40 @@ func sqliteMigrations() []migration {
 				last_seen  INTEGER NOT NULL
 			) STRICT`,
 		},
+	}, {
+		version: 6,
+		name:    "rule start markers per node",
+		stmts: []string{
+			// Markers of a shared catalog belong to the node that wrote
+			// them; rows of before are kept with node ''.
+			`CREATE TABLE rule_starts_by_node (
+				node       TEXT NOT NULL DEFAULT '',
+				id         TEXT NOT NULL,
+				started_at INTEGER NOT NULL,
+				PRIMARY KEY (node, id)
+			) STRICT`,
+			`INSERT INTO rule_starts_by_node (node, id, started_at) SELECT '', id, started_at FROM rule_starts`,
+			`DROP TABLE rule_starts`,
+			`ALTER TABLE rule_starts_by_node RENAME TO rule_starts`,
+		},
+	}, {
+		version: 7,
+		name:    "rule leases",
+		stmts: []string{
+			// Which node runs which rule (cluster placement). Only a
+			// shared catalog uses it; the table keeps both histories equal.
+			`CREATE TABLE rule_leases (
+				rule_id    TEXT PRIMARY KEY,
+				node_id    TEXT NOT NULL,
+				token      INTEGER NOT NULL,
+				expires_at INTEGER NOT NULL,
+				state      TEXT NOT NULL DEFAULT '',
+				message    TEXT NOT NULL DEFAULT '',
+				last_start INTEGER NOT NULL DEFAULT 0,
+				last_stop  INTEGER NOT NULL DEFAULT 0
+			) STRICT`,
+			`CREATE INDEX rule_leases_by_node ON rule_leases (node_id)`,
+		},
 	}}
 }
 

@@ -8,6 +8,8 @@ import (
 
 // TestRuleStartMarkersSurviveReopen: a marker written and not cleared is
 // there after the store is reopened (as after kill -9); a cleared one is not.
+// Markers belong to their node: another node's are neither read nor
+// cleared.
 func TestRuleStartMarkersSurviveReopen(t *testing.T) {
 	forEachBackend(t, testRuleStartMarkers)
 }
@@ -22,14 +24,19 @@ func testRuleStartMarkers(t *testing.T, b backend) {
 	m := s.(RuleStartMarker)
 	at := time.UnixMilli(t0).UTC()
 	for _, id := range []string{"a", "b"} {
-		if err := m.MarkRuleStarting(ctx, id, at); err != nil {
+		if err := m.MarkRuleStarting(ctx, "n1", id, at); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := m.ClearRuleStarting(ctx, "b"); err != nil {
+	for _, id := range []string{"b", "c"} {
+		if err := m.MarkRuleStarting(ctx, "n2", id, at.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.ClearRuleStarting(ctx, "n1", "b"); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.ClearRuleStarting(ctx, "never-marked"); err != nil {
+	if err := m.ClearRuleStarting(ctx, "n1", "never-marked"); err != nil {
 		t.Fatalf("clearing an absent marker: %v", err)
 	}
 	if err := s.Close(); err != nil {
@@ -39,11 +46,18 @@ func testRuleStartMarkers(t *testing.T, b backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	marks, err := c.RuleStartMarks(ctx)
+	marks, err := c.RuleStartMarks(ctx, "n1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(marks) != 1 || !marks["a"].Equal(at) {
-		t.Fatalf("markers after reopen = %v; want only a at %v", marks, at)
+		t.Fatalf("n1's markers after reopen = %v; want only a at %v", marks, at)
+	}
+	marks, err = c.RuleStartMarks(ctx, "n2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(marks) != 2 || !marks["b"].Equal(at.Add(time.Second)) || !marks["c"].Equal(at.Add(time.Second)) {
+		t.Fatalf("n2's markers after reopen = %v; want b and c, untouched by n1", marks)
 	}
 }

@@ -42,6 +42,32 @@ func TestStoreRoundTripAndPrune(t *testing.T) {
 	}
 }
 
+// TestStoreFence: a checkpoint the fence refuses is not written; the
+// error says why and the previous checkpoint stays the latest.
+func TestStoreFence(t *testing.T) {
+	errFenced := errors.New("fenced")
+	fenced := false
+	s := &Store{Dir: t.TempDir(), Fence: func(id string) error {
+		if id != "r/1" {
+			t.Errorf("fence asked about %q", id)
+		}
+		if fenced {
+			return errFenced
+		}
+		return nil
+	}}
+	if _, err := s.Save(sample(1)); err != nil {
+		t.Fatal(err)
+	}
+	fenced = true
+	if _, err := s.Save(sample(2)); !errors.Is(err, errFenced) {
+		t.Fatalf("save while fenced: %v", err)
+	}
+	if got, err := s.Latest("r/1", "fp"); err != nil || got.ID != 1 {
+		t.Fatalf("latest after a fenced save: %v %v; want 1", got, err)
+	}
+}
+
 func TestStoreSkipsCorruptNewest(t *testing.T) {
 	s := &Store{Dir: t.TempDir()}
 	for id := uint64(1); id <= 2; id++ {

@@ -59,6 +59,12 @@ type Store struct {
 	Dir string
 	// Keep is how many complete checkpoints to keep per rule (default 2).
 	Keep int
+	// Fence, when set, is asked before each checkpoint is written whether
+	// this daemon may still commit for the rule (cluster placement: it
+	// still holds the rule's lease); an error abandons the checkpoint, so
+	// transactional sinks do not commit it either. Set it before any rule
+	// starts.
+	Fence func(ruleID string) error
 }
 
 func (s *Store) ruleDir(ruleID string) string {
@@ -69,6 +75,11 @@ func (s *Store) ruleDir(ruleID string) string {
 // checkpoints or the new one complete. Older checkpoints beyond Keep are
 // removed afterwards. It returns the size written.
 func (s *Store) Save(cp *Checkpoint) (int, error) {
+	if s.Fence != nil {
+		if err := s.Fence(cp.RuleID); err != nil {
+			return 0, fmt.Errorf("save checkpoint %d of rule %s: %w", cp.ID, cp.RuleID, err)
+		}
+	}
 	dir := s.ruleDir(cp.RuleID)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, fmt.Errorf("save checkpoint %d of rule %s: %w", cp.ID, cp.RuleID, err)

@@ -31,6 +31,9 @@ type Node struct {
 	Healthy bool `json:"healthy"`
 	// Self marks the node that answered.
 	Self bool `json:"self"`
+	// Rules lists the rules the node holds a live lease on (rule
+	// placement), by id; absent without a shared catalog.
+	Rules []string `json:"rules,omitempty"`
 }
 
 // Beater is the shared store's side of membership (catalog.PostgresStore).
@@ -110,11 +113,25 @@ func (m *Membership) Nodes(ctx context.Context) ([]Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster nodes: %w", err)
 	}
+	work := map[string][]string{}
+	if ls, ok := m.cfg.Store.(interface {
+		Leases(ctx context.Context) ([]catalog.Lease, error)
+	}); ok {
+		leases, err := ls.Leases(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("cluster nodes: %w", err)
+		}
+		for _, l := range leases {
+			if l.Live {
+				work[l.Node] = append(work[l.Node], l.Rule)
+			}
+		}
+	}
 	out := make([]Node, 0, len(beats))
 	for _, b := range beats {
 		out = append(out, Node{
 			ID: b.ID, Address: b.Address, Version: b.Version, Started: b.Started, LastSeen: b.LastSeen,
-			Healthy: b.Age <= healthyBeats*m.cfg.Heartbeat, Self: b.ID == m.cfg.ID,
+			Healthy: b.Age <= healthyBeats*m.cfg.Heartbeat, Self: b.ID == m.cfg.ID, Rules: work[b.ID],
 		})
 	}
 	return out, nil

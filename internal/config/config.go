@@ -22,6 +22,7 @@ type Config struct {
 	Portable      Portable      `yaml:"portable" json:"portable"`
 	OpenTelemetry OpenTelemetry `yaml:"openTelemetry" json:"openTelemetry"`
 	Connection    Connection    `yaml:"connection" json:"connection"`
+	Cluster       Cluster       `yaml:"cluster" json:"cluster"`
 	// Security is kept as free-form properties (TLS and decryption options);
 	// no component of the engine reads it yet.
 	Security map[string]any `yaml:"security" json:"security,omitempty"`
@@ -272,6 +273,22 @@ type Connection struct {
 	BackoffMaxElapsedDuration Duration `yaml:"backoffMaxElapsedDuration" json:"backoffMaxElapsedDuration"`
 }
 
+// Cluster is the `cluster:` section: how daemons sharing a PostgreSQL
+// catalog (basic.catalog) place rules. It has no effect on a SQLite
+// catalog.
+type Cluster struct {
+	// LeaseTime is how long a node's lease on a rule lasts without
+	// renewal: a node renews every third of it, and a rule of a node that
+	// died moves to another node once it ran out.
+	LeaseTime Duration `yaml:"leaseTime" json:"leaseTime"`
+}
+
+// MinLeaseTime and MaxLeaseTime bound cluster.leaseTime.
+const (
+	MinLeaseTime = time.Second
+	MaxLeaseTime = 10 * time.Minute
+)
+
 // Hack is the internal `hack:` section.
 type Hack struct {
 	Cold bool `yaml:"cold" json:"cold"`
@@ -349,5 +366,6 @@ func Default() *Config {
 			LocalTraceCapacity: 2048,
 		},
 		Connection: Connection{BackoffMaxElapsedDuration: Duration(3 * time.Minute)},
+		Cluster:    Cluster{LeaseTime: Duration(10 * time.Second)},
 	}
 }

@@ -226,6 +226,9 @@ func (c *Config) Validate() ([]string, error) {
 	if err := c.Basic.Catalog.validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if t := c.Cluster.LeaseTime.Std(); t < MinLeaseTime || t > MaxLeaseTime {
+		bad("cluster.leaseTime %s: must be at least %s and at most %s", c.Cluster.LeaseTime, MinLeaseTime, Duration(MaxLeaseTime))
+	}
 	errs = append(errs, c.validateSecurity()...)
 	errs = append(errs, c.Rule.validate("rule")...)
 	errs = append(errs, c.unsupported()...)

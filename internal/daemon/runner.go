@@ -44,6 +44,12 @@ type Runner struct {
 // the REST server for GET /connections).
 func (r *Runner) Connections() *connection.Registry { return r.conns }
 
+// SetCheckpointFence makes every checkpoint save ask fence first (see
+// checkpoint.Store.Fence). Call it before any rule starts.
+func (r *Runner) SetCheckpointFence(fence func(ruleID string) error) {
+	r.Checkpoints.Fence = fence
+}
+
 // ConnectorRegistry is the registry of the connector types rules may use
 // (read by the REST server's /metadata routes).
 func (r *Runner) ConnectorRegistry() *connector.Registry { return r.Registry }

@@ -50,8 +50,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	running, stopped := 0, 0
 	for _, brief := range c.rules.List() {
 		st, err := c.rules.Status(brief.ID)
-		if err != nil {
-			continue
+		if err != nil || st.Node != "" {
+			continue // gone, or another node runs it and reports it
 		}
 		v := 0.0
 		switch {

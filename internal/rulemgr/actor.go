@@ -17,19 +17,23 @@ import (
 type cmdKind int
 
 const (
-	cmdBegin    cmdKind = iota // start without persisting (create, load)
-	cmdStart                   // persist running, start
-	cmdStop                    // persist stopped, stop
-	cmdRestart                 // persist running, stop, start
-	cmdUpdate                  // replace the definition
-	cmdTags                    // change tags
-	cmdDelete                  // delete from the catalog, stop, exit
-	cmdShutdown                // stop without persisting, exit
-	evDone                     // the run generation gen ended by itself
-	evRetry                    // backoff timer of generation gen fired
-	evCronStart                // cron firing of generation gen
-	evCronEnd                  // cron run of generation gen reached its duration
-	evSettled                  // run generation gen ran StartSettle: clear its start marker
+	cmdBegin       cmdKind = iota // start without persisting (create, load)
+	cmdStart                      // persist running, start
+	cmdStop                       // persist stopped, stop
+	cmdRestart                    // persist running, stop, start
+	cmdUpdate                     // replace the definition
+	cmdTags                       // change tags
+	cmdDelete                     // delete from the catalog, stop, exit
+	cmdShutdown                   // stop without persisting, exit
+	evDone                        // the run generation gen ended by itself
+	evRetry                       // backoff timer of generation gen fired
+	evCronStart                   // cron firing of generation gen
+	evCronEnd                     // cron run of generation gen reached its duration
+	evSettled                     // run generation gen ran StartSettle: clear its start marker
+	cmdPlace                      // this node acquired the rule's lease: start if wanted
+	cmdUnplace                    // this node gives up the rule's lease: stop, keep wanted
+	cmdAdopt                      // another node changed the rule: take def and wanted state
+	cmdAdoptDelete                // another node deleted the rule: stop, clean up, exit
 )
 
 type command struct {
@@ -39,7 +43,10 @@ type command struct {
 	tags  []string
 	tagOp TagOp
 	gen   uint64
-	reply chan error
+	// wanted and loadErr: cmdAdopt's wanted state and definition error.
+	wanted  catalog.RuleState
+	loadErr error
+	reply   chan error
 }
 
 // actor is the goroutine of one rule. Fields under mu are read by Status;
@@ -206,6 +213,25 @@ func (a *actor) handle(c command) (err error, exit bool) {
 	case cmdShutdown:
 		a.halt(c.ctx, StateStopped)
 		return nil, true
+	case cmdPlace:
+		if a.wanted == catalog.RuleRunning && a.run == nil && a.state != StateScheduled && a.state != StateStarting {
+			a.resetRestarts()
+			a.begin()
+		}
+	case cmdUnplace:
+		a.halt(c.ctx, StateStopped)
+	case cmdAdopt:
+		a.adopt(c.def, c.loadErr, c.wanted)
+	case cmdAdoptDelete:
+		a.halt(c.ctx, StateStopped)
+		a.m.remove(a.id)
+		if a.m.cfg.Cleanup != nil {
+			if err := a.m.cfg.Cleanup(c.ctx, a.id); err != nil {
+				a.m.log.Warn("clean up deleted rule", "rule", a.id, "err", err)
+			}
+		}
+		a.m.log.Info("rule deleted on another node", "rule", a.id)
+		return nil, true
 	case evDone:
 		if c.gen == a.gen {
 			a.ended()
@@ -217,7 +243,7 @@ func (a *actor) handle(c command) (err error, exit bool) {
 			a.begin()
 		}
 	case evCronStart:
-		if c.gen == a.gen && a.wanted == catalog.RuleRunning {
+		if c.gen == a.gen && a.wanted == catalog.RuleRunning && a.placed() {
 			a.cronRun()
 		}
 	case evCronEnd:
@@ -245,6 +271,10 @@ func (a *actor) persist(ctx context.Context, st catalog.RuleState) error {
 
 // begin starts the rule now, or schedules it when it has a cron.
 func (a *actor) begin() {
+	if !a.placed() {
+		a.notPlaced()
+		return
+	}
 	if a.loadErr != nil {
 		a.set(func() { a.state, a.message = StateStoppedByError, a.loadErr.Error() })
 		return
@@ -391,7 +421,7 @@ func (a *actor) safeStart(ctx context.Context) (run Running, err error) {
 // the next boot leaves the rule stopped. A failed write is logged; the
 // rule starts regardless.
 func (a *actor) mark(ctx context.Context) {
-	if err := a.m.cfg.Catalog.MarkRuleStarting(ctx, a.id, a.now()); err != nil {
+	if err := a.m.cfg.Catalog.MarkRuleStarting(ctx, a.m.cfg.NodeID, a.id, a.now()); err != nil {
 		a.m.log.Warn("write rule start marker", "rule", a.id, "err", err)
 		return
 	}
@@ -402,7 +432,7 @@ func (a *actor) unmark() {
 	if !a.marked {
 		return
 	}
-	if err := a.m.cfg.Catalog.ClearRuleStarting(context.Background(), a.id); err != nil {
+	if err := a.m.cfg.Catalog.ClearRuleStarting(context.Background(), a.m.cfg.NodeID, a.id); err != nil {
 		a.m.log.Warn("clear rule start marker", "rule", a.id, "err", err)
 		return
 	}

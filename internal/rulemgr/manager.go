@@ -43,6 +43,13 @@ type Config struct {
 	// left ("fatal error: runtime: out of memory"), "" when it did not crash
 	// (a clean stop, kill -9, power loss).
 	Crashed string
+	// NodeID names this daemon; its rule start markers carry it, so that
+	// daemons sharing a catalog read only their own.
+	NodeID string
+	// Placement, when set, decides which rules run here (daemons sharing
+	// a catalog): a rule wanted running runs only while this node holds
+	// its lease. Nil: every rule wanted running runs here.
+	Placement Placement
 }
 
 // Manager runs the rules of a catalog. Each rule has one goroutine owned by
@@ -109,7 +116,7 @@ func (m *Manager) Load(ctx context.Context) error {
 	if m.closed {
 		return ErrClosed
 	}
-	marks, err := m.cfg.Catalog.RuleStartMarks(ctx)
+	marks, err := m.cfg.Catalog.RuleStartMarks(ctx, m.cfg.NodeID)
 	if err != nil {
 		return fmt.Errorf("load rules: %w", err)
 	}
@@ -142,7 +149,7 @@ func (m *Manager) Load(ctx context.Context) error {
 		}
 	}
 	for id := range marks {
-		if err := m.cfg.Catalog.ClearRuleStarting(ctx, id); err != nil {
+		if err := m.cfg.Catalog.ClearRuleStarting(ctx, m.cfg.NodeID, id); err != nil {
 			return fmt.Errorf("load rules: %w", err)
 		}
 	}
@@ -320,7 +327,7 @@ func (m *Manager) Status(id string) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	return a.status(true), nil
+	return m.overlay(a.status(true)), nil
 }
 
 // Def returns the rule's current definition.
@@ -360,7 +367,7 @@ func (m *Manager) List() []Status {
 	m.mu.Unlock()
 	out := make([]Status, 0, len(as))
 	for _, a := range as {
-		out = append(out, a.status(false))
+		out = append(out, m.overlay(a.status(false)))
 	}
 	slices.SortFunc(out, func(x, y Status) int {
 		switch {

@@ -58,6 +58,12 @@ func newEnv(t *testing.T, path string) *env {
 // ("" for no crash).
 func newEnvAfter(t *testing.T, path, crashed string) *env {
 	t.Helper()
+	return newEnvWith(t, path, func(c *rulemgr.Config) { c.Crashed = crashed })
+}
+
+// newEnvWith is newEnv with the manager's configuration changed by set.
+func newEnvWith(t *testing.T, path string, set func(*rulemgr.Config)) *env {
+	t.Helper()
 	if path == "" {
 		path = filepath.Join(t.TempDir(), "sqliteKV.db")
 	}
@@ -75,15 +81,17 @@ func newEnvAfter(t *testing.T, path, crashed string) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, path: path, store: fs, cat: cat, runner: rulemgrtest.New(), clock: clock.NewVirtual(t0)}
-	e.mgr = rulemgr.New(rulemgr.Config{
-		Catalog: cat, Runner: e.runner, Clock: e.clock, Rand: func() float64 { return 0.5 }, Crashed: crashed,
+	cfg := rulemgr.Config{
+		Catalog: cat, Runner: e.runner, Clock: e.clock, Rand: func() float64 { return 0.5 },
 		Cleanup: func(ctx context.Context, id string) error {
 			e.mu.Lock()
 			e.clean = append(e.clean, id)
 			e.mu.Unlock()
 			return nil
 		},
-	})
+	}
+	set(&cfg)
+	e.mgr = rulemgr.New(cfg)
 	if err := e.mgr.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -532,7 +540,7 @@ func TestStartMarkerClearedOnceSettled(t *testing.T) {
 	e := newEnv(t, "")
 	ctx := context.Background()
 	marks := func() map[string]time.Time {
-		m, err := e.cat.RuleStartMarks(ctx)
+		m, err := e.cat.RuleStartMarks(ctx, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -577,7 +585,7 @@ func TestStartMarkerLeftAtBootStopsTheRule(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, id := range []string{"crasher", "deleted-meanwhile"} {
-				if err := e.cat.MarkRuleStarting(ctx, id, time.UnixMilli(t0)); err != nil {
+				if err := e.cat.MarkRuleStarting(ctx, "", id, time.UnixMilli(t0)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -602,7 +610,7 @@ func TestStartMarkerLeftAtBootStopsTheRule(t *testing.T) {
 			if e2.wanted("crasher") != catalog.RuleStopped {
 				t.Fatal("crasher's wanted state is still running: the next boot would start it")
 			}
-			if m, err := e2.cat.RuleStartMarks(ctx); err != nil || len(m) != 1 || m["other"].IsZero() {
+			if m, err := e2.cat.RuleStartMarks(ctx, ""); err != nil || len(m) != 1 || m["other"].IsZero() {
 				t.Fatalf("markers after boot = %v, %v; want only other's own (still settling)", m, err)
 			}
 			if err := e2.mgr.Start(ctx, "crasher"); err != nil {

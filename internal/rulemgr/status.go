@@ -55,6 +55,10 @@ type Status struct {
 	Metrics map[string]any
 	// Restarts counts automatic restarts since the last user command.
 	Restarts int
+	// Node is the node that runs the rule when another node does (the
+	// status is then the summary it published, without metrics); empty
+	// when this node answers for it.
+	Node string
 }
 
 // backoff returns the delay before automatic restart number n (0-based):

@@ -147,7 +147,10 @@ func (s *Server) statusFields(st rulemgr.Status) ([]string, map[string]any) {
 	}
 	keys := []string{"status", "message", "lastStartTimestamp", "lastStopTimestamp", "nextStartTimestamp"}
 	if id := s.opts.Cluster.ID(); id != "" {
-		// The node that runs the rule (this one: rules are not placed yet).
+		// The node that runs the rule: another one when st says so.
+		if st.Node != "" {
+			id = st.Node
+		}
 		m["node"] = id
 		keys = append(keys, "node")
 	}
