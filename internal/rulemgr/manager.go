@@ -350,6 +350,31 @@ func (m *Manager) Topo(id string) (map[string]any, error) {
 	return run.Topo(), nil
 }
 
+// ScanTables returns at most limit rows of the scan tables a running rule
+// joins (ErrNotRunning when it is not running, ErrNoScanTable when it joins
+// none).
+func (m *Manager) ScanTables(id string, limit int) ([]TableRow, error) {
+	a, err := m.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	run := a.run
+	a.mu.Unlock()
+	if run == nil {
+		return nil, fmt.Errorf("rule %s: %w", id, ErrNotRunning)
+	}
+	st, ok := run.(ScanTabler)
+	if !ok {
+		return nil, fmt.Errorf("rule %s: %w", id, ErrNoScanTable)
+	}
+	rows, err := st.ScanTables(limit)
+	if err != nil {
+		return nil, fmt.Errorf("rule %s: %w", id, err)
+	}
+	return rows, nil
+}
+
 // List returns the status of every rule, by id, without metrics.
 func (m *Manager) List() []Status {
 	m.mu.Lock()
