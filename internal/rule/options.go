@@ -183,13 +183,10 @@ func durationBound(name string, v, bound Duration) error {
 // otherwise write the rule's keys into them (and so into every later
 // rule's defaults).
 func ParseOptions(base Options, raw map[string]any) (Options, error) {
-	o := base
 	if raw == nil {
-		return o, nil
+		return base, nil
 	}
-	o.PlanOptimizeStrategy = cloneTree(base.PlanOptimizeStrategy)
-	o.Experiment = cloneTree(base.Experiment)
-	o.CronDatetimeRange = slices.Clone(base.CronDatetimeRange)
+	o := base.detached()
 	b, err := json.Marshal(raw)
 	if err != nil {
 		return o, fmt.Errorf("encode rule options: %w", err)
@@ -198,6 +195,15 @@ func ParseOptions(base Options, raw map[string]any) (Options, error) {
 		return o, fmt.Errorf("decode rule options: %w", err)
 	}
 	return o, o.Validate()
+}
+
+// detached returns a copy of o that shares no map or list with it, to
+// decode a rule's options over.
+func (o Options) detached() Options {
+	o.PlanOptimizeStrategy = cloneTree(o.PlanOptimizeStrategy)
+	o.Experiment = cloneTree(o.Experiment)
+	o.CronDatetimeRange = slices.Clone(o.CronDatetimeRange)
+	return o
 }
 
 // cloneTree copies a JSON object and the objects and lists nested in it.

@@ -90,3 +90,19 @@ func TestParseOptionsLeavesDefaultsAlone(t *testing.T) {
 		t.Errorf("next rule inherited experiment %v", next.Experiment)
 	}
 }
+
+// TestParseDefLeavesDefaultsAlone: the same through ParseDef, the path of
+// every rule created over REST.
+func TestParseDefLeavesDefaultsAlone(t *testing.T) {
+	base := Options{Experiment: map[string]any{"useSliceTuple": false}}
+	_, err := ParseDef([]byte(`{"id":"a","sql":"SELECT * FROM s","actions":[{"log":{}}],"options":{"experiment":{"useSliceTuple":true}}}`), base)
+	if err == nil || !strings.Contains(err.Error(), "experiment") {
+		t.Fatalf("rule with experiment: err = %v, want refused naming experiment", err)
+	}
+	if base.Experiment["useSliceTuple"] != false {
+		t.Fatalf("defaults' experiment changed to %v", base.Experiment)
+	}
+	if _, err := ParseDef([]byte(`{"id":"b","sql":"SELECT * FROM s","actions":[{"log":{}}],"options":{"sendError":true}}`), base); err != nil {
+		t.Fatalf("next rule refused: %v", err)
+	}
+}
