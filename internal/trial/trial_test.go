@@ -43,6 +43,21 @@ func demoDef(id string, records int, loop bool) Def {
 	return Def{ID: id, SQL: "SELECT a FROM demo", Mock: map[string]Mock{"demo": {Data: data, Interval: float64(10), Loop: loop}}}
 }
 
+// createAndListen creates the run of d and listens to it until the test
+// ends.
+func createAndListen(t *testing.T, m *Manager, d Def) <-chan []byte {
+	t.Helper()
+	if err := m.Create(d); err != nil {
+		t.Fatal(err)
+	}
+	ch, leave, err := m.Listen(d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(leave)
+	return ch
+}
+
 // receive reads n payloads from ch, failing if ch closes first.
 func receive(t *testing.T, ch <-chan []byte, n int) []string {
 	t.Helper()
@@ -65,14 +80,7 @@ func receive(t *testing.T, ch <-chan []byte, n int) []string {
 // clock, started or not, and its listeners' channels are closed.
 func TestLifetime(t *testing.T) {
 	m, vc := newManager(t, Options{Lifetime: time.Minute})
-	if err := m.Create(demoDef("t1", 1, false)); err != nil {
-		t.Fatal(err)
-	}
-	ch, leave, err := m.Listen("t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer leave()
+	ch := createAndListen(t, m, demoDef("t1", 1, false))
 	vc.AdvanceTo(start+time.Minute.Milliseconds()-1, nil)
 	if _, _, err := m.Listen("t1"); err != nil {
 		t.Fatalf("run gone before its lifetime: %v", err)
@@ -93,14 +101,7 @@ func TestLifetime(t *testing.T) {
 // lifetime too, and its feed stops.
 func TestLifetimeOfStartedRun(t *testing.T) {
 	m, vc := newManager(t, Options{Lifetime: time.Second})
-	if err := m.Create(demoDef("t1", 2, true)); err != nil {
-		t.Fatal(err)
-	}
-	ch, leave, err := m.Listen("t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer leave()
+	ch := createAndListen(t, m, demoDef("t1", 2, true))
 	if err := m.Start("t1"); err != nil {
 		t.Fatal(err)
 	}
@@ -129,14 +130,7 @@ func TestLifetimeOfStartedRun(t *testing.T) {
 // its feed stops and only the lifetime timer is left.
 func TestMaxRecords(t *testing.T) {
 	m, vc := newManager(t, Options{MaxRecords: 5})
-	if err := m.Create(demoDef("t1", 3, true)); err != nil {
-		t.Fatal(err)
-	}
-	ch, leave, err := m.Listen("t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer leave()
+	ch := createAndListen(t, m, demoDef("t1", 3, true))
 	if err := m.Start("t1"); err != nil {
 		t.Fatal(err)
 	}
