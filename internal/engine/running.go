@@ -543,6 +543,35 @@ func connStatus(state string) int64 {
 	return -1
 }
 
+var _ rulemgr.ScanTabler = (*running)(nil)
+
+// ScanTables returns at most limit rows of the scan tables the rule's join
+// holds. The join publishes its tables at each change, so this reads them
+// without stopping the rule; each row is copied into a new map.
+func (rr *running) ScanTables(limit int) ([]rulemgr.TableRow, error) {
+	var tables []operator.TableRows
+	for _, op := range rr.built.Plan.Ops {
+		if j, ok := op.(*operator.Join); ok {
+			tables = append(tables, j.ScanTables()...)
+		}
+	}
+	if len(tables) == 0 {
+		return nil, rulemgr.ErrNoScanTable
+	}
+	out := []rulemgr.TableRow{}
+	for _, t := range tables {
+		for _, tu := range t.Rows {
+			if len(out) >= limit {
+				return out, nil
+			}
+			m := map[string]any{}
+			tu.Range("", func(name string, v any) { m[name] = v })
+			out = append(out, rulemgr.TableRow{Table: t.Table, Row: m})
+		}
+	}
+	return out, nil
+}
+
 // Topo returns the rule's graph in eKuiper's shape.
 func (rr *running) Topo() map[string]any {
 	var sources []any

@@ -3,6 +3,7 @@ package operator
 import (
 	"fmt"
 	"sort"
+	"sync/atomic"
 
 	"github.com/rekuiper/rekuiper/internal/eval"
 	"github.com/rekuiper/rekuiper/internal/row"
@@ -31,6 +32,11 @@ type Join struct {
 	Joins     []JoinSpec
 
 	tables map[string][]*row.Tuple
+	// published is tables as of its last change, for readers outside the
+	// operator's goroutine (ScanTables). Each change stores a new map; a
+	// slice once stored is never written below its length again (appends
+	// write past it, trimming copies), so readers need no lock.
+	published atomic.Pointer[map[string][]*row.Tuple]
 }
 
 func (j *Join) Name() string { return "join" }
@@ -75,6 +81,7 @@ func (j *Join) updateTable(it Item) {
 	if j.tables == nil {
 		j.tables = map[string][]*row.Tuple{}
 	}
+	defer j.publish()
 	if j.LeftTable && it.Input == j.LeftInput {
 		j.tables[j.Left] = append([]*row.Tuple(nil), it.Tuples...)
 		return
@@ -93,6 +100,41 @@ func (j *Join) updateTable(it Item) {
 		}
 		j.tables[spec.Stream] = rows
 	}
+}
+
+// publish stores a copy of the table map for ScanTables.
+func (j *Join) publish() {
+	m := make(map[string][]*row.Tuple, len(j.tables))
+	for name, rows := range j.tables {
+		m[name] = rows
+	}
+	j.published.Store(&m)
+}
+
+// ScanTables returns the rows each table side holds, in FROM and JOIN
+// order, as of the last change. It may be called from any goroutine; the
+// tuples are shared with the running rule and must not be mutated.
+func (j *Join) ScanTables() []TableRows {
+	var out []TableRows
+	var m map[string][]*row.Tuple
+	if p := j.published.Load(); p != nil {
+		m = *p
+	}
+	if j.LeftTable {
+		out = append(out, TableRows{Table: j.Left, Rows: m[j.Left]})
+	}
+	for _, spec := range j.Joins {
+		if spec.Table {
+			out = append(out, TableRows{Table: spec.Stream, Rows: m[spec.Stream]})
+		}
+	}
+	return out
+}
+
+// TableRows is the content of one scan table as a join holds it.
+type TableRows struct {
+	Table string
+	Rows  []*row.Tuple
 }
 
 func byEmitter(rows []row.Row, emitter string) []*row.Tuple {
@@ -206,5 +248,6 @@ func (j *Join) Restore(data []byte) error {
 		return fmt.Errorf("restore join: %w", err)
 	}
 	j.tables = tables
+	j.publish()
 	return nil
 }

@@ -117,6 +117,9 @@ func ParseDef(data []byte, defaults Options) (*Def, error) {
 		d.Actions = acts
 	}
 	if raw, ok := top["options"]; ok && !isNull(raw) {
+		// Decoding writes into the maps and lists of the options; detach
+		// them from the defaults shared by every rule first.
+		d.Options = d.Options.detached()
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&d.Options); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -177,12 +178,15 @@ func durationBound(name string, v, bound Duration) error {
 	return fmt.Errorf("invalid rule option %s %s: must be at most %s", name, time.Duration(v), time.Duration(bound))
 }
 
-// ParseOptions overlays a JSON options object onto base.
+// ParseOptions overlays a JSON options object onto base. base is not
+// changed: its maps and lists are copied before the overlay, which would
+// otherwise write the rule's keys into them (and so into every later
+// rule's defaults).
 func ParseOptions(base Options, raw map[string]any) (Options, error) {
-	o := base
 	if raw == nil {
-		return o, nil
+		return base, nil
 	}
+	o := base.detached()
 	b, err := json.Marshal(raw)
 	if err != nil {
 		return o, fmt.Errorf("encode rule options: %w", err)
@@ -191,4 +195,39 @@ func ParseOptions(base Options, raw map[string]any) (Options, error) {
 		return o, fmt.Errorf("decode rule options: %w", err)
 	}
 	return o, o.Validate()
+}
+
+// detached returns a copy of o that shares no map or list with it, to
+// decode a rule's options over.
+func (o Options) detached() Options {
+	o.PlanOptimizeStrategy = cloneTree(o.PlanOptimizeStrategy)
+	o.Experiment = cloneTree(o.Experiment)
+	o.CronDatetimeRange = slices.Clone(o.CronDatetimeRange)
+	return o
+}
+
+// cloneTree copies a JSON object and the objects and lists nested in it.
+func cloneTree(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = cloneValue(v)
+	}
+	return out
+}
+
+func cloneValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return cloneTree(x)
+	case []any:
+		c := make([]any, len(x))
+		for i, e := range x {
+			c[i] = cloneValue(e)
+		}
+		return c
+	}
+	return v
 }

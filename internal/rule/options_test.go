@@ -55,3 +55,54 @@ func TestOptionBounds(t *testing.T) {
 		t.Errorf("checkpointInterval of 2^63 ns in ms: err = %v, want out of range", err)
 	}
 }
+
+// TestParseOptionsLeavesDefaultsAlone: a rule's options are laid over the
+// defaults without writing into them, so one rule's experiment,
+// planOptimizeStrategy or cronDatetimeRange never reaches the next rule.
+func TestParseOptionsLeavesDefaultsAlone(t *testing.T) {
+	base := Options{
+		Experiment:           map[string]any{"useSliceTuple": false},
+		PlanOptimizeStrategy: map[string]any{"windowOption": map[string]any{"windowVersion": "v1"}},
+		CronDatetimeRange:    []DatetimeRange{{Begin: "2024-01-01 00:00:00"}},
+	}
+	got, _ := ParseOptions(base, map[string]any{
+		"experiment":           map[string]any{"useSliceTuple": true},
+		"planOptimizeStrategy": map[string]any{"windowOption": map[string]any{"windowVersion": "v2"}},
+		"cronDatetimeRange":    []any{map[string]any{"begin": "2025-01-01 00:00:00"}},
+	})
+	if got.Experiment["useSliceTuple"] != true {
+		t.Fatalf("rule's experiment not applied: %v", got.Experiment)
+	}
+	if base.Experiment["useSliceTuple"] != false {
+		t.Errorf("defaults' experiment changed to %v", base.Experiment)
+	}
+	if v := base.PlanOptimizeStrategy["windowOption"].(map[string]any)["windowVersion"]; v != "v1" {
+		t.Errorf("defaults' windowVersion changed to %v", v)
+	}
+	if base.CronDatetimeRange[0].Begin != "2024-01-01 00:00:00" {
+		t.Errorf("defaults' cronDatetimeRange changed to %v", base.CronDatetimeRange)
+	}
+	next, err := ParseOptions(base, map[string]any{"sendError": true})
+	if err != nil {
+		t.Fatalf("next rule refused: %v", err)
+	}
+	if anySet(next.Experiment) {
+		t.Errorf("next rule inherited experiment %v", next.Experiment)
+	}
+}
+
+// TestParseDefLeavesDefaultsAlone: the same through ParseDef, the path of
+// every rule created over REST.
+func TestParseDefLeavesDefaultsAlone(t *testing.T) {
+	base := Options{Experiment: map[string]any{"useSliceTuple": false}}
+	_, err := ParseDef([]byte(`{"id":"a","sql":"SELECT * FROM s","actions":[{"log":{}}],"options":{"experiment":{"useSliceTuple":true}}}`), base)
+	if err == nil || !strings.Contains(err.Error(), "experiment") {
+		t.Fatalf("rule with experiment: err = %v, want refused naming experiment", err)
+	}
+	if base.Experiment["useSliceTuple"] != false {
+		t.Fatalf("defaults' experiment changed to %v", base.Experiment)
+	}
+	if _, err := ParseDef([]byte(`{"id":"b","sql":"SELECT * FROM s","actions":[{"log":{}}],"options":{"sendError":true}}`), base); err != nil {
+		t.Fatalf("next rule refused: %v", err)
+	}
+}

@@ -344,6 +344,16 @@ func (m *Manager) Def(id string) (*rule.Def, error) {
 
 // Topo returns the topology of a running rule (ErrNotRunning otherwise).
 func (m *Manager) Topo(id string) (map[string]any, error) {
+	run, err := m.running(id)
+	if err != nil {
+		return nil, err
+	}
+	return run.Topo(), nil
+}
+
+// running returns the running instance of rule id (ErrNotRunning when
+// there is none).
+func (m *Manager) running(id string) (Running, error) {
 	a, err := m.lookup(id)
 	if err != nil {
 		return nil, err
@@ -354,7 +364,26 @@ func (m *Manager) Topo(id string) (map[string]any, error) {
 	if run == nil {
 		return nil, fmt.Errorf("rule %s: %w", id, ErrNotRunning)
 	}
-	return run.Topo(), nil
+	return run, nil
+}
+
+// ScanTables returns at most limit rows of the scan tables a running rule
+// joins (ErrNotRunning when it is not running, ErrNoScanTable when it joins
+// none).
+func (m *Manager) ScanTables(id string, limit int) ([]TableRow, error) {
+	run, err := m.running(id)
+	if err != nil {
+		return nil, err
+	}
+	st, ok := run.(ScanTabler)
+	if !ok {
+		return nil, fmt.Errorf("rule %s: %w", id, ErrNoScanTable)
+	}
+	rows, err := st.ScanTables(limit)
+	if err != nil {
+		return nil, fmt.Errorf("rule %s: %w", id, err)
+	}
+	return rows, nil
 }
 
 // List returns the status of every rule, by id, without metrics.

@@ -44,6 +44,21 @@ type Running interface {
 	Topo() map[string]any
 }
 
+// ScanTabler is implemented by running rules that can show the rows their
+// joins hold for scan tables (GET /rules/{id}/scantables).
+type ScanTabler interface {
+	// ScanTables returns at most limit rows, table by table in the order
+	// the rule joins them, as the join holds them now; ErrNoScanTable when
+	// the rule joins no scan table. It may be called from any goroutine.
+	ScanTables(limit int) ([]TableRow, error)
+}
+
+// TableRow is one row of a scan table as a running rule holds it.
+type TableRow struct {
+	Table string
+	Row   map[string]any
+}
+
 // Errors of the manager beyond the catalog's sentinels (catalog.ErrNotFound
 // for unknown rules, catalog.ErrConflict for existing ones), which the
 // manager's errors wrap where they apply.
@@ -53,6 +68,8 @@ var (
 	ErrVersion = errors.New("version is not newer than the stored version")
 	// ErrNotRunning: the operation needs a running rule.
 	ErrNotRunning = errors.New("rule is not running")
+	// ErrNoScanTable: the rule joins no scan table.
+	ErrNoScanTable = errors.New("rule joins no scan table")
 	// ErrClosed: the manager has been closed.
 	ErrClosed = errors.New("rule manager closed")
 )

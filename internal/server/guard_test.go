@@ -68,11 +68,12 @@ func TestContentType(t *testing.T) {
 		{"text/plain import", "POST", "/data/import", `{"content":"{}"}`, "text/plain", 415},
 		{"form import", "POST", "/data/import", `{"content":"{}"}`, "application/x-www-form-urlencoded", 415},
 		{"multipart stream", "POST", "/streams", streamBody, "multipart/form-data; boundary=x", 415},
-		{"no content type", "POST", "/streams", streamBody, "", 415},
 		{"bad content type", "PUT", "/rules/r", `{}`, "application/json;;", 415},
 		{"json", "POST", "/streams", streamBody, "application/json", 201},
 		{"json with charset", "PUT", "/streams/s", streamBody, "application/json; charset=utf-8", 200},
 		{"post without body", "POST", "/rules/none/start", "", "", 404},
+		{"no content type from a page", "PUT", "/streams/s", streamBody, "", 415},
+		{"no content type", "PUT", "/streams/s", streamBody, "", 200},
 		{"delete without body", "DELETE", "/streams/s", "", "", 200},
 		{"get with a body", "GET", "/streams", "x", "text/plain", 200},
 	}
@@ -81,6 +82,9 @@ func TestContentType(t *testing.T) {
 			h := map[string]string{}
 			if tt.ct != "" {
 				h["Content-Type"] = tt.ct
+			}
+			if strings.HasSuffix(tt.name, "from a page") {
+				h["Origin"] = s.url
 			}
 			resp, body := s.send(tt.method, tt.path, tt.body, h)
 			if resp.StatusCode != tt.want {

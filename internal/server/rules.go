@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -33,6 +34,7 @@ func (s *Server) ruleRoutes() {
 	s.handle("GET /v2/rules/{id}/status", s.ruleStatusV2)
 	s.handle("GET /rules/{id}/topo", s.ruleTopo)
 	s.handle("GET /rules/{id}/explain", s.explainRule)
+	s.handle("GET /rules/{id}/scantables", s.ruleScanTables)
 	s.handle("PUT /rules/{id}/tags", s.ruleTags(rulemgr.TagsReplace))
 	s.handle("PATCH /rules/{id}/tags", s.ruleTags(rulemgr.TagsAdd))
 	s.handle("DELETE /rules/{id}/tags", s.ruleTags(rulemgr.TagsRemove))
@@ -235,6 +237,32 @@ func (s *Server) ruleTopo(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, topo)
+}
+
+// scanTableRowLimit bounds the rows GET /rules/{id}/scantables returns.
+const scanTableRowLimit = 10000
+
+// ruleScanTables answers the rows a running rule's join holds for its scan
+// tables, in eKuiper's shape [{"emitter": table, "content": row}]. As in
+// eKuiper, a rule that joins no scan table, or whose tables hold no row yet,
+// gets 400.
+func (s *Server) ruleScanTables(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	rows, err := s.rules.ScanTables(id, scanTableRowLimit)
+	if errors.Is(err, rulemgr.ErrNoScanTable) {
+		return badRequest("rule %s joins no scan table", id)
+	}
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return badRequest("the scan tables of rule %s hold no rows yet", id)
+	}
+	out := make([]map[string]any, len(rows))
+	for i, row := range rows {
+		out[i] = map[string]any{"emitter": row.Table, "content": row.Row}
+	}
+	return writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) validateRule(w http.ResponseWriter, r *http.Request) error {

@@ -189,7 +189,7 @@ func TestStreams(t *testing.T) {
 		{"bad json", "POST", "/streams", `{"sql":`, 400, "decode body"},
 		{"unknown field", "POST", "/streams", `{"sql":"x","extra":1}`, 400, `unknown field \"extra\"`},
 		{"bad sql", "POST", "/streams", `{"sql":"CREATE STREAM"}`, 400, "parse sql"},
-		{"table ddl on streams", "POST", "/streams", `{"sql":"CREATE TABLE t1 () WITH (TYPE=\"memory\")"}`, 400, "CREATE STREAM"},
+		{"select on streams", "POST", "/streams", `{"sql":"SELECT * FROM s1"}`, 400, "CREATE STREAM"},
 		{"list", "GET", "/streams", "", 200, `["demo"]`},
 		{"details", "GET", "/streamdetails", "", 200, `[{"format":"json","name":"demo","type":"memory"}]`},
 		{"describe", "GET", "/streams/demo", "", 200, `"StreamFields":[{"FieldType":"bigint","Name":"a"},{"FieldType":{"Fields":[{"FieldType":"string","Name":"c"}],"Type":"struct"},"Name":"b"},{"FieldType":{"ElementType":"float","Type":"array"},"Name":"d"}]`},

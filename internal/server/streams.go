@@ -39,8 +39,9 @@ func (s *Server) streamRoutes() {
 	}
 }
 
-// parseDDL parses a {"sql": "CREATE ..."} body for kind k.
-func parseDDL(r *http.Request, k streamKind) (*ast.CreateStreamStmt, string, error) {
+// parseDDL parses a {"sql": "CREATE ..."} body for kind k; with anyKind
+// the statement may create either kind, and k is its kind.
+func parseDDL(r *http.Request, k streamKind, anyKind bool) (*ast.CreateStreamStmt, string, error) {
 	var body struct {
 		SQL string `json:"sql"`
 	}
@@ -55,6 +56,9 @@ func parseDDL(r *http.Request, k streamKind) (*ast.CreateStreamStmt, string, err
 		return nil, "", badRequest("parse sql: %v", err)
 	}
 	cs, ok := st.(*ast.CreateStreamStmt)
+	if ok && anyKind {
+		k = kindOf(cs)
+	}
 	if !ok || cs.Kind != k.ast {
 		return nil, "", badRequest("sql must be a CREATE %s statement", strings.ToUpper(string(k.kind)))
 	}
@@ -136,12 +140,23 @@ func (s *Server) streamDetails(k streamKind) handlerFunc {
 	}
 }
 
+// kindOf is the kind a CREATE statement makes.
+func kindOf(cs *ast.CreateStreamStmt) streamKind {
+	if cs.Kind == ast.KindTable {
+		return kindTable
+	}
+	return kindStream
+}
+
+// createStream creates what the statement says: as in eKuiper, POST
+// /streams may carry CREATE TABLE and POST /tables CREATE STREAM.
 func (s *Server) createStream(k streamKind) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		cs, sql, err := parseDDL(r, k)
+		cs, sql, err := parseDDL(r, k, true)
 		if err != nil {
 			return err
 		}
+		k = kindOf(cs)
 		if err := s.checkStreamFiles(cs); err != nil {
 			return err
 		}
@@ -158,7 +173,7 @@ func (s *Server) createStream(k streamKind) handlerFunc {
 func (s *Server) replaceStream(k streamKind) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		name := r.PathValue("name")
-		cs, sql, err := parseDDL(r, k)
+		cs, sql, err := parseDDL(r, k, false)
 		if err != nil {
 			return err
 		}
