@@ -1,15 +1,23 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rekuiper/rekuiper/internal/client"
 	"github.com/rekuiper/rekuiper/internal/connector/mqtt/mqtttest"
@@ -228,4 +236,102 @@ func metricEquals(st map[string]any, prefix, suffix string, n float64) bool {
 		}
 	}
 	return false
+}
+
+// TestSettingsDoWhatTheySayAtTheProcess: settings that used to be
+// accepted and ignored (Why bullet 4) act in a real kuiperd: basic.aesKey
+// with the file sink's encryption and compression, basic.ignoreCase, and
+// basic.syslog. The shipped etc/sources/file.yaml is covered by the
+// qualification smoke test (TestShippedConfigSmoke).
+func TestSettingsDoWhatTheySayAtTheProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs kuiperd")
+	}
+	syslog, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syslog.Close()
+	key := []byte("0123456789abcdef")
+	bin, base := buildDaemon(t), t.TempDir()
+	writeEtc(t, base, "kuiper.yaml", fmt.Sprintf(`basic:
+  aesKey: %s
+  ignoreCase: true
+  syslog:
+    enable: true
+    network: udp
+    address: %s
+    level: info
+    tag: rekuiper-why
+`, base64.StdEncoding.EncodeToString(key), syslog.LocalAddr()))
+	writeEtc(t, base, "sources/simulator.yaml", "mixed:\n  interval: 20ms\n  data:\n    - {\"Temp\": 21}\n")
+	d := startDaemon(t, bin, base)
+	ctx := context.Background()
+	if _, err := d.c.CreateStream(ctx, client.Stream, `CREATE STREAM sim () WITH (TYPE="simulator", CONF_KEY="mixed", DATASOURCE="sim")`); err != nil {
+		t.Fatal(err)
+	}
+	sealed := `{"id":"sealed","sql":"SELECT temp FROM sim","actions":[{"file":{"path":"sealed.out","compression":"gzip","encryption":"aes"}}]}`
+	if _, err := d.c.CreateRule(ctx, []byte(sealed)); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, d, "sealed", func(st map[string]any) bool { return st["status"] == "running" && sinkRecordsIn(t, st) >= 3 })
+	if _, err := d.c.RuleAction(ctx, "sealed", "stop"); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, d, "sealed", func(st map[string]any) bool { return st["status"] == "stopped" })
+
+	t.Run("file sink encryption and compression, ignoreCase", func(t *testing.T) {
+		b, err := os.ReadFile(filepath.Join(base, "data", "sealed.out"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) <= aes.BlockSize || bytes.Contains(b, []byte("temp")) {
+			t.Fatalf("file of %d bytes is not encrypted: %q", len(b), b)
+		}
+		block, err := aes.NewCipher(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain := make([]byte, len(b)-aes.BlockSize)
+		cipher.NewCFBDecrypter(block, b[:aes.BlockSize]).XORKeyStream(plain, b[aes.BlockSize:])
+		zr, err := gzip.NewReader(bytes.NewReader(plain))
+		if err != nil {
+			t.Fatalf("decrypted file is not gzip: %v", err)
+		}
+		text, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(text)), "\n")
+		if len(lines) < 3 {
+			t.Fatalf("file holds %q; want at least 3 records", text)
+		}
+		for _, l := range lines {
+			if l != `{"temp":21}` && l != `[{"temp":21}]` {
+				t.Fatalf("record %q; want temp read from the field Temp (ignoreCase)", l)
+			}
+		}
+	})
+
+	t.Run("syslog", func(t *testing.T) {
+		// Bounds a hung test only: the daemon has logged at info since its start.
+		if err := syslog.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 64<<10)
+		for {
+			n, _, err := syslog.ReadFrom(buf)
+			if err != nil {
+				t.Fatalf("no syslog record with the tag: %v", err)
+			}
+			if strings.Contains(string(buf[:n]), "rekuiper-why") {
+				break
+			}
+		}
+	})
+
+	if _, err := d.c.RuleAction(ctx, "sealed", "start"); err != nil {
+		t.Fatal(err)
+	}
+	restartAndWaitRunning(t, d, bin, base, "sealed")
 }
