@@ -40,6 +40,23 @@ func newPanicManager(t *testing.T, clk clock.Clock) *Manager {
 	return m
 }
 
+// startListened creates run d, listens to it and starts it.
+func startListened(t *testing.T, m *Manager, d Def) <-chan []byte {
+	t.Helper()
+	if err := m.Create(d); err != nil {
+		t.Fatal(err)
+	}
+	ch, leave, err := m.Listen(d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(leave)
+	if err := m.Start(d.ID); err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
 // drain reads the run's results until the run ends and returns them.
 func drain(t *testing.T, ch <-chan []byte) []string {
 	t.Helper()
@@ -64,18 +81,7 @@ func TestRulePanicEndsTheRun(t *testing.T) {
 	mock := map[string]Mock{"s": {Data: []json.RawMessage{json.RawMessage(`{"a":1}`)}, Interval: "1ms"}}
 	t.Run("operator", func(t *testing.T) {
 		m := newPanicManager(t, clock.Wall{})
-		if err := m.Create(Def{ID: "op", SQL: "SELECT boom(a) AS b FROM s", Mock: mock}); err != nil {
-			t.Fatal(err)
-		}
-		ch, leave, err := m.Listen("op")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer leave()
-		if err := m.Start("op"); err != nil {
-			t.Fatal(err)
-		}
-		got := drain(t, ch)
+		got := drain(t, startListened(t, m, Def{ID: "op", SQL: "SELECT boom(a) AS b FROM s", Mock: mock}))
 		if len(got) == 0 || !strings.Contains(got[len(got)-1], "panic: operator project: function bug") {
 			t.Fatalf("results %v; want the operator's panic last", got)
 		}
@@ -83,17 +89,7 @@ func TestRulePanicEndsTheRun(t *testing.T) {
 	t.Run("mock feed", func(t *testing.T) {
 		v := clock.NewVirtual(0)
 		m := newPanicManager(t, v)
-		if err := m.Create(Def{ID: "feed", SQL: "SELECT a FROM s", Mock: mock}); err != nil {
-			t.Fatal(err)
-		}
-		ch, leave, err := m.Listen("feed")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer leave()
-		if err := m.Start("feed"); err != nil {
-			t.Fatal(err)
-		}
+		ch := startListened(t, m, Def{ID: "feed", SQL: "SELECT a FROM s", Mock: mock})
 		r, err := m.get("feed")
 		if err != nil {
 			t.Fatal(err)
