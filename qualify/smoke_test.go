@@ -50,7 +50,7 @@ func TestShippedConfigSmoke(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	ports := make([]int, 3)
+	ports := make([]int, 2)
 	for i := range ports {
 		if ports[i], err = procs.FreePort(); err != nil {
 			t.Fatal(err)
@@ -63,8 +63,7 @@ func TestShippedConfigSmoke(t *testing.T) {
 	}
 	d.Env = []string{
 		"KUIPER__SOURCE__HTTPSERVERPORT=" + strconv.Itoa(pushPort),
-		"KUIPER__BASIC__PORT=" + strconv.Itoa(ports[1]),
-		"KUIPER__BASIC__PPROFPORT=" + strconv.Itoa(ports[2]),
+		"KUIPER__BASIC__PPROFPORT=" + strconv.Itoa(ports[1]),
 		"MQTT_SOURCE__DEFAULT__SERVER=" + br.URL(),
 		"HTTPPULL__DEFAULT__URL=" + srv.URL,
 		"HTTPPULL__DEFAULT__INTERVAL=200",

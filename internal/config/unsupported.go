@@ -21,6 +21,8 @@ func (c *Config) unsupported() []error {
 	if b.RotateCount == 0 && b.MaxAge > 0 && b.FileLog {
 		errs = append(errs, fmt.Errorf("basic.maxAge %d: not supported (rotated logs are kept by count, not age); set basic.rotateCount above 0", b.MaxAge))
 	}
+	check("basic.ip", b.IP, db.IP, "there is no CLI server: the kuiper CLI uses the REST API at basic.restIp")
+	check("basic.port", b.Port, db.Port, "there is no CLI server: the kuiper CLI uses the REST API at basic.restPort")
 	check("basic.enableOpenZiti", b.EnableOpenZiti, db.EnableOpenZiti, "no OpenZiti transport")
 	check("basic.resourceProfileConfig.enable", b.ResourceProfileConfig.Enable, db.ResourceProfileConfig.Enable, "no CPU profile per rule; use pprof")
 	check("basic.metricsDumpConfig.enable", b.MetricsDumpConfig.Enable, db.MetricsDumpConfig.Enable, "no metrics dump; scrape /metrics")
@@ -48,6 +50,8 @@ func (c *Config) unsupported() []error {
 	check("rule.experiment.useSliceTuple", r.Experiment.UseSliceTuple, dr.Experiment.UseSliceTuple, "typed streams already decode into slots")
 	check("portable", c.Portable, d.Portable, "no portable plugin runtime")
 	check("openTelemetry.enableLocalStorage", c.OpenTelemetry.EnableLocalStorage, d.OpenTelemetry.EnableLocalStorage, "traces are kept in memory only, the last localTraceCapacity of them")
+	check("connection.backoffMaxElapsedDuration", c.Connection.BackoffMaxElapsedDuration, d.Connection.BackoffMaxElapsedDuration,
+		"connections retry with capped backoff until their rules stop; they never give up")
 	check("hack.cold", c.Hack.Cold, d.Hack.Cold, "internal eKuiper switch")
 	return errs
 }

@@ -19,6 +19,9 @@ func TestUnsupportedSettingsRefused(t *testing.T) {
 		{"portable:\n  pythonBin: python3\n", "portable"},
 		{"openTelemetry:\n  enableLocalStorage: true\n", "openTelemetry.enableLocalStorage"},
 		{"basic:\n  aesKey: notbase64!\n", "basic.aesKey"},
+		{"basic:\n  ip: 127.0.0.1\n", `basic.ip "127.0.0.1": not supported (there is no CLI server`},
+		{"basic:\n  port: 20500\n", "basic.port 20500: not supported (there is no CLI server"},
+		{"connection:\n  backoffMaxElapsedDuration: 1m\n", "connection.backoffMaxElapsedDuration 1m0s: not supported"},
 	} {
 		t.Run(c.key, func(t *testing.T) {
 			_, err := Load(LoadOptions{BaseDir: writeConfig(t, c.yaml)})
@@ -33,6 +36,7 @@ func TestUnsupportedSettingsRefused(t *testing.T) {
 		"rule:\n  planOptimizeStrategy:\n    optimizeControl:\n      disableOptimizeRules: []\n",
 		"rule:\n  planOptimizeStrategy:\n    enableIncrementalWindow: true\n    windowOption:\n      windowVersion: v2\n",
 		"basic:\n  aesKey: MDEyMzQ1Njc4OWFiY2RlZg==\n",
+		"basic:\n  ip: 0.0.0.0\n  port: 20498\nconnection:\n  backoffMaxElapsedDuration: 3m\n",
 	} {
 		if _, err := Load(LoadOptions{BaseDir: writeConfig(t, ok)}); err != nil {
 			t.Errorf("load %q: %v", ok, err)

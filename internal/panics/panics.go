@@ -42,13 +42,30 @@ func Is(err error) bool {
 
 // Catch recovers a panic and hands it to report as an *Error. Use it only
 // as a deferred call: defer panics.Catch("sink mqtt", onPanic). It does
-// nothing when the goroutine is not panicking.
+// nothing when the goroutine is not panicking. A panic raised by Rethrow
+// is reported as it was first recovered (where and stack of its origin).
 func Catch(where string, report func(*Error)) {
 	v := recover()
 	if v == nil {
 		return
 	}
+	if e, ok := v.(*Error); ok {
+		report(e)
+		return
+	}
 	report(&Error{Where: where, Value: v, Stack: debug.Stack()})
+}
+
+// Rethrow panics with the recovered panic that err is or wraps, if any.
+// A connector that recovers a panic on a goroutine of its own (a timer, a
+// client library's callback) returns it from its next call; the rule
+// goroutine that made the call rethrows it, so that the rule stops with
+// it as if the panic had happened there.
+func Rethrow(err error) {
+	var pe *Error
+	if errors.As(err, &pe) {
+		panic(pe)
+	}
 }
 
 // Go runs f on a new goroutine whose panic, if any, goes to report.

@@ -2,6 +2,7 @@ package panics
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -37,4 +38,17 @@ func TestGoReports(t *testing.T) {
 	if e := <-got; e.Error() != "panic: sink x: boom" {
 		t.Errorf("error %q", e)
 	}
+}
+
+func TestRethrowKeepsTheOrigin(t *testing.T) {
+	origin := Call("memory table follow", func() { panic("boom") })
+	wrapped := fmt.Errorf("lookup table t: %w", origin)
+	got := Call("operator lookup", func() { Rethrow(wrapped) })
+	if got != origin {
+		t.Fatalf("rethrown panic reported as %v; want the original %v", got, origin)
+	}
+	if Call("operator lookup", func() { Rethrow(errors.New("plain")) }) != nil {
+		t.Error("Rethrow panicked for an error that is not a recovered panic")
+	}
+	Rethrow(nil)
 }

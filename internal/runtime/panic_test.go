@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -60,7 +61,7 @@ func (s *collectSink) count() int {
 // runPanicking sends more items than every buffer holds through a rule
 // whose operator or sink panics, then stops it: the panic is reported once
 // and nothing blocks (Send and Stop return).
-func runPanicking(t *testing.T, op *passOp, sink *collectSink) *panics.Error {
+func runPanicking(t *testing.T, op operator.Operator, sink Sink) *panics.Error {
 	t.Helper()
 	var mu sync.Mutex
 	var got []*panics.Error
@@ -109,4 +110,41 @@ func TestSinkPanicIsReportedAndContained(t *testing.T) {
 	if n := sink.count(); n != 2 {
 		t.Errorf("sink called %d times; want 2 (nothing after its panic)", n)
 	}
+}
+
+// failOp returns err for every data item.
+type failOp struct{ err error }
+
+func (o *failOp) Name() string { return "lookup" }
+
+func (o *failOp) Process(_ *operator.Context, it operator.Item, emit operator.Emit) error {
+	if it.Kind != operator.Data {
+		return nil
+	}
+	return o.err
+}
+
+// failSink returns err for every delivery.
+type failSink struct{ err error }
+
+func (s *failSink) Name() string                                    { return "sql" }
+func (s *failSink) Collect(context.Context, []map[string]any) error { return s.err }
+
+// TestPanicsReturnedByConnectorsStopTheRule: a lookup source or a sink
+// that recovered a panic on a goroutine of its own (a follower, a linger
+// timer) returns it; the rule stops with that panic, origin and stack
+// kept, as if it had panicked on the rule's goroutine.
+func TestPanicsReturnedByConnectorsStopTheRule(t *testing.T) {
+	origin := panics.Call("memory table follow", func() { panic("bad row") })
+	wrapped := fmt.Errorf("lookup table t: %w", origin)
+	t.Run("operator", func(t *testing.T) {
+		if e := runPanicking(t, &failOp{err: wrapped}, &collectSink{}); e != origin {
+			t.Errorf("rule stopped with %v; want the source's panic %v", e, origin)
+		}
+	})
+	t.Run("sink", func(t *testing.T) {
+		if e := runPanicking(t, &passOp{}, &failSink{err: wrapped}); e != origin {
+			t.Errorf("rule stopped with %v; want the sink's panic %v", e, origin)
+		}
+	})
 }

@@ -290,12 +290,16 @@ func (r *Rule) runOps(started chan<- struct{}) {
 // then on items are discarded).
 func (r *Rule) opLoop(al *aligner) (stopped bool) {
 	defer panics.Catch("", func(e *panics.Error) {
-		e.Where = "operator"
+		// A panic rethrown from a connector's goroutine keeps its origin.
+		where := "rule output"
 		if r.curOp < len(r.cfg.Ops) {
-			e.Where += " " + r.cfg.Ops[r.curOp].Name()
+			where = "operator " + r.cfg.Ops[r.curOp].Name()
+		}
+		if e.Where == "" {
+			e.Where = where
+		}
+		if r.curOp < len(r.cfg.Ops) {
 			r.OpMetrics[r.curOp].RecordException(e.Error(), r.nowMS())
-		} else {
-			e.Where = "rule output"
 		}
 		r.opsFailed = true
 		r.cfg.Tracker.Done()
@@ -467,6 +471,7 @@ func (r *Rule) run(ctxs []*operator.Context, i int, it operator.Item, emit opera
 	m.ProcessLatency.Store(time.Since(start).Microseconds())
 	m.LastInvocation.Store(r.nowMS())
 	if err != nil {
+		panics.Rethrow(err) // a panic a lookup source recovered on its own goroutine
 		m.RecordException(err.Error(), r.nowMS())
 		if !operator.IsReported(err) && r.cfg.SendError {
 			r.toSinks(operator.Item{Kind: operator.Error, Err: err})
@@ -545,6 +550,7 @@ func (r *Rule) sinkLoop(i int, failed *bool) (closed bool) {
 			span = r.sinkSpan(i, it)
 		}
 		if err := sink.Collect(context.Background(), rows); err != nil {
+			panics.Rethrow(err) // a panic the sink recovered on its own goroutine
 			m.RecordException(err.Error(), r.nowMS())
 			span.Fail(err)
 		} else {
@@ -564,11 +570,13 @@ func (r *Rule) sinkLoop(i int, failed *bool) (closed bool) {
 func (r *Rule) sinkBarrier(i int, id uint64) {
 	if p, ok := r.cfg.Sinks[i].(PreCommitter); ok {
 		if err := p.PreCommit(context.Background(), id); err != nil {
+			panics.Rethrow(err)
 			r.SinkMetrics[i].RecordException(fmt.Sprintf("pre-commit for checkpoint %d: %v", id, err), r.nowMS())
 			return
 		}
 	} else if f, ok := r.cfg.Sinks[i].(Flusher); ok {
 		if err := f.Flush(context.Background()); err != nil {
+			panics.Rethrow(err)
 			r.SinkMetrics[i].RecordException(fmt.Sprintf("flush for checkpoint %d: %v", id, err), r.nowMS())
 			return
 		}

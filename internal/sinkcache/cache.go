@@ -514,6 +514,7 @@ func (c *Cache) scheduleSync() {
 }
 
 func (c *Cache) periodicSync() {
+	defer panics.Catch("sink cache sync", c.panicked) // the timer's goroutine
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.syncTimer = nil

@@ -145,6 +145,7 @@ func (c *Cache) replayOne(ctx context.Context) (bool, error) {
 		target = c.alt
 	}
 	err = target.Write(ctx, out)
+	panics.Rethrow(err) // the sink recovered a panic of its own goroutine
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/panics"
 	"github.com/rekuiper/rekuiper/internal/value"
 )
 
@@ -95,6 +96,10 @@ type Log struct {
 	// once their batch is written (and synced per policy).
 	acks     []func()
 	ackTimer clock.Timer
+	// failed is a panic of the ack timer's flush (in an upstream
+	// acknowledgement, say); Read returns it from then on, which stops the
+	// source's rules with it.
+	failed *panics.Error
 
 	// enc is the record buffer append reuses; meta and metaEnc cache the
 	// encoding of the last metadata map (push sources hand the same
@@ -210,6 +215,10 @@ func (l *Log) dropPending() {
 // AckDelay or maxBatch records later, or at the next Sync.
 func (l *Log) Read(ctx context.Context) (*api.Message, error) {
 	l.mu.Lock()
+	if l.failed != nil {
+		l.mu.Unlock()
+		return nil, l.failed
+	}
 	if l.read < l.next {
 		msg, err := l.readLogged()
 		l.mu.Unlock()
@@ -272,6 +281,11 @@ func (l *Log) Sync() error {
 }
 
 func (l *Log) flushTimer() {
+	defer panics.Catch("source log flush", func(e *panics.Error) {
+		l.mu.Lock()
+		l.failed = e
+		l.mu.Unlock()
+	})
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.ackTimer = nil

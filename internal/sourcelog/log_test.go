@@ -3,6 +3,7 @@ package sourcelog
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rekuiper/rekuiper/api"
+	"github.com/rekuiper/rekuiper/internal/panics"
 )
 
 // pushSource is a fake push source: it returns queued payloads and records
@@ -312,5 +314,37 @@ func TestOffsetEncodingMatchesJSON(t *testing.T) {
 		if back, err := ParseOffset(got); err != nil || back != i {
 			t.Fatalf("ParseOffset(%s) = %d, %v", got, back, err)
 		}
+	}
+}
+
+// TestAckFlushPanic: a panic while the ack timer flushes a batch (here in
+// the upstream acknowledgement) does not end the process: the next Read
+// returns it, and the engine stops the source's rules with it.
+func TestAckFlushPanic(t *testing.T) {
+	src := &listSource{msgs: []*api.Message{{Payload: []byte(`{"a":1}`), Ack: func() { panic("ack bug") }}}}
+	l, err := Open(src, t.TempDir(), Options{AckDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(context.Background())
+	if got := readN(t, l, 1); got[0] != `{"a":1}` {
+		t.Fatalf("read %v", got)
+	}
+	// A Read waiting for the source when the flush panics returns with
+	// the source's next record; the Read after it returns the panic.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		_, err = l.Read(ctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Read never returned the flush's panic")
+		}
+	}
+	if !panics.Is(err) || err.Error() != "panic: source log flush: ack bug" {
+		t.Fatalf("read after the flush panicked: %v; want the panic", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/format"
 	"github.com/rekuiper/rekuiper/internal/operator"
 	"github.com/rekuiper/rekuiper/internal/output"
+	"github.com/rekuiper/rekuiper/internal/panics"
 	"github.com/rekuiper/rekuiper/internal/row"
 	"github.com/rekuiper/rekuiper/internal/runtime"
 )
@@ -25,6 +27,7 @@ type Run struct {
 	maxRecords int
 	expiry     clock.Timer
 	done       chan struct{} // closed by stop
+	logger     *slog.Logger
 
 	mu        sync.Mutex
 	started   bool
@@ -101,6 +104,10 @@ func (r *Run) schedule(f *feed, d time.Duration) {
 // sendNext sends f's next record and arms the one after it: one timer at a
 // time per feed, so a feed's records go in order.
 func (r *Run) sendNext(f *feed) {
+	defer panics.Catch("rule test "+r.id+" mockSource "+f.name, func(e *panics.Error) { // a timer's goroutine
+		r.logger.Error("rule test feed panicked", "rule", r.id, "err", e.Error(), "stack", string(e.Stack))
+		r.panicked(e)
+	})
 	r.mu.Lock()
 	if r.stopped || r.fed >= r.maxRecords || f.next >= len(f.data) {
 		r.mu.Unlock()
@@ -149,6 +156,18 @@ func (r *Run) send(f *feed, tuples []*row.Tuple) {
 		t.Emitter, t.Timestamp = f.name, now
 	}
 	r.rule.Send(operator.Item{Kind: operator.Data, Input: f.port, Tuples: tuples})
+}
+
+// panicked ends the run after a panic of its rule (logged by the
+// runtime) or of a feed: the listeners receive the error as a result, as
+// with sendError, then see the run end. The process goes on.
+func (r *Run) panicked(e *panics.Error) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = r.sink.Collect(ctx, []map[string]any{{"error": e.Error()}})
+		r.stop()
+	}()
 }
 
 // stop ends the run: no more records, the rule stopped, the listeners'

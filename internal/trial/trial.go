@@ -246,11 +246,11 @@ func (m *Manager) build(d Def) (*Run, error) {
 		return nil, err
 	}
 	opts.SendError = true
-	r := &Run{id: d.ID, clock: m.opts.Clock, maxRecords: m.opts.MaxRecords, done: make(chan struct{})}
+	r := &Run{id: d.ID, clock: m.opts.Clock, maxRecords: m.opts.MaxRecords, done: make(chan struct{}), logger: m.opts.Logger}
 	r.sink = &sink{run: r, shaper: shaper}
 	built, err := engine.Build(engine.Spec{
 		ID: "$$test_" + d.ID, SQL: d.SQL, Options: opts, Defs: defs, Funcs: m.opts.Funcs,
-		Clock: m.opts.Clock, Sinks: []runtime.Sink{r.sink}, Logger: m.opts.Logger,
+		Clock: m.opts.Clock, Sinks: []runtime.Sink{r.sink}, Logger: m.opts.Logger, OnPanic: r.panicked,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/membus"
+	"github.com/rekuiper/rekuiper/internal/panics"
 	"github.com/rekuiper/rekuiper/internal/value"
 )
 
@@ -31,6 +32,13 @@ type Table struct {
 
 	sub  *membus.Subscription
 	done chan struct{}
+	// failed is the panic that ended the update goroutine; every Lookup
+	// returns it from then on, so that the rules joining the table stop
+	// (the runtime rethrows it) instead of joining stale rows.
+	failed *panics.Error
+
+	// apply applies one update: update, or a test's replacement.
+	apply func(membus.Message)
 }
 
 var _ connector.LookupSource = (*Table)(nil)
@@ -44,13 +52,15 @@ func NewLookup(props map[string]any, deps connector.Deps) (connector.LookupSourc
 	if err := membus.ValidFilter(filter); err != nil {
 		return nil, err
 	}
-	return &Table{
+	t := &Table{
 		bus:    deps.Memory,
 		filter: filter,
 		key:    connector.Get[string](props, "key"),
 		buffer: int(connector.Get[int64](props, "bufferLength")),
 		rows:   map[string]map[string]any{},
-	}, nil
+	}
+	t.apply = t.update
+	return t, nil
 }
 
 // Connect subscribes and starts applying updates.
@@ -70,26 +80,37 @@ func (t *Table) Connect(context.Context) error {
 
 func (t *Table) follow(sub *membus.Subscription, done chan struct{}) {
 	defer close(done)
+	defer panics.Catch("memory table "+t.filter+" update", func(e *panics.Error) {
+		sub.Close() // publishers to the topic must not wait for it
+		t.mu.Lock()
+		t.failed = e
+		t.mu.Unlock()
+	})
 	for {
 		m, err := sub.Receive(context.Background())
 		if err != nil {
 			return
 		}
-		k := m.Key
-		if k == nil {
-			k = m.Data[t.key]
-		}
-		if k == nil {
-			continue
-		}
-		ks := keyString(k)
-		t.mu.Lock()
-		if m.Rowkind == "delete" {
-			delete(t.rows, ks)
-		} else {
-			t.rows[ks] = maps.Clone(m.Data)
-		}
-		t.mu.Unlock()
+		t.apply(m)
+	}
+}
+
+// update applies one published row to the table.
+func (t *Table) update(m membus.Message) {
+	k := m.Key
+	if k == nil {
+		k = m.Data[t.key]
+	}
+	if k == nil {
+		return
+	}
+	ks := keyString(k)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if m.Rowkind == "delete" {
+		delete(t.rows, ks)
+	} else {
+		t.rows[ks] = maps.Clone(m.Data)
 	}
 }
 
@@ -99,6 +120,9 @@ func (t *Table) follow(sub *membus.Subscription, done chan struct{}) {
 func (t *Table) Lookup(_ context.Context, keys map[string]any) ([]map[string]any, error) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
+	if t.failed != nil {
+		return nil, t.failed
+	}
 	if len(keys) == 1 {
 		if k, ok := keys[t.key]; ok {
 			if row, ok := t.rows[keyString(k)]; ok {

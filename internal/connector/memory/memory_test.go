@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/membus"
+	"github.com/rekuiper/rekuiper/internal/panics"
 )
 
 func setup(t *testing.T) (*connector.Registry, connector.Deps) {
@@ -254,4 +256,55 @@ func TestLookup(t *testing.T) {
 			t.Fatalf("subscribers = %d", n)
 		}
 	})
+}
+
+// TestLookupUpdatePanic: a panic while the table applies an update ends
+// its update goroutine, not the process; every later Lookup returns the
+// panic (the runtime stops the joining rules with it) and publishers to
+// the topic do not block on the dead table.
+func TestLookupUpdatePanic(t *testing.T) {
+	r, deps := setup(t)
+	ctx := context.Background()
+	src, err := r.NewLookup(Type, map[string]any{"datasource": "tbl/#", "key": "id", "bufferLength": int64(1)}, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := src.(*Table)
+	tbl.apply = func(m membus.Message) {
+		if m.Data["id"] == int64(2) {
+			panic("update bug")
+		}
+		tbl.update(m)
+	}
+	if err := tbl.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Close(ctx)
+	sink, err := r.NewSink(Type, map[string]any{"topic": "tbl/x"}, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// More rows than the table's buffer: the writes would block if the
+	// dead table kept its subscription.
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for i := range 10 {
+		if err := sink.Write(wctx, &api.SinkMessage{Rows: []map[string]any{{"id": int64(i + 1)}}}); err != nil {
+			t.Fatalf("write %d: %v", i+1, err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := tbl.Lookup(ctx, map[string]any{"id": int64(1)})
+		if err != nil {
+			if !panics.Is(err) || !strings.Contains(err.Error(), "panic: memory table tbl/# update: update bug") {
+				t.Fatalf("lookup error %v; want the update goroutine's panic", err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("lookup never reported the update goroutine's panic")
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/rekuiper/rekuiper/internal/panics"
 )
 
 // bufConn cuts the system calls of a client that reads and writes one small
@@ -108,6 +110,10 @@ func (b *bufConn) SetDeadline(t time.Time) error { return b.Conn.SetReadDeadline
 
 func (b *bufConn) flusher() {
 	defer close(b.done)
+	// A panic while writing (in a TLS or proxy layer under the
+	// connection) fails the connection like a write error: the reader
+	// sees it closed, the connection reconnects; the process goes on.
+	defer panics.Catch("mqtt write", func(e *panics.Error) { b.fail(e) })
 	var out []byte
 	for {
 		b.mu.Lock()
@@ -130,15 +136,7 @@ func (b *bufConn) flusher() {
 		}
 		_, err := b.Conn.Write(out)
 		if err != nil {
-			b.mu.Lock()
-			if b.err == nil {
-				b.err = err
-			}
-			b.pending = nil
-			b.cond.Broadcast()
-			b.mu.Unlock()
-			// Unblock the reader too: the connection is unusable.
-			_ = b.Conn.Close()
+			b.fail(err)
 			return
 		}
 		if closing {
@@ -150,6 +148,20 @@ func (b *bufConn) flusher() {
 			}
 		}
 	}
+}
+
+// fail makes err the connection's write error, drops what is pending and
+// closes the connection, which unblocks the reader too: the connection is
+// unusable.
+func (b *bufConn) fail(err error) {
+	b.mu.Lock()
+	if b.err == nil {
+		b.err = err
+	}
+	b.pending = nil
+	b.cond.Broadcast()
+	b.mu.Unlock()
+	_ = b.Conn.Close()
 }
 
 // Close flushes pending bytes (bounded by the write timeout) and closes the

@@ -8,6 +8,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/rekuiper/rekuiper/internal/panics"
 )
 
 func tcpPair(t *testing.T) (client, server net.Conn) {
@@ -175,5 +177,35 @@ func TestPacedReaderSpacesReads(t *testing.T) {
 	}
 	if waited := time.Since(start); waited < 30*time.Millisecond {
 		t.Fatalf("second read after %s, before the pace", waited)
+	}
+}
+
+// panicConn is a connection whose writes panic (a bug in a layer under
+// the MQTT client, such as TLS).
+type panicConn struct{ net.Conn }
+
+func (panicConn) Write([]byte) (int, error) { panic("tls layer bug") }
+
+// TestBufConnFlusherPanic: a panic on the flusher goroutine fails the
+// connection like a write error (later writes return it, the reader sees
+// the connection closed) instead of ending the process.
+func TestBufConnFlusherPanic(t *testing.T) {
+	c, _ := tcpPair(t)
+	b := newBufConn(panicConn{c}, time.Second, 0)
+	defer b.Close()
+	if _, err := b.Write([]byte("connect")); err != nil {
+		t.Fatalf("first write is buffered: %v", err)
+	}
+	select {
+	case <-b.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the flusher did not end after its panic")
+	}
+	_, err := b.Write([]byte("publish"))
+	if !panics.Is(err) || err.Error() != "panic: mqtt write: tls layer bug" {
+		t.Fatalf("write after the panic: %v; want the flusher's panic", err)
+	}
+	if _, err := b.Read(make([]byte, 1)); err == nil {
+		t.Fatal("read succeeded on a connection whose flusher panicked")
 	}
 }

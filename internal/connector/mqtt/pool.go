@@ -18,6 +18,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
+	"github.com/rekuiper/rekuiper/internal/panics"
 )
 
 // Connection states reported by Status.
@@ -45,6 +46,8 @@ type Pool struct {
 	minBackoff, maxBackoff time.Duration
 	connectTimeout         time.Duration
 	bufferLength           int
+	// wrapTransport, when set, wraps every transport (tests inject faults).
+	wrapTransport func(transport) transport
 }
 
 // NewPool returns an empty pool. Reconnect backoff runs on c.
@@ -340,23 +343,63 @@ func (c *conn) shutdown() {
 }
 
 func (c *conn) newTransport() transport {
+	var tr transport
 	if c.cfg.version == 5 {
 		t := newV5(c.cfg, c.clientID, c.sess, c.dispatch, c.pool.connectTimeout)
 		t.flush = c.flush
-		return t
+		tr = t
+	} else {
+		t := newV3(c.cfg, c.clientID, c.dispatch, c.pool.connectTimeout)
+		t.flush = c.flush
+		tr = t
 	}
-	t := newV3(c.cfg, c.clientID, c.dispatch, c.pool.connectTimeout)
-	t.flush = c.flush
-	return t
+	if c.pool.wrapTransport != nil {
+		tr = c.pool.wrapTransport(tr)
+	}
+	return tr
 }
 
 func (c *conn) run() {
 	defer close(c.done)
 	log := c.pool.logger.With(slog.String("server", c.cfg.describe()), slog.String("role", c.role))
 	attempt := 0
+	for !c.serve(log, &attempt) {
+		attempt++
+		if connector.Wait(c.stopCtx, c.pool.clock, c.pool.backoff(attempt)) != nil {
+			c.setState(StateDisconnected, nil)
+			return
+		}
+	}
+}
+
+// serve connects, and reconnects after failures, until the conn is shut
+// down (true). A panic on the way (in a transport, a TLS layer) is the
+// connection's error, in its status and in the log with its stack: serve
+// returns false and run retries after a backoff, as after a failed
+// connect, so that the sources and sinks sharing the connection see a
+// connection error, not the process's end.
+func (c *conn) serve(log *slog.Logger, attempt *int) (stopped bool) {
+	var tr transport // the current attempt's
+	defer panics.Catch("mqtt connection", func(e *panics.Error) {
+		log.Error("mqtt connection panicked", slog.String("error", e.Error()), slog.String("stack", string(e.Stack)))
+		c.mu.Lock()
+		attached := tr != nil && c.tr == tr
+		c.mu.Unlock()
+		if attached {
+			c.detach(e)
+		}
+		if tr != nil {
+			if perr := panics.Call("mqtt close", tr.close); perr != nil {
+				log.Error("mqtt close panicked", slog.String("error", perr.Error()))
+			}
+		}
+		c.setState(c.retryState(), e)
+		c.signalFirst(nil)
+		stopped = false
+	})
 	for {
 		c.setState(StateConnecting, nil)
-		tr := c.newTransport()
+		tr = c.newTransport()
 		ctx, cancel := context.WithTimeout(c.stopCtx, c.pool.connectTimeout)
 		err := classify(tr.connect(ctx))
 		if err == nil {
@@ -369,40 +412,44 @@ func (c *conn) run() {
 			}
 			c.setState(StateDisconnected, nil)
 			c.signalFirst(nil)
-			return
+			return true
 		}
 		if err != nil {
 			if !c.attempted && errors.Is(err, errPermanent) {
 				c.setState(StateDisconnected, err)
 				c.signalFirst(err)
-				return
+				return true
 			}
 			// Waiting to retry reads connecting once the connection has
 			// worked (it was lost), disconnected while it never has, as
 			// eKuiper reports them; the failure is the last error.
 			c.setState(c.retryState(), err)
 			c.signalFirst(nil)
-			attempt++
-			d := c.pool.backoff(attempt)
+			*attempt++
+			d := c.pool.backoff(*attempt)
 			log.Warn("mqtt connect failed", slog.String("error", err.Error()), slog.Duration("retry_in", d))
 			if connector.Wait(c.stopCtx, c.pool.clock, d) != nil {
 				c.setState(StateDisconnected, nil)
-				return
+				return true
 			}
 			continue
 		}
-		attempt = 0
+		*attempt = 0
 		c.signalFirst(nil)
 		log.Info("mqtt connected")
 		select {
 		case err = <-tr.lost():
 			c.detach(err)
 			tr.close()
-			log.Warn("mqtt connection lost", slog.String("error", fmt.Sprint(err)))
+			if pe := (*panics.Error)(nil); errors.As(err, &pe) {
+				log.Error("mqtt connection lost: a goroutine of it panicked", slog.String("error", pe.Error()), slog.String("stack", string(pe.Stack)))
+			} else {
+				log.Warn("mqtt connection lost", slog.String("error", fmt.Sprint(err)))
+			}
 		case <-c.stopCtx.Done():
 			c.detach(nil)
 			tr.close()
-			return
+			return true
 		}
 	}
 }

@@ -115,7 +115,14 @@ func (t *v5) connect(ctx context.Context) error {
 	return nil
 }
 
-func (t *v5) onPublish(pr paho.PublishReceived) (bool, error) {
+func (t *v5) onPublish(pr paho.PublishReceived) (handled bool, err error) {
+	// paho calls this on its own goroutine and recovers nothing: a panic
+	// while dispatching loses this connection (reconnected, the error in
+	// its status), as a panic in the v3 reader does, not the process.
+	defer panics.Catch("mqtt receive", func(e *panics.Error) {
+		t.signalLost(e)
+		handled, err = true, nil
+	})
 	p := pr.Packet
 	in := inbound{topic: p.Topic, payload: p.Payload, qos: p.QoS, id: p.PacketID, retained: p.Retain}
 	if p.Properties != nil && len(p.Properties.User) > 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
+	"github.com/rekuiper/rekuiper/internal/panics"
 	"github.com/rekuiper/rekuiper/internal/value"
 )
 
@@ -76,6 +77,9 @@ type Sink struct {
 	pending *uint64
 	held    []map[string]any
 	last    uint64 // last committed checkpoint
+	// failed is a panic of the linger timer's flush; Write and PreCommit
+	// return it from then on, and the rule stops with it.
+	failed *panics.Error
 }
 
 var (
@@ -185,6 +189,9 @@ func (s *Sink) Write(ctx context.Context, msg *api.SinkMessage) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.failed != nil {
+		return s.failed
+	}
 	if s.db == nil {
 		return api.Retryable(errors.New("sql sink not connected"))
 	}
@@ -209,6 +216,14 @@ func (s *Sink) Write(ctx context.Context, msg *api.SinkMessage) error {
 }
 
 func (s *Sink) lingerFlush() {
+	// The timer's goroutine is the sink's own: a panic in the driver is
+	// kept for the rule's next call instead of ending the process.
+	defer panics.Catch("sql sink linger flush", func(e *panics.Error) {
+		s.logger.Error("sql sink flush panicked", slog.String("error", e.Error()), slog.String("stack", string(e.Stack)))
+		s.mu.Lock()
+		s.failed = e
+		s.mu.Unlock()
+	})
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.timer = nil
@@ -459,6 +474,9 @@ func (s *Sink) keyed(kind string, cols []string, r map[string]any, key any) (stm
 func (s *Sink) PreCommit(ctx context.Context, checkpointID uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.failed != nil {
+		return s.failed
+	}
 	if s.txnID == "" {
 		if s.db == nil {
 			return nil

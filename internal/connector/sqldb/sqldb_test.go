@@ -3,6 +3,7 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
 	"github.com/rekuiper/rekuiper/internal/connector/sqldb/pgtest"
+	"github.com/rekuiper/rekuiper/internal/panics"
 )
 
 // db is a test database: SQLite file or PostgreSQL.
@@ -545,5 +547,41 @@ func TestSQLiteDSNWaitsForLocks(t *testing.T) {
 	<-released
 	if got := rowsOf(t, d, "SELECT k, v FROM w ORDER BY k"); got != "a:1,held:0" {
 		t.Fatalf("rows: %s", got)
+	}
+}
+
+// panicValuer is a value whose conversion for the driver panics (a bug in
+// a driver's or a value's conversion).
+type panicValuer struct{}
+
+func (panicValuer) Value() (driver.Value, error) { panic("conversion bug") }
+
+// TestLingerFlushPanic: a panic in the flush the linger timer runs, on the
+// timer's goroutine, does not end the process; the sink returns it from
+// its next Write and PreCommit, so that the runtime stops the rule with it.
+func TestLingerFlushPanic(t *testing.T) {
+	d := sqliteDB(t)
+	d.exec(t, "CREATE TABLE p (k TEXT, v BIGINT)")
+	s := newSink(t, map[string]any{"url": d.url, "table": "p", "batchSize": 10, "lingerInterval": "10ms"})
+	ctx := context.Background()
+	if err := s.Write(ctx, &api.SinkMessage{Rows: []map[string]any{{"k": "a", "v": panicValuer{}}}}); err != nil {
+		t.Fatalf("buffered write: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := s.Write(ctx, &api.SinkMessage{Rows: []map[string]any{{"k": "b", "v": int64(1)}}})
+		if err != nil {
+			if !panics.Is(err) || err.Error() != "panic: sql sink linger flush: conversion bug" {
+				t.Fatalf("write after the linger flush: %v; want its panic", err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the linger flush's panic never reached Write")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := s.PreCommit(ctx, 1); !panics.Is(err) {
+		t.Errorf("PreCommit after the panic: %v; want the panic", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 
@@ -30,9 +31,10 @@ func SourceSpec() connector.Spec {
 // reconnect dials again. In server mode Read never fails for a client's
 // sake; a client that disconnects just stops sending.
 type Source struct {
-	ep  endpoint
-	mux connector.HTTPMux
-	buf int
+	ep     endpoint
+	mux    connector.HTTPMux
+	buf    int
+	logger *slog.Logger
 
 	mu      sync.Mutex
 	queue   chan *api.Message
@@ -52,7 +54,10 @@ func NewSource(props map[string]any, deps connector.Deps) (api.Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{ep: ep, mux: deps.HTTP, buf: int(connector.Get[int64](props, "bufferLength"))}
+	s := &Source{ep: ep, mux: deps.HTTP, buf: int(connector.Get[int64](props, "bufferLength")), logger: deps.Logger}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
 	if s.buf < 1 {
 		return nil, fmt.Errorf("property \"bufferLength\": %d is less than 1", s.buf)
 	}
@@ -119,6 +124,7 @@ func (s *Source) readLoop(c *ws.Conn, remote string, queue chan<- *api.Message, 
 	// A panic here loses this connection (reported like a read error in
 	// client mode), not the process.
 	defer panics.Catch("websocket read", func(e *panics.Error) {
+		s.logger.Error("websocket read panicked", "remote", remote, "err", e.Error(), "stack", string(e.Stack))
 		if lost != nil {
 			select {
 			case lost <- e:
