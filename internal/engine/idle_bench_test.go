@@ -62,8 +62,8 @@ func idleFootprint() (int, uint64) {
 	return goruntime.NumGoroutine(), ms.HeapAlloc + ms.StackInuse
 }
 
-func waitAllRunning(b *testing.B, mgr *rulemgr.Manager, n int) {
-	b.Helper()
+func waitAllRunning(t testing.TB, mgr *rulemgr.Manager, n int) {
+	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		running := 0
@@ -77,5 +77,5 @@ func waitAllRunning(b *testing.B, mgr *rulemgr.Manager, n int) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	b.Fatalf("not all %d rules running after a minute", n)
+	t.Fatalf("not all %d rules running after a minute", n)
 }
