@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	goruntime "runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,4 +124,61 @@ func waitAllRunning(t testing.TB, mgr *rulemgr.Manager, n int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("not all %d rules running after a minute", n)
+}
+
+// TestNotifyDone: a callback registered on a running rule is called once
+// when it stops; one registered after it stopped is called at once.
+func TestNotifyDone(t *testing.T) {
+	e := newTestEnv(t)
+	run := startRule(t, e, `{"id":"r","sql":"SELECT v FROM s","actions":[{"counting":{}}]}`)
+	calls := 0
+	run.NotifyDone(func() { calls++ })
+	if calls != 0 {
+		t.Fatal("callback called while the rule runs")
+	}
+	if err := run.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	late := false
+	run.NotifyDone(func() { late = true })
+	if calls != 1 || !late {
+		t.Fatalf("callback before stop called %d times (want 1), after stop called %v (want true)", calls, late)
+	}
+}
+
+// TestManagerSeesRuleStopByItself: the rule manager learns from the
+// engine's callback, with no goroutine waiting, that a rule stopped by
+// error (its sink panicked).
+func TestManagerSeesRuleStopByItself(t *testing.T) {
+	e := newTestEnv(t)
+	registerPanicky(t, e)
+	ctx := context.Background()
+	mgr := rulemgr.New(rulemgr.Config{Catalog: e.runner.Catalog, Runner: e.runner, Logger: discard()})
+	defer mgr.Close(ctx)
+	def, err := rule.ParseDef([]byte(`{"id":"bad","sql":"SELECT v FROM s","actions":[{"panicky":{}}]}`), rule.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.Create(ctx, def); err != nil {
+		t.Fatal(err)
+	}
+	waitAllRunning(t, mgr, 1)
+	waitSubscribed(t, e.bus, 1)
+	e.publish(t, 1, 2)
+	var st rulemgr.Status
+	for range 1000 {
+		if st, err = mgr.Status("bad"); err != nil {
+			t.Fatal(err)
+		}
+		if st.State == rulemgr.StateStoppedByError {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st.State != rulemgr.StateStoppedByError || !strings.Contains(st.Message, "sink driver bug") {
+		t.Fatalf("status %s %q; want stopped by error with the panic", st.State, st.Message)
+	}
 }
