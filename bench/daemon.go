@@ -36,7 +36,12 @@ type DaemonResult struct {
 	CreateSeconds    float64 `json:"createSeconds"`
 	CreateRate       float64 `json:"createRulesPerSecond"`
 	AllRunningAfterS float64 `json:"allRunningAfterCreateSeconds"` // after the last create answered
+	BaseRSSMB        float64 `json:"baseRssMB"`                    // VmRSS with the stream and no rules
+	BaseGoroutines   int     `json:"baseGoroutines"`               // goroutines with the stream and no rules
 	IdleRSSMB        float64 `json:"idleRssMB"`                    // VmRSS with all rules running, 3 s after
+	IdleGoroutines   int     `json:"idleGoroutines"`               // goroutines with all rules running
+	RuleKB           float64 `json:"ruleKB"`                       // (idle − base RSS) / rules
+	RuleGoroutines   float64 `json:"ruleGoroutines"`               // (idle − base goroutines) / rules
 	IdlePeakRSSMB    float64 `json:"idlePeakRssMB"`                // VmHWM of that run
 	IdleCPUCores     float64 `json:"idleCpuCores"`                 // CPU use over 5 s with all rules idle
 	StopSeconds      float64 `json:"gracefulStopSeconds"`
@@ -74,7 +79,9 @@ func RunDaemon(ctx context.Context, cfg DaemonConfig) (DaemonResult, error) {
 	if err != nil {
 		return res, err
 	}
-	d.Env = cfg.Env
+	// pprof on the REST port counts the daemon's goroutines.
+	d.Env = append([]string{"KUIPER__BASIC__PPROF=true", "KUIPER__BASIC__PPROFIP=127.0.0.1",
+		"KUIPER__BASIC__PPROFPORT=" + strconv.Itoa(d.Port)}, cfg.Env...)
 	if _, err := d.Start(ctx); err != nil {
 		return res, err
 	}
@@ -83,6 +90,15 @@ func RunDaemon(ctx context.Context, cfg DaemonConfig) (DaemonResult, error) {
 	if err := rest.CreateStream(stream); err != nil {
 		return res, err
 	}
+	time.Sleep(time.Second)
+	if res.BaseGoroutines, err = rest.Goroutines(); err != nil {
+		return res, err
+	}
+	mem0, err := ReadMemory(d.PID())
+	if err != nil {
+		return res, err
+	}
+	res.BaseRSSMB = mb(mem0.RSS)
 
 	logf("rules10k (%s): creating %d rules with %d clients", cfg.Source, cfg.Rules, cfg.Clients)
 	var next atomic.Int64
@@ -144,6 +160,11 @@ func RunDaemon(ctx context.Context, cfg DaemonConfig) (DaemonResult, error) {
 		return res, err
 	}
 	res.IdleRSSMB, res.IdlePeakRSSMB = mb(mem.RSS), mb(mem.Peak)
+	if res.IdleGoroutines, err = rest.Goroutines(); err != nil {
+		return res, err
+	}
+	res.RuleKB = float64(mem.RSS-mem0.RSS) / 1024 / float64(cfg.Rules)
+	res.RuleGoroutines = float64(res.IdleGoroutines-res.BaseGoroutines) / float64(cfg.Rules)
 
 	t1 := time.Now()
 	d.Stop(60 * time.Second)

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -58,6 +59,25 @@ func (r *REST) Do(method, path string, body, out any) error {
 		}
 	}
 	return nil
+}
+
+// Goroutines returns the daemon's goroutine count from its profiler
+// (basic.pprof mounted on the REST port).
+func (r *REST) Goroutines() (int, error) {
+	resp, err := r.hc.Get(r.Base + "/debug/pprof/goroutine?debug=1")
+	if err != nil {
+		return 0, fmt.Errorf("goroutine profile: %w", err)
+	}
+	defer resp.Body.Close()
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil {
+		return 0, fmt.Errorf("goroutine profile: %w", err)
+	}
+	var n int
+	if _, err := fmt.Sscanf(line, "goroutine profile: total %d", &n); err != nil {
+		return 0, fmt.Errorf("goroutine profile: first line %q: %w", strings.TrimSpace(line), err)
+	}
+	return n, nil
 }
 
 // CreateStream posts a CREATE STREAM statement.

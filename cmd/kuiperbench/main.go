@@ -248,7 +248,9 @@ func printResult(w io.Writer, r bench.Result) {
 func printDaemon(w io.Writer, r bench.DaemonResult) {
 	fmt.Fprintf(w, "rules10k (%d rules on one idle %s stream, %d REST clients, bufferLength %d)\n", r.Rules, r.Source, r.Clients, r.BufferLength)
 	fmt.Fprintf(w, "  create: %.1f s, %.0f rules/s; all running %.2f s after the last create\n", r.CreateSeconds, r.CreateRate, r.AllRunningAfterS)
-	fmt.Fprintf(w, "  idle: RSS %.1f MB (peak %.1f MB), CPU %.3f cores; catalog %.1f MB\n", r.IdleRSSMB, r.IdlePeakRSSMB, r.IdleCPUCores, r.CatalogMB)
+	fmt.Fprintf(w, "  before the rules: RSS %.1f MB, %d goroutines\n", r.BaseRSSMB, r.BaseGoroutines)
+	fmt.Fprintf(w, "  idle: RSS %.1f MB (peak %.1f MB), %d goroutines, CPU %.3f cores; catalog %.1f MB\n", r.IdleRSSMB, r.IdlePeakRSSMB, r.IdleGoroutines, r.IdleCPUCores, r.CatalogMB)
+	fmt.Fprintf(w, "  per rule: %.1f KB RSS, %.3f goroutines\n", r.RuleKB, r.RuleGoroutines)
 	fmt.Fprintf(w, "  graceful stop %.2f s; restart: /ping after %.2f s, all running after %.2f s, RSS %.1f MB\n", r.StopSeconds, r.RestartPingS, r.RestartRunningS, r.RestartRSSMB)
 }
 

@@ -28,6 +28,16 @@ func (s *panickySink) Write(context.Context, *api.SinkMessage) error {
 	panic("sink driver bug")
 }
 
+// registerPanicky registers the panickySink as the sink type "panicky".
+func registerPanicky(t *testing.T, e *testEnv) {
+	t.Helper()
+	if err := e.runner.Registry.RegisterSink("panicky", connector.Spec{}, func(map[string]any, connector.Deps) (api.Sink, error) {
+		return &panickySink{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestSinkPanicStopsOnlyItsRule: a sink that panics, written directly by
 // the rule's sink goroutine or replayed by the sink cache's goroutine,
 // stops its rule with the panic as the error; a rule on the same stream
@@ -36,11 +46,7 @@ func TestSinkPanicStopsOnlyItsRule(t *testing.T) {
 	for _, cache := range []bool{false, true} {
 		t.Run(fmt.Sprintf("enableCache=%v", cache), func(t *testing.T) {
 			e := newTestEnv(t)
-			if err := e.runner.Registry.RegisterSink("panicky", connector.Spec{}, func(map[string]any, connector.Deps) (api.Sink, error) {
-				return &panickySink{}, nil
-			}); err != nil {
-				t.Fatal(err)
-			}
+			registerPanicky(t, e)
 			ctx := context.Background()
 			start := func(js string) rulemgr.Running {
 				def, err := rule.ParseDef([]byte(js), rule.Options{})

@@ -38,6 +38,7 @@ type running struct {
 	streams int // stream inputs (not tables)
 	err     error
 	done    chan struct{}
+	onDone  []func() // called once done is closed (rulemgr.DoneNotifier)
 
 	lookups      []openLookup
 	lookupCtx    context.Context
@@ -45,7 +46,10 @@ type running struct {
 	stopOnce     sync.Once
 }
 
-var _ rulemgr.Running = (*running)(nil)
+var (
+	_ rulemgr.Running      = (*running)(nil)
+	_ rulemgr.DoneNotifier = (*running)(nil)
+)
 
 type input struct {
 	name string
@@ -369,9 +373,31 @@ func (rr *running) Stop(ctx context.Context) error {
 			rr.logger.Error("rule stop panicked", "err", perr.Error(), "stack", string(perr.Stack))
 			err = perr
 		}
+		rr.mu.Lock()
 		close(rr.done)
+		notify := rr.onDone
+		rr.onDone = nil
+		rr.mu.Unlock()
+		for _, f := range notify {
+			f()
+		}
 	})
 	return err
+}
+
+// NotifyDone calls f once the rule has stopped (at once if it has), so that
+// the rule manager watches it without a goroutine.
+func (rr *running) NotifyDone(f func()) {
+	rr.mu.Lock()
+	select {
+	case <-rr.done:
+		rr.mu.Unlock()
+		f()
+		return
+	default:
+	}
+	rr.onDone = append(rr.onDone, f)
+	rr.mu.Unlock()
 }
 
 func (rr *running) shutdown(ctx context.Context) error {

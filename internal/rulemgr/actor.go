@@ -49,13 +49,20 @@ type command struct {
 	reply   chan error
 }
 
-// actor is the goroutine of one rule. Fields under mu are read by Status;
-// only the loop goroutine writes them.
+// actor applies one rule's commands one at a time, in arrival order. It
+// has a goroutine only while commands are pending: the first command into
+// an empty mailbox starts one, which exits once the mailbox is empty again,
+// so an idle rule costs no goroutine. Fields under mu are read by Status;
+// only the goroutine draining the mailbox writes them.
 type actor struct {
-	m     *Manager
-	id    string
-	inbox chan command
-	quit  chan struct{} // closed when loop returns
+	m    *Manager
+	id   string
+	quit chan struct{} // closed when the actor exits (delete, shutdown)
+
+	boxMu    sync.Mutex
+	box      []command // pending commands
+	draining bool      // a goroutine is draining box
+	exited   bool
 
 	mu        sync.Mutex
 	def       *rule.Def
@@ -72,7 +79,7 @@ type actor struct {
 	loadErr  error
 	gen      uint64
 	runStart time.Time
-	runStop  chan struct{} // closed to release the current run's watcher
+	runStop  chan struct{} // closed to release the current run's watcher, if any
 	timers   []clock.Timer
 	marked   bool // the catalog holds a start marker for this rule
 }
@@ -84,12 +91,8 @@ func (a *actor) call(ctx context.Context, c command) error {
 	if c.ctx == nil {
 		c.ctx = ctx
 	}
-	select {
-	case a.inbox <- c:
-	case <-a.quit:
+	if !a.post(c) {
 		return fmt.Errorf("rule %s: %w", a.id, catalog.ErrNotFound)
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 	select {
 	case err := <-c.reply:
@@ -106,15 +109,38 @@ func (a *actor) call(ctx context.Context, c command) error {
 	}
 }
 
-// post sends c without waiting; it is dropped when the actor has exited.
-func (a *actor) post(c command) {
-	select {
-	case a.inbox <- c:
-	case <-a.quit:
+// post queues c without waiting, starting the goroutine that drains the
+// mailbox if none runs. It reports false, dropping c, when the actor has
+// exited. It never blocks, so timer callbacks and the rule's own
+// goroutines may post.
+func (a *actor) post(c command) bool {
+	a.boxMu.Lock()
+	defer a.boxMu.Unlock()
+	if a.exited {
+		return false
 	}
+	a.box = append(a.box, c)
+	if !a.draining {
+		a.draining = true
+		go a.drain()
+	}
+	return true
 }
 
-func (a *actor) postAsync(c command) { go a.post(c) }
+// next takes the oldest pending command; ok is false when there is none,
+// and the draining goroutine then exits.
+func (a *actor) next() (c command, ok bool) {
+	a.boxMu.Lock()
+	defer a.boxMu.Unlock()
+	if len(a.box) == 0 {
+		a.box, a.draining = nil, false
+		return command{}, false
+	}
+	c = a.box[0]
+	a.box[0] = command{}
+	a.box = a.box[1:]
+	return c, true
+}
 
 func (a *actor) now() time.Time { return a.m.cfg.Clock.Now() }
 
@@ -138,10 +164,15 @@ func (a *actor) status(withMetrics bool) Status {
 	return s
 }
 
-func (a *actor) loop() {
-	defer a.m.wg.Done()
-	defer close(a.quit)
-	for c := range a.inbox {
+// drain applies pending commands until the mailbox is empty, or until a
+// command ends the actor: commands still pending then get ErrNotFound from
+// call (quit is closed).
+func (a *actor) drain() {
+	for {
+		c, ok := a.next()
+		if !ok {
+			return
+		}
 		if c.ctx == nil {
 			c.ctx = context.Background()
 		}
@@ -150,6 +181,11 @@ func (a *actor) loop() {
 			c.reply <- err
 		}
 		if exit {
+			a.boxMu.Lock()
+			a.exited, a.box, a.draining = true, nil, false
+			a.boxMu.Unlock()
+			close(a.quit)
+			a.m.wg.Done()
 			return
 		}
 	}
@@ -311,14 +347,28 @@ func (a *actor) startRun(runFor time.Duration) bool {
 		a.unmark()
 		return false
 	}
-	stop := make(chan struct{})
-	a.runStop, a.runStart = stop, now
+	a.runStart = now
 	if runFor > 0 {
 		a.after(runFor, evCronEnd)
 	}
 	a.set(func() { a.state, a.run, a.lastStart = StateRunning, run, now.UnixMilli() })
 	a.m.log.Info("rule started", "rule", a.id)
 	a.after(a.m.cfg.StartSettle, evSettled)
+	a.watch(run, gen)
+	return true
+}
+
+// watch posts evDone for run generation gen when the run ends. A run that
+// says so itself (DoneNotifier) costs no goroutine; another is waited on by
+// one, released by releaseWatch. A notice of a generation that is no
+// longer current is ignored.
+func (a *actor) watch(run Running, gen uint64) {
+	if n, ok := run.(DoneNotifier); ok {
+		n.NotifyDone(func() { a.post(command{kind: evDone, gen: gen}) })
+		return
+	}
+	stop := make(chan struct{})
+	a.runStop = stop
 	go func() {
 		select {
 		case <-run.Done():
@@ -326,7 +376,13 @@ func (a *actor) startRun(runFor time.Duration) bool {
 		case <-stop:
 		}
 	}()
-	return true
+}
+
+func (a *actor) releaseWatch() {
+	if a.runStop != nil {
+		close(a.runStop)
+		a.runStop = nil
+	}
 }
 
 // ended handles a run that stopped by itself.
@@ -338,7 +394,7 @@ func (a *actor) ended() {
 	err := run.Err()
 	now := a.now()
 	ranFor := now.Sub(a.runStart)
-	close(a.runStop)
+	a.releaseWatch()
 	a.gen++
 	a.unmark()
 	a.set(func() { a.run, a.lastStop = nil, now.UnixMilli() })
@@ -394,7 +450,7 @@ func (a *actor) halt(ctx context.Context, final State) {
 			a.m.log.Warn("rule stop", "rule", a.id, "err", err)
 		}
 		cancel()
-		close(a.runStop)
+		a.releaseWatch()
 		now := a.now()
 		a.set(func() { a.run, a.lastStop = nil, now.UnixMilli() })
 		a.m.log.Info("rule stopped", "rule", a.id)
@@ -448,7 +504,7 @@ func (a *actor) stopTimers() {
 
 func (a *actor) after(d time.Duration, kind cmdKind) {
 	gen := a.gen
-	t := a.m.cfg.Clock.AfterFunc(d, func() { a.postAsync(command{kind: kind, gen: gen}) })
+	t := a.m.cfg.Clock.AfterFunc(d, func() { a.post(command{kind: kind, gen: gen}) })
 	a.timers = append(a.timers, t)
 }
 

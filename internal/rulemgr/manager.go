@@ -52,8 +52,9 @@ type Config struct {
 	Placement Placement
 }
 
-// Manager runs the rules of a catalog. Each rule has one goroutine owned by
-// the Manager that applies commands in arrival order, so concurrent calls
+// Manager runs the rules of a catalog. Each rule has a mailbox owned by the
+// Manager whose commands are applied in arrival order by one goroutine at a
+// time (started when a command arrives, gone when none is pending), so concurrent calls
 // never interleave transitions of the same rule. Every command that changes
 // the wanted state writes it to the catalog before acting; when that write
 // fails the command returns the error and nothing changes. Close stops
@@ -99,7 +100,7 @@ func (m *Manager) ParseDef(data []byte) (*rule.Def, error) {
 	return rule.ParseDef(data, m.cfg.Defaults)
 }
 
-// Load creates a goroutine for every rule in the catalog and starts those
+// Load creates the actor of every rule in the catalog and starts those
 // whose wanted state is running; stopped rules stay stopped. Starts happen
 // in the background. A stored definition that no longer decodes leaves its
 // rule stopped by error with the reason.
@@ -411,7 +412,7 @@ func (m *Manager) List() []Status {
 }
 
 // Close stops every rule (draining within ctx, then aborting) without
-// changing wanted states, and waits for the rule goroutines to exit. Later
+// changing wanted states, and waits for every rule's actor to exit. Later
 // calls return ErrClosed.
 func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Lock()
@@ -442,7 +443,6 @@ func (m *Manager) spawnLocked(def *rule.Def, wanted catalog.RuleState, loadErr e
 	a := &actor{
 		m:       m,
 		id:      def.ID,
-		inbox:   make(chan command, 64),
 		quit:    make(chan struct{}),
 		def:     def,
 		wanted:  wanted,
@@ -452,8 +452,7 @@ func (m *Manager) spawnLocked(def *rule.Def, wanted catalog.RuleState, loadErr e
 		a.state, a.message = StateStoppedByError, loadErr.Error()
 	}
 	m.actors[def.ID] = a
-	m.wg.Add(1)
-	go a.loop()
+	m.wg.Add(1) // done when the actor exits
 	return a
 }
 

@@ -1,7 +1,8 @@
-// Package rulemgr owns the lifecycle of the daemon's rules: one goroutine
-// per rule applies commands (start, stop, restart, update, delete) one at a
-// time, persists the wanted state in the catalog before acting on it,
-// restarts failed rules with backoff and runs cron-scheduled rules.
+// Package rulemgr owns the lifecycle of the daemon's rules: each rule's
+// commands (start, stop, restart, update, delete) are applied one at a
+// time, by a goroutine that exists only while some are pending. It
+// persists the wanted state in the catalog before acting on it, restarts
+// failed rules with backoff and runs cron-scheduled rules.
 package rulemgr
 
 import (
@@ -57,6 +58,14 @@ type ScanTabler interface {
 type TableRow struct {
 	Table string
 	Row   map[string]any
+}
+
+// DoneNotifier may be implemented by a Running so that the manager needs no
+// goroutine per rule waiting on Done: NotifyDone registers f, which is
+// called once when Done is closed (at once if it already is), from any
+// goroutine. f does not block.
+type DoneNotifier interface {
+	NotifyDone(f func())
 }
 
 // Errors of the manager beyond the catalog's sentinels (catalog.ErrNotFound

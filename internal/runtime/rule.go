@@ -1,7 +1,10 @@
 // Package runtime runs a rule's operators: one goroutine owns the fused
 // operator chain, one goroutine per sink delivers results, and bounded
-// channels between them apply backpressure. Timers and (later) barriers
-// travel in-band through the same channels as data.
+// channels between them apply backpressure. Timers and barriers travel
+// in-band through the same channels as data. A rule that has received
+// nothing holds neither channels nor goroutines: both come with its first
+// item (a record, a barrier or a timer tick), so thousands of idle rules
+// cost only their plans.
 package runtime
 
 import (
@@ -9,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/clock"
@@ -51,7 +55,8 @@ type Config struct {
 	Env       function.Env
 	Stats     *eval.RuleStats
 	SendError bool
-	// BufferLength bounds every channel of the rule (default 1024).
+	// BufferLength bounds every channel of the rule (default 1024). The
+	// channels are allocated with the rule's first item.
 	BufferLength int
 	// Tracker, when set, counts items in flight (virtual-clock replay).
 	Tracker *Tracker
@@ -96,13 +101,17 @@ type Snapshot struct {
 
 // Rule is a running rule. Start it once; Stop it once.
 type Rule struct {
-	cfg       Config
-	in        chan *operator.Item // pointers: a buffered slot costs 8 bytes, not a whole Item
-	sinkIn    []chan *operator.Item
-	quit      chan struct{}
-	opsDone   chan struct{}
-	sinksDone sync.WaitGroup
-	opCtx     *operator.Context
+	cfg Config
+	// in and sinkIn are allocated, and the goroutines started, by launch;
+	// launched is set once they are, for readers outside launchOnce.
+	in         chan *operator.Item // pointers: a buffered slot costs 8 bytes, not a whole Item
+	sinkIn     []chan *operator.Item
+	launchOnce sync.Once
+	launched   atomic.Bool
+	quit       chan struct{}
+	opsDone    chan struct{}
+	sinksDone  sync.WaitGroup
+	opCtx      *operator.Context
 
 	// emits[i] passes operator i's output on; built once on the operator
 	// goroutine so that no closure is allocated per item.
@@ -144,32 +153,39 @@ func New(cfg Config) *Rule {
 	}
 	r := &Rule{
 		cfg:     cfg,
-		in:      make(chan *operator.Item, cfg.BufferLength),
 		quit:    make(chan struct{}),
 		opsDone: make(chan struct{}),
 	}
 	for range cfg.Ops {
 		r.OpMetrics = append(r.OpMetrics, &Metrics{})
 	}
-	for range cfg.Sinks {
-		ch := make(chan *operator.Item, cfg.BufferLength)
-		r.sinkIn = append(r.sinkIn, ch)
+	for i := range cfg.Sinks {
 		m := &Metrics{}
-		m.BufferLength = func() int64 { return int64(len(ch)) }
+		m.BufferLength = func() int64 {
+			if !r.launched.Load() {
+				return 0
+			}
+			return int64(len(r.sinkIn[i]))
+		}
 		r.SinkMetrics = append(r.SinkMetrics, m)
 	}
 	if len(r.OpMetrics) > 0 {
-		in := r.in
-		r.OpMetrics[0].BufferLength = func() int64 { return int64(len(in)) }
+		r.OpMetrics[0].BufferLength = func() int64 {
+			if !r.launched.Load() {
+				return 0
+			}
+			return int64(len(r.in))
+		}
 	}
 	return r
 }
 
 func (r *Rule) nowMS() int64 { return clock.NowMilli(r.cfg.Clock) }
 
-// Start runs the operator and sink goroutines. Operators that need to act at
-// start (processing-time windows) do so on the operator goroutine before the
-// first item.
+// Start readies the rule for Send. The operator and sink goroutines start
+// with the first item, or here when an operator needs to act at start
+// (processing-time windows), which it does on the operator goroutine before
+// the first item.
 func (r *Rule) Start() {
 	r.opCtx = &operator.Context{
 		Env:       r.cfg.Env,
@@ -177,6 +193,23 @@ func (r *Rule) Start() {
 		SendError: r.cfg.SendError,
 		NowMS:     r.nowMS,
 	}
+	for _, op := range r.cfg.Ops {
+		if _, ok := op.(operator.Starter); ok {
+			r.launchOnce.Do(r.launch)
+			return
+		}
+	}
+}
+
+// launch allocates the rule's channels and starts its goroutines. It runs
+// once, under launchOnce, unless Stop came first.
+func (r *Rule) launch() {
+	r.in = make(chan *operator.Item, r.cfg.BufferLength)
+	r.sinkIn = make([]chan *operator.Item, len(r.cfg.Sinks))
+	for i := range r.sinkIn {
+		r.sinkIn[i] = make(chan *operator.Item, r.cfg.BufferLength)
+	}
+	r.launched.Store(true)
 	started := make(chan struct{})
 	go r.runOps(started)
 	<-started
@@ -205,6 +238,7 @@ func (r *Rule) send(it operator.Item) bool {
 		r.cfg.Tracker.Done()
 		return false
 	}
+	r.launchOnce.Do(r.launch)
 	select {
 	case r.in <- &it:
 		return true
@@ -224,7 +258,12 @@ func (r *Rule) Stop() {
 	default:
 	}
 	close(r.quit)
-	<-r.opsDone
+	// From here on nothing launches; a rule that never did has no
+	// goroutine to wait for and no channel to drain.
+	r.launchOnce.Do(func() {})
+	if r.launched.Load() {
+		<-r.opsDone
+	}
 	r.sendMu.Lock()
 	r.stopped = true
 	for drained := false; !drained; {

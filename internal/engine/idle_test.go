@@ -1,0 +1,184 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	goruntime "runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rekuiper/rekuiper/internal/rule"
+	"github.com/rekuiper/rekuiper/internal/rulemgr"
+)
+
+// TestIdleRulesCostNoGoroutines runs rules through the rule manager on a
+// stream that receives nothing: once they run, they hold no goroutine of
+// their own (only the stream's subscription has some). A record then flows
+// through every rule, and they stop and delete cleanly.
+func TestIdleRulesCostNoGoroutines(t *testing.T) {
+	const n = 50
+	e := newTestEnv(t)
+	ctx := context.Background()
+	mgr := rulemgr.New(rulemgr.Config{Catalog: e.runner.Catalog, Runner: e.runner, Logger: discard()})
+	base := goruntime.NumGoroutine()
+	for i := range n {
+		def, err := rule.ParseDef([]byte(fmt.Sprintf(`{"id":"r%d","sql":"SELECT v FROM s WHERE v > %d","actions":[{"counting":{}}]}`, i, i)), rule.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mgr.Create(ctx, def); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitAllRunning(t, mgr, n)
+	// Goroutines that ended may take a moment to leave the count.
+	extra := 0
+	for range 200 {
+		if extra = goruntime.NumGoroutine() - base; extra < n {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if extra >= n {
+		t.Fatalf("%d idle rules hold %d goroutines; want fewer than one per rule", n, extra)
+	}
+	e.publish(t, n)
+	if msgs, _ := e.out.wait(t, n); len(msgs) != n {
+		t.Fatalf("got %d results; want one per rule", len(msgs))
+	}
+	for i := range n {
+		if err := mgr.Delete(ctx, fmt.Sprintf("r%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := mgr.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// idleRules is how many rules BenchmarkIdleRules runs at once.
+const idleRules = 1000
+
+// BenchmarkIdleRules runs idleRules rules of the rules10k shape (a filter
+// and a projection, a nop action) on one memory stream that receives
+// nothing, through the rule manager as the daemon does, and reports what
+// each idle rule costs: live heap plus goroutine stacks in bytes, and
+// goroutines.
+func BenchmarkIdleRules(b *testing.B) {
+	e := newTestEnv(b)
+	ctx := context.Background()
+	var bytesPerRule, goroutinesPerRule float64
+	for b.Loop() {
+		mgr := rulemgr.New(rulemgr.Config{Catalog: e.runner.Catalog, Runner: e.runner, Logger: discard()})
+		g0, m0 := idleFootprint()
+		for i := range idleRules {
+			def, err := rule.ParseDef([]byte(fmt.Sprintf(`{"id":"r%d","sql":"SELECT v FROM s WHERE v > %d","actions":[{"nop":{}}]}`, i, i%100)), rule.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := mgr.Create(ctx, def); err != nil {
+				b.Fatal(err)
+			}
+		}
+		waitAllRunning(b, mgr, idleRules)
+		g1, m1 := idleFootprint()
+		bytesPerRule = float64(m1-m0) / idleRules
+		goroutinesPerRule = float64(g1-g0) / idleRules
+		for i := range idleRules {
+			if err := mgr.Delete(ctx, fmt.Sprintf("r%d", i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := mgr.Close(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(bytesPerRule, "bytes/rule")
+	b.ReportMetric(goroutinesPerRule, "goroutines/rule")
+}
+
+// idleFootprint returns the goroutine count and the bytes of live heap plus
+// goroutine stacks, after a full collection.
+func idleFootprint() (int, uint64) {
+	goruntime.GC()
+	goruntime.GC()
+	var ms goruntime.MemStats
+	goruntime.ReadMemStats(&ms)
+	return goruntime.NumGoroutine(), ms.HeapAlloc + ms.StackInuse
+}
+
+func waitAllRunning(t testing.TB, mgr *rulemgr.Manager, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		running := 0
+		for _, s := range mgr.List() {
+			if s.State == rulemgr.StateRunning {
+				running++
+			}
+		}
+		if running == n {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("not all %d rules running after a minute", n)
+}
+
+// TestNotifyDone: a callback registered on a running rule is called once
+// when it stops; one registered after it stopped is called at once.
+func TestNotifyDone(t *testing.T) {
+	e := newTestEnv(t)
+	run := startRule(t, e, `{"id":"r","sql":"SELECT v FROM s","actions":[{"counting":{}}]}`)
+	calls := 0
+	run.NotifyDone(func() { calls++ })
+	if calls != 0 {
+		t.Fatal("callback called while the rule runs")
+	}
+	if err := run.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	late := false
+	run.NotifyDone(func() { late = true })
+	if calls != 1 || !late {
+		t.Fatalf("callback before stop called %d times (want 1), after stop called %v (want true)", calls, late)
+	}
+}
+
+// TestManagerSeesRuleStopByItself: the rule manager learns from the
+// engine's callback, with no goroutine waiting, that a rule stopped by
+// error (its sink panicked).
+func TestManagerSeesRuleStopByItself(t *testing.T) {
+	e := newTestEnv(t)
+	registerPanicky(t, e)
+	ctx := context.Background()
+	mgr := rulemgr.New(rulemgr.Config{Catalog: e.runner.Catalog, Runner: e.runner, Logger: discard()})
+	defer mgr.Close(ctx)
+	def, err := rule.ParseDef([]byte(`{"id":"bad","sql":"SELECT v FROM s","actions":[{"panicky":{}}]}`), rule.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.Create(ctx, def); err != nil {
+		t.Fatal(err)
+	}
+	waitAllRunning(t, mgr, 1)
+	waitSubscribed(t, e.bus, 1)
+	e.publish(t, 1, 2)
+	var st rulemgr.Status
+	for range 1000 {
+		if st, err = mgr.Status("bad"); err != nil {
+			t.Fatal(err)
+		}
+		if st.State == rulemgr.StateStoppedByError {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st.State != rulemgr.StateStoppedByError || !strings.Contains(st.Message, "sink driver bug") {
+		t.Fatalf("status %s %q; want stopped by error with the panic", st.State, st.Message)
+	}
+}
