@@ -194,6 +194,17 @@ func setValue(sel, value string) chromedp.Action[chromedp.Void] {
 	})
 }
 
+// choose selects an option of a select element (by its value attribute)
+// and fires its change event, as a user's choice does.
+func choose(sel, value string) chromedp.Action[chromedp.Void] {
+	expr := fmt.Sprintf(`(() => { const el = document.querySelector(%s); el.value = %s; if (el.value !== %[2]s) throw new Error("no option " + %[2]s); el.dispatchEvent(new Event("change", {bubbles: true})); return true })()`,
+		jsString(sel), jsString(value))
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Evaluate[bool](expr)(ctx, t)
+		return err
+	})
+}
+
 func click(sel string) chromedp.Action[chromedp.Void] { return chromedp.Click(chromedp.CSS(sel)) }
 
 func visible(sel string) chromedp.Action[chromedp.Void] {
@@ -269,8 +280,10 @@ func TestConsoleEndToEnd(t *testing.T) {
 		return `{"id":"r1","sql":` + jsString(sql) + `,"actions":[{"memory":{"topic":"out"}}]}`
 	}
 	line, col = apiPosition(t, d.URL+"/rules", ruleJSON(badSQL))
+	// The action through its form, generated from the memory sink's spec.
+	b.run("choose the memory sink", visible("#act-0-type"), choose("#act-0-type", "memory"), visible("#act-0-topic"))
 	b.run("submit a bad rule", setValue("#rule-id", "r1"), setValue("#rule-sql", badSQL),
-		setValue("#rule-actions", `[{"memory":{"topic":"out"}}]`), click(`#rule-form button[type="submit"]`))
+		setValue("#act-0-topic", "out"), click(`#rule-form button[type="submit"]`))
 	b.waitFor("the SQL error marker", fmt.Sprintf(`!!document.querySelector('#rule-sql-err .sql-error[data-line="%s"][data-col="%s"]')`, line, col))
 	b.screenshot("sql-error")
 	b.run("create the rule", setValue("#rule-sql", "SELECT v * 2 AS w FROM demo"), click(`#rule-form button[type="submit"]`))

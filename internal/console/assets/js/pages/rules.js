@@ -4,6 +4,7 @@ import * as api from "../api.js";
 import { h, table, errorBox, notice, field, stateBadge } from "../ui.js";
 import { sqlEditor } from "../editor.js";
 import { sparkline } from "../chart.js";
+import { actionsEditor } from "../actions.js";
 
 export async function rules(ctx) {
   const body = h("div", {});
@@ -47,8 +48,6 @@ export function lifecycleButtons(r, done) {
   return [running ? btn("stop", "Stop") : btn("start", "Start"), btn("restart", "Restart")];
 }
 
-const defaultActions = '[\n  {"log": {}}\n]';
-
 // ruleForm creates (id null) or edits a rule.
 export async function ruleForm(ctx, id) {
   const def = id ? await api.get(`/rules/${encodeURIComponent(id)}`) : null;
@@ -56,8 +55,7 @@ export async function ruleForm(ctx, id) {
   if (id) idInput.readOnly = true;
   const name = h("input", { id: "rule-name", autocomplete: "off", value: (def && def.name) || "" });
   const sql = sqlEditor("rule-sql", "SQL", def ? def.sql : "SELECT * FROM demo", 6);
-  const actions = h("textarea", { id: "rule-actions", rows: 6, class: "code", spellcheck: "false" });
-  actions.value = def ? JSON.stringify(def.actions, null, 2) : defaultActions;
+  const actions = await actionsEditor(def ? def.actions : null);
   const options = h("textarea", { id: "rule-options", rows: 3, class: "code", spellcheck: "false" });
   options.value = def && def.options ? JSON.stringify(def.options, null, 2) : "{}";
   const status = h("div", {});
@@ -67,7 +65,7 @@ export async function ruleForm(ctx, id) {
     field("ID", idInput, "Letters, digits, _ and -."),
     field("Name", name),
     sql.el,
-    field("Actions (JSON)", actions, 'A list of sinks, e.g. [{"memory": {"topic": "out"}}].'),
+    actions.el,
     field("Options (JSON)", options, "Rule options; empty for the daemon's defaults."),
     h("button", { type: "submit" }, id ? "Save" : "Create"),
     " ",
@@ -98,14 +96,14 @@ export async function ruleForm(ctx, id) {
 
   function build(quiet) {
     try {
-      const body = { id: idInput.value.trim(), sql: sql.area.value, actions: JSON.parse(actions.value || "[]") };
+      const body = { id: idInput.value.trim(), sql: sql.area.value, actions: actions.values() };
       if (name.value) body.name = name.value;
       const opts = JSON.parse(options.value || "{}");
       if (Object.keys(opts).length) body.options = opts;
       if (!body.id && quiet) body.id = "validate";
       return body;
     } catch (err) {
-      if (!quiet) status.replaceChildren(errorBox(new Error("Actions or options are not valid JSON: " + err.message)));
+      if (!quiet) status.replaceChildren(errorBox(err instanceof SyntaxError ? new Error("Options are not valid JSON: " + err.message) : err));
       return null;
     }
   }
