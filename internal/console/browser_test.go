@@ -261,13 +261,19 @@ func TestConsoleEndToEnd(t *testing.T) {
 	b.run("open streams", click(`a[data-nav="streams"]`), visible("#ddl"))
 	badDDL := "CREATE STREAM demo (v BIGINT\n  WITH (DATASOURCE=\"in\", TYPE=\"memory\")"
 	line, col := apiPosition(t, d.URL+"/streams", `{"sql":`+jsString(badDDL)+`}`)
-	b.run("submit a bad statement", setValue("#ddl", badDDL), click(`#stream-form button[type="submit"]`))
+	// Typing is enough: the statement is validated as it changes.
+	b.run("type a bad statement", setValue("#ddl", badDDL))
 	b.waitFor("the DDL error marker", fmt.Sprintf(`!!document.querySelector('#ddl-err .sql-error[data-line="%s"][data-col="%s"]')`, line, col))
+	if _, err := d.Catalog.Stream("demo"); err == nil {
+		t.Fatal("validating as the user types stored the stream")
+	}
 	if inv := b.attr("#ddl", "aria-invalid"); inv != "true" {
 		t.Errorf("DDL area aria-invalid = %q, want true", inv)
 	}
 	b.screenshot("ddl-error")
-	b.run("create the stream", setValue("#ddl", goodDDL), click(`#stream-form button[type="submit"]`))
+	b.run("type a good statement", setValue("#ddl", goodDDL))
+	b.waitFor("the statement valid", `document.querySelector("#ddl").dataset.valid === "true" && !document.querySelector("#ddl-err .sql-error")`)
+	b.run("create the stream", click(`#stream-form button[type="submit"]`))
 	b.waitFor("the stream in the list", `[...document.querySelectorAll("main td")].some(td => td.textContent === "demo")`)
 	if _, err := d.Catalog.Stream("demo"); err != nil {
 		t.Fatalf("stream not in the catalog after the form: %v", err)
@@ -309,6 +315,12 @@ func TestConsoleEndToEnd(t *testing.T) {
 	b.waitFor("a chart point", `(() => { const f = document.querySelector("figure.chart"); return f && f.dataset.points === "1" && f.querySelector("svg").getAttribute("aria-label").includes(": 2 in, 2 out, 0 errors") })()`)
 	b.waitFor("the topology", `document.querySelectorAll("svg.dag g.node").length >= 3 && !!document.querySelector('svg.dag g[data-node^="source_demo"]')`)
 	b.screenshot("rule-running")
+	if c := b.text("#checkpoints"); !strings.Contains(c, "Checkpointing is off") {
+		t.Errorf("checkpoint panel of a qos 0 rule: %q", c)
+	}
+	if c := b.text("#sink-cache"); !strings.Contains(c, "cache on") {
+		t.Errorf("sink cache panel of a rule without cache: %q", c)
+	}
 
 	b.run("stop the rule", click(`button[aria-label="Stop rule r1"]`))
 	b.waitFor("the rule stopped", `document.querySelector("#rule-state")?.textContent === "stopped"`)

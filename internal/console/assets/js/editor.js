@@ -12,6 +12,7 @@ export function sqlEditor(id, label, value, rows = 6) {
   function clear() {
     mark.replaceChildren();
     area.removeAttribute("aria-invalid");
+    area.removeAttribute("data-valid");
   }
   // show marks err; it reports whether err named a position in the text.
   // With move, the caret goes to the position (not while the user types).
