@@ -188,10 +188,7 @@ func (b *browser) waitFor(what, expr string) {
 func setValue(sel, value string) chromedp.Action[chromedp.Void] {
 	expr := fmt.Sprintf(`(() => { const el = document.querySelector(%s); el.value = %s; el.dispatchEvent(new Event("input", {bubbles: true})); return true })()`,
 		jsString(sel), jsString(value))
-	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := chromedp.Evaluate[bool](expr)(ctx, t)
-		return err
-	})
+	return script(expr)
 }
 
 // choose selects an option of a select element (by its value attribute)
@@ -199,8 +196,13 @@ func setValue(sel, value string) chromedp.Action[chromedp.Void] {
 func choose(sel, value string) chromedp.Action[chromedp.Void] {
 	expr := fmt.Sprintf(`(() => { const el = document.querySelector(%s); el.value = %s; if (el.value !== %[2]s) throw new Error("no option " + %[2]s); el.dispatchEvent(new Event("change", {bubbles: true})); return true })()`,
 		jsString(sel), jsString(value))
+	return script(expr)
+}
+
+// script runs a JavaScript expression in the page.
+func script(expr string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := chromedp.Evaluate[bool](expr)(ctx, t)
+		_, err := chromedp.Evaluate[any](expr)(ctx, t)
 		return err
 	})
 }

@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -15,10 +14,7 @@ import (
 
 // acceptConfirms makes window.confirm answer yes, as a user confirming a
 // delete does.
-var acceptConfirms = chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-	_, err := chromedp.Evaluate[bool](`(() => { window.confirm = () => true; return true })()`)(ctx, t)
-	return err
-})
+var acceptConfirms = script(`window.confirm = () => true`)
 
 // closedPort is a local address nothing listens on.
 func closedPort(t *testing.T) string {

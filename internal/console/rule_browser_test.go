@@ -73,3 +73,33 @@ func TestConsoleRulePanels(t *testing.T) {
 	}
 	b.screenshot("rule-panels")
 }
+
+// keyDown sends a key to an element as the keyboard does to its listeners.
+func keyDown(sel, key string) chromedp.Action[chromedp.Void] {
+	expr := fmt.Sprintf(`(() => { document.querySelector(%s).dispatchEvent(new KeyboardEvent("keydown", {key: %s, bubbles: true, cancelable: true})); return true })()`, jsString(sel), jsString(key))
+	return script(expr)
+}
+
+// TestConsoleSQLEditor: the rule editor highlights the SQL and completes
+// stream names, their fields and function names from the metadata routes.
+func TestConsoleSQLEditor(t *testing.T) {
+	d := servertest.Start(t, servertest.Options{})
+	post(t, d.URL+"/streams", `{"sql":"CREATE STREAM sensors (temperature FLOAT) WITH (DATASOURCE=\"s\", TYPE=\"memory\", FORMAT=\"json\")"}`)
+	b := newBrowser(t)
+	b.run("open the rule form", chromedp.Navigate(d.URL+"/console/#/rules/new"), visible("#rule-sql"))
+
+	complete := func(typed, label, kind, want string) {
+		t.Helper()
+		b.run("type "+typed, setValue("#rule-sql", typed))
+		b.waitFor("the candidate "+label, fmt.Sprintf(`(() => { const li = document.querySelector('#rule-sql-complete:not([hidden]) li[data-label=%q]'); return !!li && li.textContent.includes(%q) })()`, label, kind))
+		b.run("pick "+label, script(fmt.Sprintf(`(() => { const lis = [...document.querySelectorAll("#rule-sql-complete li")]; const i = lis.findIndex(li => li.dataset.label === %q); for (let k = 0; k < i; k++) document.querySelector("#rule-sql").dispatchEvent(new KeyboardEvent("keydown", {key: "ArrowDown", bubbles: true, cancelable: true})); return true })()`, label)), keyDown("#rule-sql", "Enter"))
+		if got := value(b, "read the SQL", chromedp.Value(chromedp.CSS("#rule-sql"))); got != want {
+			t.Errorf("after picking %s: %q, want %q", label, got, want)
+		}
+	}
+	complete("SELECT tem", "temperature", "field of sensors", "SELECT temperature")
+	complete("SELECT ab", "abs", "function", "SELECT abs")
+	complete("SELECT abs(temperature) FROM sen", "sensors", "stream", "SELECT abs(temperature) FROM sensors")
+	b.waitFor("the highlighting", `(() => { const hl = document.querySelector("#rule-sql-hl"); return hl.querySelector(".t-keyword")?.textContent === "SELECT" && hl.querySelector(".t-func")?.textContent === "abs" && hl.textContent === document.querySelector("#rule-sql").value + "\n" })()`)
+	b.screenshot("sql-editor")
+}

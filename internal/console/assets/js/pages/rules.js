@@ -5,6 +5,7 @@ import { h, table, errorBox, notice, field, stateBadge } from "../ui.js";
 import { sqlEditor } from "../editor.js";
 import { sparkline } from "../chart.js";
 import { actionsEditor } from "../actions.js";
+import { sqlKeywords } from "../sqlhl.js";
 
 export async function rules(ctx) {
   const body = h("div", {});
@@ -48,13 +49,33 @@ export function lifecycleButtons(r, done) {
   return [running ? btn("stop", "Stop") : btn("start", "Start"), btn("restart", "Restart")];
 }
 
+// sqlWords returns the completion candidates of the rule editor: streams
+// and tables, their fields (GET /streams/{name}/schema), the functions
+// (GET /metadata/functions) and keywords; fetched once per form.
+function sqlWords() {
+  let cached = null;
+  const load = async () => {
+    const [streams, tables, fns] = await Promise.all([api.get("/streams"), api.get("/tables"), api.get("/metadata/functions")]);
+    const schemas = await Promise.all([
+      ...streams.map((n) => api.get(`/streams/${encodeURIComponent(n)}/schema`).catch(() => ({}))),
+      ...tables.map((n) => api.get(`/tables/${encodeURIComponent(n)}/schema`).catch(() => ({}))),
+    ]);
+    const names = [...streams.map((n) => ({ label: n, kind: "stream" })), ...tables.map((n) => ({ label: n, kind: "table" }))];
+    const fields = new Map();
+    [...streams, ...tables].forEach((n, i) => Object.keys(schemas[i] || {}).forEach((f) => fields.set(f, `field of ${n}`)));
+    const funcs = fns.flatMap((g) => g.functions.map((f) => ({ label: f.name, kind: f.aggregate ? "aggregate" : "function" })));
+    return [...names, ...[...fields].map(([label, kind]) => ({ label, kind })), ...funcs, ...sqlKeywords.map((k) => ({ label: k.toUpperCase(), kind: "keyword" }))];
+  };
+  return () => (cached = cached || load().catch((err) => ((cached = null), Promise.reject(err))));
+}
+
 // ruleForm creates (id null) or edits a rule.
 export async function ruleForm(ctx, id) {
   const def = id ? await api.get(`/rules/${encodeURIComponent(id)}`) : null;
   const idInput = h("input", { id: "rule-id", required: true, autocomplete: "off", value: id || "" });
   if (id) idInput.readOnly = true;
   const name = h("input", { id: "rule-name", autocomplete: "off", value: (def && def.name) || "" });
-  const sql = sqlEditor("rule-sql", "SQL", def ? def.sql : "SELECT * FROM demo", 6);
+  const sql = sqlEditor("rule-sql", "SQL", def ? def.sql : "SELECT * FROM demo", 6, sqlWords());
   const actions = await actionsEditor(def ? def.actions : null);
   const options = h("textarea", { id: "rule-options", rows: 3, class: "code", spellcheck: "false" });
   options.value = def && def.options ? JSON.stringify(def.options, null, 2) : "{}";
