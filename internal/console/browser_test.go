@@ -188,8 +188,21 @@ func (b *browser) waitFor(what, expr string) {
 func setValue(sel, value string) chromedp.Action[chromedp.Void] {
 	expr := fmt.Sprintf(`(() => { const el = document.querySelector(%s); el.value = %s; el.dispatchEvent(new Event("input", {bubbles: true})); return true })()`,
 		jsString(sel), jsString(value))
+	return script(expr)
+}
+
+// choose selects an option of a select element (by its value attribute)
+// and fires its change event, as a user's choice does.
+func choose(sel, value string) chromedp.Action[chromedp.Void] {
+	expr := fmt.Sprintf(`(() => { const el = document.querySelector(%s); el.value = %s; if (el.value !== %[2]s) throw new Error("no option " + %[2]s); el.dispatchEvent(new Event("change", {bubbles: true})); return true })()`,
+		jsString(sel), jsString(value))
+	return script(expr)
+}
+
+// script runs a JavaScript expression in the page.
+func script(expr string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := chromedp.Evaluate[bool](expr)(ctx, t)
+		_, err := chromedp.Evaluate[any](expr)(ctx, t)
 		return err
 	})
 }
@@ -250,13 +263,19 @@ func TestConsoleEndToEnd(t *testing.T) {
 	b.run("open streams", click(`a[data-nav="streams"]`), visible("#ddl"))
 	badDDL := "CREATE STREAM demo (v BIGINT\n  WITH (DATASOURCE=\"in\", TYPE=\"memory\")"
 	line, col := apiPosition(t, d.URL+"/streams", `{"sql":`+jsString(badDDL)+`}`)
-	b.run("submit a bad statement", setValue("#ddl", badDDL), click(`#stream-form button[type="submit"]`))
+	// Typing is enough: the statement is validated as it changes.
+	b.run("type a bad statement", setValue("#ddl", badDDL))
 	b.waitFor("the DDL error marker", fmt.Sprintf(`!!document.querySelector('#ddl-err .sql-error[data-line="%s"][data-col="%s"]')`, line, col))
+	if _, err := d.Catalog.Stream("demo"); err == nil {
+		t.Fatal("validating as the user types stored the stream")
+	}
 	if inv := b.attr("#ddl", "aria-invalid"); inv != "true" {
 		t.Errorf("DDL area aria-invalid = %q, want true", inv)
 	}
 	b.screenshot("ddl-error")
-	b.run("create the stream", setValue("#ddl", goodDDL), click(`#stream-form button[type="submit"]`))
+	b.run("type a good statement", setValue("#ddl", goodDDL))
+	b.waitFor("the statement valid", `document.querySelector("#ddl").dataset.valid === "true" && !document.querySelector("#ddl-err .sql-error")`)
+	b.run("create the stream", click(`#stream-form button[type="submit"]`))
 	b.waitFor("the stream in the list", `[...document.querySelectorAll("main td")].some(td => td.textContent === "demo")`)
 	if _, err := d.Catalog.Stream("demo"); err != nil {
 		t.Fatalf("stream not in the catalog after the form: %v", err)
@@ -269,8 +288,10 @@ func TestConsoleEndToEnd(t *testing.T) {
 		return `{"id":"r1","sql":` + jsString(sql) + `,"actions":[{"memory":{"topic":"out"}}]}`
 	}
 	line, col = apiPosition(t, d.URL+"/rules", ruleJSON(badSQL))
+	// The action through its form, generated from the memory sink's spec.
+	b.run("choose the memory sink", visible("#act-0-type"), choose("#act-0-type", "memory"), visible("#act-0-topic"))
 	b.run("submit a bad rule", setValue("#rule-id", "r1"), setValue("#rule-sql", badSQL),
-		setValue("#rule-actions", `[{"memory":{"topic":"out"}}]`), click(`#rule-form button[type="submit"]`))
+		setValue("#act-0-topic", "out"), click(`#rule-form button[type="submit"]`))
 	b.waitFor("the SQL error marker", fmt.Sprintf(`!!document.querySelector('#rule-sql-err .sql-error[data-line="%s"][data-col="%s"]')`, line, col))
 	b.screenshot("sql-error")
 	b.run("create the rule", setValue("#rule-sql", "SELECT v * 2 AS w FROM demo"), click(`#rule-form button[type="submit"]`))
@@ -296,6 +317,12 @@ func TestConsoleEndToEnd(t *testing.T) {
 	b.waitFor("a chart point", `(() => { const f = document.querySelector("figure.chart"); return f && f.dataset.points === "1" && f.querySelector("svg").getAttribute("aria-label").includes(": 2 in, 2 out, 0 errors") })()`)
 	b.waitFor("the topology", `document.querySelectorAll("svg.dag g.node").length >= 3 && !!document.querySelector('svg.dag g[data-node^="source_demo"]')`)
 	b.screenshot("rule-running")
+	if c := b.text("#checkpoints"); !strings.Contains(c, "Checkpointing is off") {
+		t.Errorf("checkpoint panel of a qos 0 rule: %q", c)
+	}
+	if c := b.text("#sink-cache"); !strings.Contains(c, "cache on") {
+		t.Errorf("sink cache panel of a rule without cache: %q", c)
+	}
 
 	b.run("stop the rule", click(`button[aria-label="Stop rule r1"]`))
 	b.waitFor("the rule stopped", `document.querySelector("#rule-state")?.textContent === "stopped"`)

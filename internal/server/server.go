@@ -39,9 +39,9 @@ import (
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/schema"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
-	"github.com/rekuiper/rekuiper/internal/trial"
 	"github.com/rekuiper/rekuiper/internal/tap"
 	"github.com/rekuiper/rekuiper/internal/tracing"
+	"github.com/rekuiper/rekuiper/internal/trial"
 	"github.com/rekuiper/rekuiper/internal/version"
 )
 

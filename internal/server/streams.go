@@ -31,6 +31,7 @@ func (s *Server) streamRoutes() {
 		base := "/" + string(k.kind) + "s"
 		s.handle("GET "+base, s.listStreams(k))
 		s.handle("POST "+base, s.createStream(k))
+		s.handle("POST "+base+"/validate", s.validateStream(k))
 		s.handle("GET /"+string(k.kind)+"details", s.streamDetails(k))
 		s.handle("GET "+base+"/{name}", s.describeStream(k))
 		s.handle("PUT "+base+"/{name}", s.replaceStream(k))
@@ -51,21 +52,31 @@ func parseDDL(r *http.Request, k streamKind, anyKind bool) (*ast.CreateStreamStm
 	if strings.TrimSpace(body.SQL) == "" {
 		return nil, "", badRequest("field sql is required")
 	}
-	st, err := parser.ParseStatement(body.SQL)
+	cs, err := parseCreateStream(body.SQL, k, anyKind)
 	if err != nil {
-		return nil, "", badRequest("parse sql: %v", err)
+		return nil, "", err
+	}
+	return cs, body.SQL, nil
+}
+
+// parseCreateStream parses one CREATE statement of kind k (with anyKind,
+// of either kind); a syntax error keeps its *parser.Error in the chain.
+func parseCreateStream(sql string, k streamKind, anyKind bool) (*ast.CreateStreamStmt, error) {
+	st, err := parser.ParseStatement(sql)
+	if err != nil {
+		return nil, fmt.Errorf("%w: parse sql: %w", errBadRequest, err)
 	}
 	cs, ok := st.(*ast.CreateStreamStmt)
 	if ok && anyKind {
 		k = kindOf(cs)
 	}
 	if !ok || cs.Kind != k.ast {
-		return nil, "", badRequest("sql must be a CREATE %s statement", strings.ToUpper(string(k.kind)))
+		return nil, badRequest("sql must be a CREATE %s statement", strings.ToUpper(string(k.kind)))
 	}
 	if err := validName(string(k.kind), cs.Name); err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	return cs, body.SQL, nil
+	return cs, nil
 }
 
 func (s *Server) getStream(k streamKind, name string) (catalog.Stream, *ast.CreateStreamStmt, error) {

@@ -8,6 +8,7 @@ import { streams } from "./pages/streams.js";
 import { rules, ruleForm } from "./pages/rules.js";
 import { rulePage } from "./pages/rule.js";
 import { transfer } from "./pages/transfer.js";
+import { connections, confKeys } from "./pages/connections.js";
 
 const routes = [
   [/^\/?$/, "overview", overview],
@@ -16,6 +17,9 @@ const routes = [
   [/^\/rules\/new$/, "rules", (ctx) => ruleForm(ctx, null)],
   [/^\/rules\/([^/]+)\/edit$/, "rules", (ctx, id) => ruleForm(ctx, decodeURIComponent(id))],
   [/^\/rules\/([^/]+)$/, "rules", (ctx, id) => rulePage(ctx, decodeURIComponent(id))],
+  [/^\/connections$/, "connections", (ctx) => connections(ctx, null)],
+  [/^\/connections\/([^/]+)\/edit$/, "connections", (ctx, id) => connections(ctx, decodeURIComponent(id))],
+  [/^\/confkeys(?:\?.*)?$/, "connections", confKeys],
   [/^\/transfer$/, "transfer", transfer],
 ];
 

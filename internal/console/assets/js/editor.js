@@ -2,16 +2,31 @@
 // names: the caret moves there and the line is shown with a marker under
 // the column.
 import { h } from "./ui.js";
+import { highlight, completer } from "./sqlhl.js";
 
-export function sqlEditor(id, label, value, rows = 6) {
+// sqlEditor is the text area with its highlighting overlay; words, when
+// given, resolves to the completion candidates.
+export function sqlEditor(id, label, value, rows = 6, words = null) {
   const area = h("textarea", { id, rows, spellcheck: "false", autocomplete: "off", class: "code", "aria-describedby": id + "-err" });
   area.value = value || "";
+  const hl = h("pre", { class: "hl", id: id + "-hl", "aria-hidden": "true" });
+  const paint = () => {
+    hl.replaceChildren(...highlight(area.value));
+    hl.scrollTop = area.scrollTop;
+  };
+  paint();
+  area.addEventListener("scroll", () => (hl.scrollTop = area.scrollTop));
+  const wrap = h("div", { class: "code-wrap" }, hl, area, words ? completer(area, words) : null);
   const mark = h("div", { id: id + "-err", class: "sql-mark", "aria-live": "polite" });
-  const el = h("div", { class: "field" }, h("label", { for: id }, label), area, mark);
-  area.addEventListener("input", () => clear());
+  const el = h("div", { class: "field" }, h("label", { for: id }, label), wrap, mark);
+  area.addEventListener("input", () => {
+    clear();
+    paint();
+  });
   function clear() {
     mark.replaceChildren();
     area.removeAttribute("aria-invalid");
+    area.removeAttribute("data-valid");
   }
   // show marks err; it reports whether err named a position in the text.
   // With move, the caret goes to the position (not while the user types).

@@ -6,6 +6,7 @@ import { h, notice, errorBox, stateBadge, when, confirmAction } from "../ui.js";
 import { historyChart } from "../chart.js";
 import { topoGraph } from "../dag.js";
 import { lifecycleButtons } from "./rules.js";
+import { checkpointPanel, cachePanel } from "./rulepanels.js";
 
 const keepRows = 100;
 
@@ -17,7 +18,9 @@ export async function rulePage(ctx, id) {
   const chart = h("section", { "aria-labelledby": "hist-h" });
   const errors = h("section", { "aria-labelledby": "err-h" });
   const tapSec = h("section", { "aria-labelledby": "tap-h" });
-  ctx.main.replaceChildren(h("h1", {}, `Rule ${id}`), head, counters, chart, topo, tapSec, errors);
+  const ckpt = h("section", { "aria-labelledby": "ckpt-h" });
+  const cache = h("section", { "aria-labelledby": "cache-h" });
+  ctx.main.replaceChildren(h("h1", {}, `Rule ${id}`), head, counters, chart, topo, tapSec, errors, ckpt, cache);
 
   const refresh = async () => {
     const st = await api.get(`/v2${path}/status`);
@@ -38,6 +41,8 @@ export async function rulePage(ctx, id) {
     );
     counters.replaceChildren(h("h2", { id: "cnt-h" }, "Counters"), counterTable(st));
     errors.replaceChildren(h("h2", { id: "err-h" }, "Last errors"), errorList(st));
+    ckpt.replaceChildren(h("h2", { id: "ckpt-h" }, "Checkpoints"), checkpointPanel(st));
+    cache.replaceChildren(h("h2", { id: "cache-h" }, "Sink cache"), cachePanel(st));
     if (st.status === "running") {
       const t = await api.get(`${path}/topo`).catch(() => null);
       topo.replaceChildren(h("h2", { id: "topo-h" }, "Topology"), t ? topoGraph(t, st) : h("p", {}, "Not available."));

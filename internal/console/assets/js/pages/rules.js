@@ -4,6 +4,8 @@ import * as api from "../api.js";
 import { h, table, errorBox, notice, field, stateBadge } from "../ui.js";
 import { sqlEditor } from "../editor.js";
 import { sparkline } from "../chart.js";
+import { actionsEditor } from "../actions.js";
+import { sqlKeywords } from "../sqlhl.js";
 
 export async function rules(ctx) {
   const body = h("div", {});
@@ -47,7 +49,25 @@ export function lifecycleButtons(r, done) {
   return [running ? btn("stop", "Stop") : btn("start", "Start"), btn("restart", "Restart")];
 }
 
-const defaultActions = '[\n  {"log": {}}\n]';
+// sqlWords returns the completion candidates of the rule editor: streams
+// and tables, their fields (GET /streams/{name}/schema), the functions
+// (GET /metadata/functions) and keywords; fetched once per form.
+function sqlWords() {
+  let cached = null;
+  const load = async () => {
+    const [streams, tables, fns] = await Promise.all([api.get("/streams"), api.get("/tables"), api.get("/metadata/functions")]);
+    const schemas = await Promise.all([
+      ...streams.map((n) => api.get(`/streams/${encodeURIComponent(n)}/schema`).catch(() => ({}))),
+      ...tables.map((n) => api.get(`/tables/${encodeURIComponent(n)}/schema`).catch(() => ({}))),
+    ]);
+    const names = [...streams.map((n) => ({ label: n, kind: "stream" })), ...tables.map((n) => ({ label: n, kind: "table" }))];
+    const fields = new Map();
+    [...streams, ...tables].forEach((n, i) => Object.keys(schemas[i] || {}).forEach((f) => fields.set(f, `field of ${n}`)));
+    const funcs = fns.flatMap((g) => g.functions.map((f) => ({ label: f.name, kind: f.aggregate ? "aggregate" : "function" })));
+    return [...names, ...[...fields].map(([label, kind]) => ({ label, kind })), ...funcs, ...sqlKeywords.map((k) => ({ label: k.toUpperCase(), kind: "keyword" }))];
+  };
+  return () => (cached = cached || load().catch((err) => ((cached = null), Promise.reject(err))));
+}
 
 // ruleForm creates (id null) or edits a rule.
 export async function ruleForm(ctx, id) {
@@ -55,9 +75,8 @@ export async function ruleForm(ctx, id) {
   const idInput = h("input", { id: "rule-id", required: true, autocomplete: "off", value: id || "" });
   if (id) idInput.readOnly = true;
   const name = h("input", { id: "rule-name", autocomplete: "off", value: (def && def.name) || "" });
-  const sql = sqlEditor("rule-sql", "SQL", def ? def.sql : "SELECT * FROM demo", 6);
-  const actions = h("textarea", { id: "rule-actions", rows: 6, class: "code", spellcheck: "false" });
-  actions.value = def ? JSON.stringify(def.actions, null, 2) : defaultActions;
+  const sql = sqlEditor("rule-sql", "SQL", def ? def.sql : "SELECT * FROM demo", 6, sqlWords());
+  const actions = await actionsEditor(def ? def.actions : null);
   const options = h("textarea", { id: "rule-options", rows: 3, class: "code", spellcheck: "false" });
   options.value = def && def.options ? JSON.stringify(def.options, null, 2) : "{}";
   const status = h("div", {});
@@ -67,7 +86,7 @@ export async function ruleForm(ctx, id) {
     field("ID", idInput, "Letters, digits, _ and -."),
     field("Name", name),
     sql.el,
-    field("Actions (JSON)", actions, 'A list of sinks, e.g. [{"memory": {"topic": "out"}}].'),
+    actions.el,
     field("Options (JSON)", options, "Rule options; empty for the daemon's defaults."),
     h("button", { type: "submit" }, id ? "Save" : "Create"),
     " ",
@@ -98,14 +117,14 @@ export async function ruleForm(ctx, id) {
 
   function build(quiet) {
     try {
-      const body = { id: idInput.value.trim(), sql: sql.area.value, actions: JSON.parse(actions.value || "[]") };
+      const body = { id: idInput.value.trim(), sql: sql.area.value, actions: actions.values() };
       if (name.value) body.name = name.value;
       const opts = JSON.parse(options.value || "{}");
       if (Object.keys(opts).length) body.options = opts;
       if (!body.id && quiet) body.id = "validate";
       return body;
     } catch (err) {
-      if (!quiet) status.replaceChildren(errorBox(new Error("Actions or options are not valid JSON: " + err.message)));
+      if (!quiet) status.replaceChildren(errorBox(err instanceof SyntaxError ? new Error("Options are not valid JSON: " + err.message) : err));
       return null;
     }
   }

@@ -5,6 +5,14 @@ import { sqlEditor } from "../editor.js";
 
 const example = 'CREATE STREAM demo (temperature FLOAT, humidity BIGINT)\n  WITH (DATASOURCE="demo", TYPE="memory", FORMAT="json")';
 
+const ddlName = /^\s*create\s+(stream|table)\s+`?([A-Za-z0-9_\-.]+)/i;
+
+// ddlBase is the route of the statement's kind.
+function ddlBase(sql) {
+  const m = ddlName.exec(sql);
+  return m && m[1].toLowerCase() === "table" ? "/tables" : "/streams";
+}
+
 export async function streams(ctx) {
   const list = h("section", { "aria-labelledby": "list-h" });
   const editor = sqlEditor("ddl", "Statement (CREATE STREAM or CREATE TABLE)", example, 5);
@@ -47,12 +55,34 @@ export async function streams(ctx) {
     list.replaceChildren(h("h2", { id: "list-h" }, "Defined"), table("Streams and tables", ["Name", "Kind", "Type", "Format", "Statement", "Actions"], rows));
   };
 
+  // Validate as the user types (debounced), storing nothing: an error is
+  // marked at its line and column.
+  let timer = 0;
+  editor.area.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(async () => {
+      const sql = editor.area.value;
+      if (!sql.trim()) return;
+      try {
+        const r = await api.post(`${ddlBase(sql)}/validate`, { sql });
+        if (ctx.signal.aborted || sql !== editor.area.value) return;
+        status.replaceChildren();
+        if (r.valid) editor.area.setAttribute("data-valid", "true");
+        else if (!editor.show({ message: r.message, pos: r.line ? { line: r.line, col: r.col } : null }, false)) status.replaceChildren(errorBox(new Error(r.message)));
+      } catch (err) {
+        if (!ctx.signal.aborted) status.replaceChildren(errorBox(err));
+      }
+    }, 600);
+  });
+  ctx.signal.addEventListener("abort", () => clearTimeout(timer));
+
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
+    clearTimeout(timer);
     status.replaceChildren();
     const sql = editor.area.value;
-    const m = /^\s*create\s+(stream|table)\s+`?([A-Za-z0-9_\-.]+)/i.exec(sql);
-    const base = m && m[1].toLowerCase() === "table" ? "/tables" : "/streams";
+    const m = ddlName.exec(sql);
+    const base = ddlBase(sql);
     try {
       const msg = replace.checked && m ? await api.put(`${base}/${encodeURIComponent(m[2])}`, { sql }) : await api.post(base, { sql });
       notice(msg);
