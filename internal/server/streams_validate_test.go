@@ -56,8 +56,13 @@ func TestValidateStream(t *testing.T) {
 			t.Fatalf("got %+v, want invalid at %s with %q", a, want.Pos, perr)
 		}
 	})
-	t.Run("wrong kind has no position", func(t *testing.T) {
-		a := check(t, "/streams/validate", `CREATE TABLE t1 () WITH (TYPE="memory")`)
+	t.Run("the statement decides the kind, as POST", func(t *testing.T) {
+		if a := check(t, "/streams/validate", `CREATE TABLE t1 () WITH (TYPE="memory")`); !a.Valid || a.Name != "t1" {
+			t.Fatalf("got %+v, want valid t1 (POST /streams creates it)", a)
+		}
+	})
+	t.Run("not a CREATE statement has no position", func(t *testing.T) {
+		a := check(t, "/streams/validate", `SELECT * FROM demo`)
 		if a.Valid || a.Line != 0 || a.Message != "sql must be a CREATE STREAM statement" {
 			t.Fatalf("got %+v, want invalid naming CREATE STREAM", a)
 		}
