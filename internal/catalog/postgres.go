@@ -28,7 +28,7 @@ const NotifyChannel = "rekuiper_catalog"
 // writeLockKey names the transaction-scoped advisory lock every catalog
 // write takes first, so the writes of all nodes are serialized as SQLite's
 // single writer serializes them.
-const writeLockKey = 0x72656b7569706572 // "rekuiper"
+const writeLockKey int64 = 0x72656b7569706572 // "rekuiper"
 
 // maxNotifyPayload stays under PostgreSQL's 8000-byte NOTIFY limit; a
 // longer change is announced without its key, and receivers reload.

@@ -203,12 +203,12 @@ func propInt(v any) (int, error) {
 	case int:
 		return x, nil
 	case int64:
-		if x >= -maxExact && x <= maxExact {
+		if x >= max(-maxExact, math.MinInt) && x <= min(maxExact, math.MaxInt) {
 			return int(x), nil
 		}
 		return 0, fmt.Errorf("%d out of range", x)
 	case float64:
-		if x == math.Trunc(x) && x >= -maxExact && x <= maxExact {
+		if x == math.Trunc(x) && x >= max(-maxExact, math.MinInt) && x <= min(maxExact, math.MaxInt) {
 			return int(x), nil
 		}
 	}
@@ -234,7 +234,7 @@ func propDuration(v any) (time.Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("want milliseconds or a duration string, got %v", v)
 	}
-	if ms > math.MaxInt64/int(time.Millisecond) || ms < math.MinInt64/int(time.Millisecond) {
+	if int64(ms) > math.MaxInt64/int64(time.Millisecond) || int64(ms) < math.MinInt64/int64(time.Millisecond) {
 		return 0, fmt.Errorf("%d ms out of range", ms)
 	}
 	return time.Duration(ms) * time.Millisecond, nil
@@ -249,8 +249,9 @@ const (
 	// MaxBufferPageSize bounds bufferPageSize (records per segment file,
 	// read into memory at once).
 	MaxBufferPageSize = 1 << 16
-	// MaxMaxDiskCache bounds maxDiskCache and maxCacheSize (records).
-	MaxMaxDiskCache = 1 << 31
+	// MaxMaxDiskCache bounds maxDiskCache and maxCacheSize (records); the
+	// largest int on 32-bit targets too.
+	MaxMaxDiskCache = math.MaxInt32
 	// MaxResendInterval bounds resendInterval.
 	MaxResendInterval = time.Hour
 )

@@ -28,8 +28,8 @@ func TestValidate(t *testing.T) {
 		{"threshold bound", Config{MemoryCacheThreshold: MaxMemoryCacheThreshold}, ""},
 		{"threshold huge", Config{MemoryCacheThreshold: 1000000000000}, "memoryCacheThreshold 1000000000000: must be at most 1048576"},
 		{"page huge", Config{BufferPageSize: MaxBufferPageSize + 1}, "bufferPageSize 65537: must be at most 65536"},
-		{"max huge", Config{MaxDiskCache: MaxMaxDiskCache + 1}, "maxDiskCache 2147483649: must be at most 2147483648"},
-		{"alias huge", Config{MaxCacheSize: MaxMaxDiskCache + 1}, "maxCacheSize 2147483649"},
+		{"max huge", Config{MaxDiskCache: MaxMaxDiskCache + 1}, "maxDiskCache 2147483648: must be at most 2147483647"},
+		{"alias huge", Config{MaxCacheSize: MaxMaxDiskCache + 1}, "maxCacheSize 2147483648"},
 		{"resend interval", Config{ResendInterval: 2 * time.Hour}, "resendInterval 2h0m0s: must be at most 1h0m0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
