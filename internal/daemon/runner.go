@@ -62,6 +62,7 @@ func (r *Runner) MemoryBus() *membus.Bus { return r.Deps.Memory }
 
 // TapHub carries the running rules' emissions to GET /rules/{id}/tap.
 func (r *Runner) TapHub() *tap.Hub { return r.Taps }
+
 // TraceService is the rules' data tracing (read by the trace routes).
 func (r *Runner) TraceService() *tracing.Service { return r.Tracing }
 
