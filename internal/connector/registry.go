@@ -180,7 +180,7 @@ func register[F any](m map[string]Entry[F], k Kind, name string, spec Spec, f F,
 	}
 	for _, p := range spec.Props {
 		if p.Secret {
-			rule.RegisterSecretKey(p.Name)
+			rule.RegisterSecretKey(name, p.Name)
 		}
 	}
 	m[name] = Entry[F]{Name: name, Spec: spec, New: f}

@@ -415,16 +415,18 @@ func TestDurationOutOfRange(t *testing.T) {
 }
 
 // TestDeclaredSecretsMaskedEverywhere: a property a spec declares secret is
-// masked by the one masker used for REST responses, exports and logs, not
-// only by Spec.Mask, whatever its name; nested secrets and URL passwords
-// are masked by Spec.Mask too.
+// masked by the masker that REST responses and exports use for that
+// connector type (rule.MaskPropsOf), not only by Spec.Mask, whatever its
+// name; for other types the name means nothing (the sql sink's url is
+// secret, a rest sink's url is not). Nested secrets and URL passwords are
+// masked by Spec.Mask too.
 func TestDeclaredSecretsMaskedEverywhere(t *testing.T) {
 	const name = "plantCredentialXyz" // not a name the built-in list knows
 	if rule.IsSecretKey(name) {
-		t.Fatalf("%s is secret before any spec declares it; pick another name", name)
+		t.Fatalf("%s is a built-in secret name; pick another", name)
 	}
 	props := map[string]any{name: "s3cr3t", "url": "tcp://u:pw@host:1883", "nested": map[string]any{"token": "t"}}
-	if got := rule.MaskProps(props); got[name] != "s3cr3t" {
+	if got := rule.MaskPropsOf("credsink", props); got[name] != "s3cr3t" {
 		t.Fatalf("masked before registration: %v", got)
 	}
 	r := NewRegistry()
@@ -432,19 +434,34 @@ func TestDeclaredSecretsMaskedEverywhere(t *testing.T) {
 	if err := r.RegisterSink("credsink", spec, newFakeSink); err != nil {
 		t.Fatal(err)
 	}
-	if !rule.IsSecretKey(strings.ToUpper(name)) {
-		t.Fatal("a declared secret is not a secret key after registration")
+	if !rule.HasSecretsOf("CREDSINK", map[string]any{strings.ToUpper(name): "x"}) {
+		t.Fatal("a declared secret is not one of its type after registration")
 	}
 	for label, got := range map[string]map[string]any{
-		"rule.MaskProps": rule.MaskProps(props),
-		"Spec.Mask":      spec.Mask(props),
-		"Registry.Mask":  r.Mask(KindSink, "credsink", props),
+		"rule.MaskPropsOf": rule.MaskPropsOf("credsink", props),
+		"Spec.Mask":        spec.Mask(props),
+		"Registry.Mask":    r.Mask(KindSink, "credsink", props),
 	} {
 		if got[name] != MaskedValue || got["url"] != "tcp://u:"+MaskedValue+"@host:1883" || got["nested"].(map[string]any)["token"] != MaskedValue {
 			t.Errorf("%s: %v", label, got)
 		}
 	}
+	if got := rule.MaskPropsOf("othersink", props); got[name] != "s3cr3t" {
+		t.Errorf("another type's property of that name was masked: %v", got)
+	}
 	if props[name] != "s3cr3t" {
 		t.Fatal("masking changed its input")
+	}
+	// A url declared secret (the sql sink's) stays an endpoint, for its
+	// type too: its credentials are masked, not the whole address, which
+	// restoring a masked secret compares.
+	if err := r.RegisterSink("dbsink", Spec{Props: []Prop{{Name: "url", Type: TypeString, Secret: true}}}, newFakeSink); err != nil {
+		t.Fatal(err)
+	}
+	if got := rule.MaskPropsOf("rest", map[string]any{"url": "http://h/x"}); got["url"] != "http://h/x" {
+		t.Errorf("a rest url was masked: %v", got)
+	}
+	if got := rule.MaskPropsOf("dbsink", map[string]any{"url": "postgres://u:pw@h/db"}); got["url"] != "postgres://u:"+MaskedValue+"@h/db" {
+		t.Errorf("the declared url: %v", got)
 	}
 }

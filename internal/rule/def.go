@@ -338,7 +338,7 @@ func (d *Def) MaskedJSON(triggered bool) (json.RawMessage, error) {
 	if d.hasSecrets() {
 		masked := make([]Action, len(d.Actions))
 		for i, a := range d.Actions {
-			masked[i] = Action{Type: a.Type, Props: MaskProps(a.Props)}
+			masked[i] = Action{Type: a.Type, Props: MaskPropsOf(a.Type, a.Props)}
 		}
 		set["actions"] = masked
 	}
@@ -347,7 +347,7 @@ func (d *Def) MaskedJSON(triggered bool) (json.RawMessage, error) {
 
 func (d *Def) hasSecrets() bool {
 	for _, a := range d.Actions {
-		if HasSecrets(a.Props) {
+		if HasSecretsOf(a.Type, a.Props) {
 			return true
 		}
 	}

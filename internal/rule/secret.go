@@ -22,14 +22,8 @@ const MaskedValue = "******"
 // headers Authorization, Proxy-Authorization, Cookie and Set-Cookie, and
 // privateKey, privateKeyRaw, aesKey (case-insensitively). certificationRaw
 // and other certificates are public and not secret.
-//
-// Names that a connector's spec declares secret (Prop.Secret), built-in or
-// registered by an extension, are secret too (RegisterSecretKey).
 func IsSecretKey(k string) bool {
 	l := strings.ToLower(k)
-	if declared := declaredSecrets.Load(); declared != nil && (*declared)[l] {
-		return true
-	}
 	switch l {
 	case "privatekey", "privatekeyraw", "private_key", "aeskey", "key_password",
 		"authorization", "proxy-authorization", "cookie", "set-cookie", "sig":
@@ -43,30 +37,75 @@ func IsSecretKey(k string) bool {
 	return false
 }
 
-// declaredSecrets holds the lower-cased names of properties declared
-// secret by registered connector specs; it is replaced, never changed.
+// declaredSecrets maps a connector type (lower-cased) to the lower-cased
+// names of the properties its specs declare secret; it is replaced, never
+// changed. A name is secret for its type only: the sql sink's url is
+// secret, a rest sink's url is an endpoint.
 var (
-	declaredSecrets   atomic.Pointer[map[string]bool]
+	declaredSecrets   atomic.Pointer[map[string]map[string]bool]
 	declaredSecretsMu sync.Mutex
 )
 
-// RegisterSecretKey makes IsSecretKey, and so every masker and the restore
-// of masked values, treat property name as secret: connector registration
-// calls it for each property its spec declares secret, so an extension's
-// secret with a name the built-in list does not know is masked in REST
-// responses, exports and logs like the built-in ones.
-func RegisterSecretKey(name string) {
-	l := strings.ToLower(strings.TrimSpace(name))
-	if l == "" || IsSecretKey(l) {
+// RegisterSecretKey records that connectors of type typ hold a secret in
+// property name: connector registration calls it for each property a spec
+// declares secret, so that an extension's secret whose name the built-in
+// list (IsSecretKey) does not know is masked too (MaskPropsOf).
+func RegisterSecretKey(typ, name string) {
+	t, l := strings.ToLower(strings.TrimSpace(typ)), strings.ToLower(strings.TrimSpace(name))
+	// An endpoint (the sql sink's url) is never masked whole: the
+	// credentials in it are (MaskText), and restoring a masked secret
+	// compares it (RestoreProps).
+	if l == "" || IsSecretKey(l) || isEndpointKey(l) || declaredOf(t)[l] {
 		return
 	}
 	declaredSecretsMu.Lock()
 	defer declaredSecretsMu.Unlock()
-	next := map[string]bool{l: true}
+	next := map[string]map[string]bool{}
 	if cur := declaredSecrets.Load(); cur != nil {
 		maps.Copy(next, *cur)
 	}
+	names := maps.Clone(next[t])
+	if names == nil {
+		names = map[string]bool{}
+	}
+	names[l] = true
+	next[t] = names
 	declaredSecrets.Store(&next)
+}
+
+func declaredOf(typ string) map[string]bool {
+	if cur := declaredSecrets.Load(); cur != nil {
+		return (*cur)[strings.ToLower(typ)]
+	}
+	return nil
+}
+
+// MaskPropsOf masks the properties of a connector of type typ: MaskProps,
+// and every non-empty top-level property its spec declares secret.
+func MaskPropsOf(typ string, props map[string]any) map[string]any {
+	out := MaskProps(props)
+	if declared := declaredOf(typ); len(declared) > 0 {
+		for k, v := range out {
+			if v != nil && v != "" && declared[strings.ToLower(k)] {
+				out[k] = MaskedValue
+			}
+		}
+	}
+	return out
+}
+
+// HasSecretsOf reports whether MaskPropsOf would change props.
+func HasSecretsOf(typ string, props map[string]any) bool {
+	if HasSecrets(props) {
+		return true
+	}
+	declared := declaredOf(typ)
+	for k, v := range props {
+		if v != nil && v != "" && declared[strings.ToLower(k)] {
+			return true
+		}
+	}
+	return false
 }
 
 // secretWords is the pattern of secret names inside free text (URL query

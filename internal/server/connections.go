@@ -156,7 +156,7 @@ func (s *Server) connectionJSON(c catalog.Connection) map[string]any {
 		errText = st.LastError
 	}
 	return map[string]any{
-		"id": c.ID, "typ": c.Type, "props": rule.MaskProps(nonNil(c.Props)), "isNamed": true,
+		"id": c.ID, "typ": c.Type, "props": rule.MaskPropsOf(c.Type, nonNil(c.Props)), "isNamed": true,
 		"status": st.State, "err": rule.MaskText(errText), "refCount": st.Users, "clients": st.Clients,
 		"lastConnected": unixMilli(st.LastConnected), "lastDisconnected": unixMilli(st.LastDisconnected),
 		"ruleRefs": refs,
@@ -331,7 +331,7 @@ func (s *Server) getConfKeys(c string) handlerFunc {
 		}
 		out := make(map[string]any, len(merged))
 		for k, p := range merged {
-			out[k] = rule.MaskProps(nonNil(p))
+			out[k] = rule.MaskPropsOf(typ, nonNil(p))
 		}
 		return writeJSON(w, http.StatusOK, out)
 	}

@@ -349,7 +349,7 @@ func (s *Server) exportConfKeys(c catalog.ConfCategory) (map[string]string, erro
 		if byType[k.Type] == nil {
 			byType[k.Type] = map[string]any{}
 		}
-		byType[k.Type][k.Key] = rule.MaskProps(nonNil(k.Props))
+		byType[k.Type][k.Key] = rule.MaskPropsOf(k.Type, nonNil(k.Props))
 	}
 	out := map[string]string{}
 	for typ, keys := range byType {
