@@ -185,6 +185,7 @@ func (b *builder) fields() ([]operator.ProjField, error) {
 	var out []operator.ProjField
 	srf := 0
 	unnamed := 0
+	names := map[string]bool{}
 	for _, f := range b.stmt.Fields {
 		if w, ok := f.Expr.(*ast.Wildcard); ok {
 			pf := operator.ProjField{Wildcard: true, Except: map[string]bool{}}
@@ -205,6 +206,15 @@ func (b *builder) fields() ([]operator.ProjField, error) {
 			continue
 		}
 		name := fieldName(f, &unnamed)
+		// Two visible columns of one name would overwrite each other in
+		// the output row; eKuiper refuses them too (an unnamed call is
+		// named after its function, so abs(v), abs(w) collide).
+		if !f.Invisible {
+			if names[name] {
+				return nil, errAt(f.Expr, "duplicate field definition %s", name)
+			}
+			names[name] = true
+		}
 		var x eval.Expr
 		var err error
 		if f.Alias != "" {
@@ -215,7 +225,9 @@ func (b *builder) fields() ([]operator.ProjField, error) {
 		if err != nil {
 			return nil, err
 		}
-		pf := operator.ProjField{Name: name, Expr: x, Invisible: f.Invisible, Multi: eval.IsMultiColumn(f.Expr), SRF: b.comp.IsSRF(f.Expr)}
+		multi := eval.IsMultiColumn(f.Expr)
+		// An aliased changed_cols is one column holding its object.
+		pf := operator.ProjField{Name: name, Expr: x, Invisible: f.Invisible, Multi: multi && f.Alias == "", Null: multi && f.Alias != "", SRF: b.comp.IsSRF(f.Expr)}
 		// A column's explicit null is written out only when the column is
 		// selected under its own name; an alias of a null is left out, as in
 		// eKuiper.

@@ -6,6 +6,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/eval"
 	"github.com/rekuiper/rekuiper/internal/operator"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
+	"github.com/rekuiper/rekuiper/internal/sql/token"
 )
 
 // Bounds of window sizes: a time window longer than a year, or a count
@@ -139,9 +140,21 @@ func (b *builder) preprocess() *operator.Preprocess {
 		if v, ok := in.Def.Option("STRICT_VALIDATION"); ok && strings.EqualFold(v, "true") && len(in.Def.Fields) > 0 {
 			s.Strict = true
 			for _, f := range in.Def.Fields {
-				if used.all[in.Name] || used.all[""] || used.cols[f.Name] || used.qualified[in.Name+"."+f.Name] {
-					s.Check = append(s.Check, f.Name)
+				if !(used.all[in.Name] || used.all[""] || used.cols[f.Name] || used.qualified[in.Name+"."+f.Name]) {
+					continue
 				}
+				if f.Type != nil && f.Type.Kind == token.STRUCT {
+					// As in eKuiper, a STRUCT column is validated only
+					// through the fields the rule reads from it (info.n,
+					// info->n): those must be present and of their type;
+					// a column read only whole is passed as it is.
+					sub := structFields(f.Type, used.sub[f.Name])
+					if sub == nil {
+						continue
+					}
+					s.Fields[f.Name] = sub
+				}
+				s.Check = append(s.Check, f.Name)
 			}
 		}
 		if b.opts.IsEventTime && !in.Table {
@@ -153,25 +166,62 @@ func (b *builder) preprocess() *operator.Preprocess {
 }
 
 type columnUse struct {
-	cols      map[string]bool // unqualified names
-	qualified map[string]bool // stream.name
-	all       map[string]bool // stream ("" = every stream) read with *
+	cols      map[string]bool            // unqualified names
+	qualified map[string]bool            // stream.name
+	all       map[string]bool            // stream ("" = every stream) read with *
+	sub       map[string]map[string]bool // column -> keys read from it (col.key, col->key)
+}
+
+// structFields is the STRUCT type dt cut down to the fields named in keys,
+// nil when keys names none of them.
+func structFields(dt *ast.DataType, keys map[string]bool) *ast.DataType {
+	var fs []ast.StreamField
+	for _, f := range dt.Fields {
+		if keys[f.Name] {
+			fs = append(fs, f)
+		}
+	}
+	if fs == nil {
+		return nil
+	}
+	return &ast.DataType{P: dt.P, Kind: dt.Kind, Fields: fs}
 }
 
 // usedColumns finds the columns the query reads, to validate only those.
 func (b *builder) usedColumns() columnUse {
-	u := columnUse{cols: map[string]bool{}, qualified: map[string]bool{}, all: map[string]bool{}}
+	u := columnUse{cols: map[string]bool{}, qualified: map[string]bool{}, all: map[string]bool{}, sub: map[string]map[string]bool{}}
+	addSub := func(col, key string) {
+		if u.sub[col] == nil {
+			u.sub[col] = map[string]bool{}
+		}
+		u.sub[col][key] = true
+	}
+	ref := func(x *ast.FieldRef) {
+		if s, ok := b.streams[x.Stream]; ok && x.Stream != "" {
+			u.qualified[s+"."+x.Name] = true
+		} else if x.Stream != "" {
+			u.cols[x.Stream] = true
+			addSub(x.Stream, x.Name)
+		} else {
+			u.cols[x.Name] = true
+		}
+	}
 	visit := func(e ast.Expr) {
 		ast.Walk(e, func(n ast.Expr) bool {
 			switch x := n.(type) {
-			case *ast.FieldRef:
-				if s, ok := b.streams[x.Stream]; ok && x.Stream != "" {
-					u.qualified[s+"."+x.Name] = true
-				} else if x.Stream != "" {
-					u.cols[x.Stream] = true
-				} else {
-					u.cols[x.Name] = true
+			case *ast.BinaryExpr:
+				// col->key and col.key read one key of a column.
+				l, lok := x.LHS.(*ast.FieldRef)
+				k, kok := x.RHS.(*ast.FieldRef)
+				if (x.Op == token.ARROW || x.Op == token.DOT) && lok && kok {
+					if _, isStream := b.streams[l.Stream]; l.Stream == "" || isStream {
+						ref(l)
+						addSub(l.Name, k.Name)
+						return false
+					}
 				}
+			case *ast.FieldRef:
+				ref(x)
 			case *ast.Wildcard:
 				u.all[b.streams[x.Stream]] = true
 			case *ast.Call:
