@@ -279,6 +279,43 @@ func (b *builder) checkFunctionPlacement() error {
 	for _, j := range s.Joins {
 		check("ON", j.On, false)
 	}
+	if bad == nil && (s.Window != nil || len(s.Dimensions) > 0 || len(s.Joins) > 0) {
+		bad = b.checkNoAggQuery()
+	}
+	return bad
+}
+
+// checkNoAggQuery refuses last_hit_count() and last_hit_time() in a query
+// that groups, windows or joins rows, as eKuiper does: they count the rows
+// of a rule that passed its WHERE one by one (last_agg_hit_* are the
+// grouped ones).
+func (b *builder) checkNoAggQuery() error {
+	s := b.stmt
+	var bad error
+	visit := func(e ast.Expr) {
+		ast.Walk(e, func(n ast.Expr) bool {
+			if c, ok := n.(*ast.Call); ok && bad == nil {
+				if name := lower(c.Name); name == "last_hit_count" || name == "last_hit_time" {
+					bad = errAt(c, "function %s is not allowed in an aggregate query", name)
+				}
+			}
+			return bad == nil
+		})
+	}
+	for _, f := range s.Fields {
+		visit(f.Expr)
+	}
+	visit(s.Where)
+	visit(s.Having)
+	for _, d := range s.Dimensions {
+		visit(d)
+	}
+	for _, j := range s.Joins {
+		visit(j.On)
+	}
+	for _, o := range s.OrderBy {
+		visit(o.Expr)
+	}
 	return bad
 }
 

@@ -77,6 +77,8 @@ func TestUnknownAndAmbiguousFields(t *testing.T) {
 		`SELECT temperature, /* ERROR "duplicate field definition temperature" */ temperature FROM s`,
 		`SELECT humidity, /* ERROR "duplicate field definition humidity" */ temperature AS humidity FROM s`,
 		`SELECT abs(temperature), /* ERROR "duplicate field definition abs" */ abs(humidity) FROM s`,
+		`SELECT count(*) AS n, /* ERROR "function last_hit_count is not allowed in an aggregate query" */ last_hit_count() AS c FROM s GROUP BY TUMBLINGWINDOW(ss, 10)`,
+		`SELECT s.temperature FROM s INNER JOIN tbl ON s.id = tbl.id WHERE /* ERROR "function last_hit_time is not allowed in an aggregate query" */ last_hit_time() > 0`,
 		`SELECT s.id, /* ERROR "duplicate field definition id" */ s2.id FROM s INNER JOIN s2 ON s.id = s2.id GROUP BY TUMBLINGWINDOW(ss, 10)`,
 	}
 	for _, src := range tests {
