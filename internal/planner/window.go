@@ -172,19 +172,62 @@ type columnUse struct {
 	sub       map[string]map[string]bool // column -> keys read from it (col.key, col->key)
 }
 
-// structFields is the STRUCT type dt cut down to the fields named in keys,
-// nil when keys names none of them.
-func structFields(dt *ast.DataType, keys map[string]bool) *ast.DataType {
+// structFields is the STRUCT type dt cut down to the fields the rule reads,
+// paths like "a" or "a.b" (info.a, info.a.b, info->a->b); nil when paths
+// name none of them. A nested STRUCT field read whole keeps no fields of
+// its own: it must be an object, its contents are not checked.
+func structFields(dt *ast.DataType, paths map[string]bool) *ast.DataType {
 	var fs []ast.StreamField
 	for _, f := range dt.Fields {
-		if keys[f.Name] {
-			fs = append(fs, f)
+		used, sub := false, map[string]bool{}
+		for p := range paths {
+			if p == f.Name {
+				used = true
+			} else if rest, ok := strings.CutPrefix(p, f.Name+"."); ok {
+				used = true
+				sub[rest] = true
+			}
 		}
+		if !used {
+			continue
+		}
+		if f.Type != nil && f.Type.Kind == token.STRUCT {
+			t := structFields(f.Type, sub)
+			if t == nil {
+				t = &ast.DataType{P: f.Type.P, Kind: token.STRUCT}
+			}
+			f.Type = t
+		}
+		fs = append(fs, f)
 	}
 	if fs == nil {
 		return nil
 	}
 	return &ast.DataType{P: dt.P, Kind: dt.Kind, Fields: fs}
+}
+
+// keyPath splits a chain of -> and . over a column, info.a->b, into the
+// column reference and the keys read ("a.b"); nil when e is not such a
+// chain.
+func (b *builder) keyPath(e ast.Expr) (*ast.FieldRef, string) {
+	switch x := e.(type) {
+	case *ast.FieldRef:
+		return x, ""
+	case *ast.BinaryExpr:
+		k, ok := x.RHS.(*ast.FieldRef)
+		if (x.Op != token.ARROW && x.Op != token.DOT) || !ok || k.Stream != "" {
+			return nil, ""
+		}
+		root, path := b.keyPath(x.LHS)
+		if root == nil {
+			return nil, ""
+		}
+		if path != "" {
+			path += "."
+		}
+		return root, path + k.Name
+	}
+	return nil, ""
 }
 
 // usedColumns finds the columns the query reads, to validate only those.
@@ -210,15 +253,15 @@ func (b *builder) usedColumns() columnUse {
 		ast.Walk(e, func(n ast.Expr) bool {
 			switch x := n.(type) {
 			case *ast.BinaryExpr:
-				// col->key and col.key read one key of a column.
-				l, lok := x.LHS.(*ast.FieldRef)
-				k, kok := x.RHS.(*ast.FieldRef)
-				if (x.Op == token.ARROW || x.Op == token.DOT) && lok && kok {
-					if _, isStream := b.streams[l.Stream]; l.Stream == "" || isStream {
-						ref(l)
-						addSub(l.Name, k.Name)
-						return false
+				// col->key, col.key, col.a.b read keys of a column.
+				if root, path := b.keyPath(x); root != nil && path != "" {
+					ref(root)
+					if root.Stream != "" && b.streams[root.Stream] == "" {
+						path = root.Name + "." + path
+						root = &ast.FieldRef{Name: root.Stream}
 					}
+					addSub(root.Name, path)
+					return false
 				}
 			case *ast.FieldRef:
 				ref(x)
