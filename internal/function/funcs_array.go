@@ -171,12 +171,20 @@ func arrayContains(_ Env, args []any) (any, error) {
 }
 
 func arrayContainsAny(_ Env, args []any) (any, error) {
+	// As in eKuiper: a nil first array contains nothing (false, whatever
+	// the second argument); otherwise both must be arrays.
 	a, aNil, err := arrayArg(args, 0)
 	if err != nil {
 		return nil, err
 	}
-	b, bNil, err := arrayArg(args, 1)
-	if aNil || bNil || err != nil {
+	if aNil {
+		return false, nil
+	}
+	if args[1] == nil {
+		return nil, fmt.Errorf("second argument should be array of interface{}")
+	}
+	b, _, err := arrayArg(args, 1)
+	if err != nil {
 		return nil, err
 	}
 	for _, x := range a {

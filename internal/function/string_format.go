@@ -38,7 +38,7 @@ func stringSubstring(_ Env, args []any) (any, error) {
 	if mathHasNil(args) {
 		return nil, nil
 	}
-	r := []rune(value.ToString(args[0]))
+	r := []rune(textOf(args[0]))
 	start, err := mathToInt(args[1])
 	if err != nil {
 		return nil, err
@@ -81,7 +81,7 @@ func stringSplitValue(_ Env, args []any) (any, error) {
 	if mathHasNil(args) {
 		return nil, nil
 	}
-	parts := strings.Split(value.ToString(args[0]), value.ToString(args[1]))
+	parts := strings.Split(textOf(args[0]), textOf(args[1]))
 	idx, err := mathToInt(args[2])
 	if err != nil {
 		return nil, err
