@@ -209,7 +209,8 @@ func (p *Project) rows(ec *eval.Ctx, dst []map[string]any) ([]map[string]any, er
 			for k, x := range m {
 				r[k] = x
 			}
-		} else if el != nil || p.SendNil {
+		} else {
+			// A nil element is a row whose column is null, as in eKuiper.
 			r[srfName] = el
 		}
 		dst = append(dst, r)
