@@ -17,17 +17,7 @@ func TestContainerLeftOfOperator(t *testing.T) {
 	m := map[string]any{"o": map[string]any{"a": int64(1)}, "arr": []any{int64(1)}, "w": 2.5}
 	r := &row.Tuple{Emitter: "s", Message: m}
 	c := NewCompiler(function.Builtins(), map[string]string{"s": "s"}, nil)
-	eval := func(src string) (any, error) {
-		x, err := parser.ParseExpr(src)
-		if err != nil {
-			t.Fatalf("parse %s: %v", src, err)
-		}
-		e, err := c.Compile(x)
-		if err != nil {
-			t.Fatalf("compile %s: %v", src, err)
-		}
-		return e(&Ctx{Row: r})
-	}
+	eval := func(src string) (any, error) { return evalOn(t, c, r, src) }
 	for _, src := range []string{"o < w", "o < nope", "arr = arr", "arr > 1", "o + 1", "arr * nope"} {
 		if got, err := eval(src); err == nil || !strings.Contains(err.Error(), "is an invalid operation for") {
 			t.Errorf("%s = %v, %v; want an invalid operation error", src, got, err)
@@ -38,4 +28,18 @@ func TestContainerLeftOfOperator(t *testing.T) {
 			t.Errorf("%s = %v, %v; want %v", src, got, err, want)
 		}
 	}
+}
+
+// evalOn parses, compiles and evaluates the SQL expression src on r.
+func evalOn(t *testing.T, c *Compiler, r *row.Tuple, src string) (any, error) {
+	t.Helper()
+	x, err := parser.ParseExpr(src)
+	if err != nil {
+		t.Fatalf("parse %s: %v", src, err)
+	}
+	e, err := c.Compile(x)
+	if err != nil {
+		t.Fatalf("compile %s: %v", src, err)
+	}
+	return e(&Ctx{Row: r})
 }

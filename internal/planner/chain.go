@@ -290,7 +290,6 @@ func (b *builder) checkFunctionPlacement() error {
 // of a rule that passed its WHERE one by one (last_agg_hit_* are the
 // grouped ones).
 func (b *builder) checkNoAggQuery() error {
-	s := b.stmt
 	var bad error
 	visit := func(e ast.Expr) {
 		ast.Walk(e, func(n ast.Expr) bool {
@@ -302,6 +301,14 @@ func (b *builder) checkNoAggQuery() error {
 			return bad == nil
 		})
 	}
+	b.eachClause(visit)
+	return bad
+}
+
+// eachClause calls visit with the expressions of the statement's SELECT,
+// WHERE, HAVING, GROUP BY, ON and ORDER BY clauses (nil ones included).
+func (b *builder) eachClause(visit func(ast.Expr)) {
+	s := b.stmt
 	for _, f := range s.Fields {
 		visit(f.Expr)
 	}
@@ -316,7 +323,6 @@ func (b *builder) checkNoAggQuery() error {
 	for _, o := range s.OrderBy {
 		visit(o.Expr)
 	}
-	return bad
 }
 
 func (b *builder) join() (operator.Operator, error) {

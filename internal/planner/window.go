@@ -275,22 +275,8 @@ func (b *builder) usedColumns() columnUse {
 			return true
 		})
 	}
-	s := b.stmt
-	for _, f := range s.Fields {
-		visit(f.Expr)
-	}
-	visit(s.Where)
-	visit(s.Having)
-	for _, d := range s.Dimensions {
-		visit(d)
-	}
-	for _, j := range s.Joins {
-		visit(j.On)
-	}
-	for _, o := range s.OrderBy {
-		visit(o.Expr)
-	}
-	if w := s.Window; w != nil {
+	b.eachClause(visit)
+	if w := b.stmt.Window; w != nil {
 		for _, a := range w.Args {
 			visit(a)
 		}
