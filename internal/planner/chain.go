@@ -9,6 +9,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/operator"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
+	"github.com/rekuiper/rekuiper/internal/sql/token"
 )
 
 func (b *builder) chain() ([]operator.Operator, error) {
@@ -38,6 +39,13 @@ func (b *builder) chain() ([]operator.Operator, error) {
 	if s.Window == nil {
 		if sites := b.comp.Sites(); len(sites) > 0 {
 			ops = append(ops, &operator.Analytic{Sites: sites, Store: b.comp.Analytic})
+		}
+		pre, err := b.streamTableFilter()
+		if err != nil {
+			return nil, err
+		}
+		if pre != nil {
+			ops = append(ops, pre)
 		}
 		if join, err := b.join(); err != nil {
 			return nil, err
@@ -323,6 +331,76 @@ func (b *builder) eachClause(visit func(ast.Expr)) {
 	for _, o := range s.OrderBy {
 		visit(o.Expr)
 	}
+}
+
+// streamTableFilter is the part of the WHERE of a stream joined to tables
+// that reads the stream alone (its AND-ed conditions naming only columns
+// qualified by the stream, with scalar functions), run on the stream's rows
+// before the join, as eKuiper pushes it down: a row it drops is not joined
+// (its ON is not evaluated), and a condition that fails is an error for
+// the row whether or not a table row matches it. The whole WHERE still
+// runs after the join. nil when there is no such part.
+func (b *builder) streamTableFilter() (*operator.Filter, error) {
+	s := b.stmt
+	if s.Where == nil || len(s.Joins) == 0 || b.inputs[0].Table {
+		return nil, nil
+	}
+	for _, in := range b.inputs[1:] {
+		if !in.Table || in.Lookup {
+			return nil, nil
+		}
+	}
+	var pre ast.Expr
+	for _, c := range conjuncts(s.Where, nil) {
+		if !b.readsOnlyStream(c, s.From) {
+			continue
+		}
+		if pre == nil {
+			pre = c
+		} else {
+			pre = &ast.BinaryExpr{P: pre.Pos(), Op: token.AND, LHS: pre, RHS: c}
+		}
+	}
+	if pre == nil {
+		return nil, nil
+	}
+	x, err := b.comp.Compile(pre)
+	if err != nil {
+		return nil, err
+	}
+	return &operator.Filter{Cond: x, NoHits: true}, nil
+}
+
+// readsOnlyStream reports whether e reads columns of src only, each
+// qualified by its name or alias, and calls scalar functions only.
+func (b *builder) readsOnlyStream(e ast.Expr, src ast.Source) bool {
+	ok, cols := true, 0
+	ast.Walk(e, func(n ast.Expr) bool {
+		switch x := n.(type) {
+		case *ast.FieldRef:
+			if x.Stream == "" || (x.Stream != src.Name && x.Stream != src.Alias) {
+				ok = false
+			}
+			cols++
+		case *ast.Wildcard:
+			ok = false
+		case *ast.Call:
+			if d, found := b.funcs.Lookup(x.Name); !found || d.Kind != function.Scalar {
+				ok = false
+			}
+		case *ast.BinaryExpr:
+			if x.Op == token.ARROW || x.Op == token.DOT {
+				// col->key: the key is no column.
+				if _, isRef := x.RHS.(*ast.FieldRef); isRef {
+					ok = ok && b.readsOnlyStream(x.LHS, src)
+					cols++
+					return false
+				}
+			}
+		}
+		return ok
+	})
+	return ok && cols > 0
 }
 
 func (b *builder) join() (operator.Operator, error) {
