@@ -83,11 +83,12 @@ func RowEqual(e, a map[string]any) bool {
 
 // normalizeActual maps engine values to what a JSON sink would write, so
 // they compare with the decoded expectation: datetimes as their JSON
-// string form.
+// string form in UTC (the corpus records datetimes in UTC, whatever zone
+// the value carries, e.g. one parsed from "...T22:13:20+08:00").
 func normalizeActual(v any) any {
 	switch x := v.(type) {
 	case time.Time:
-		return x.Format(value.JSONTimeLayout)
+		return x.UTC().Format(value.JSONTimeLayout)
 	case []any:
 		if x == nil {
 			return nil

@@ -95,6 +95,9 @@ func (c *Compiler) compileBinary(n *ast.BinaryExpr) (Expr, error) {
 			if err != nil {
 				return nil, err
 			}
+			if err := containerOperand(l, n.Op); err != nil {
+				return nil, err
+			}
 			r, err := rhs(ctx)
 			if err != nil {
 				return nil, err
@@ -108,6 +111,9 @@ func (c *Compiler) compileBinary(n *ast.BinaryExpr) (Expr, error) {
 			if err != nil {
 				return nil, err
 			}
+			if err := containerOperand(l, n.Op); err != nil {
+				return nil, err
+			}
 			r, err := rhs(ctx)
 			if err != nil {
 				return nil, err
@@ -116,6 +122,18 @@ func (c *Compiler) compileBinary(n *ast.BinaryExpr) (Expr, error) {
 		}, nil
 	}
 	return nil, errAt(n, "unsupported operator %s", n.Op)
+}
+
+// containerOperand refuses an object or array left of an arithmetic or
+// comparison operator, whatever the right side (null included), as eKuiper
+// does: `o < w` and `arr = arr` are errors, not false. Objects and arrays
+// are read with ->, [] and the functions made for them.
+func containerOperand(l any, op token.Token) error {
+	switch l.(type) {
+	case map[string]any, []any:
+		return fmt.Errorf("%s is an invalid operation for %s", op, value.Describe(l))
+	}
+	return nil
 }
 
 // logicOperand reads an AND/OR operand: nil counts as false.

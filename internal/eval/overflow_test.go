@@ -6,7 +6,6 @@ import (
 
 	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/row"
-	"github.com/rekuiper/rekuiper/internal/sql/parser"
 	"github.com/rekuiper/rekuiper/internal/value"
 )
 
@@ -16,18 +15,7 @@ func TestIntegerOverflowIsARowError(t *testing.T) {
 	m := map[string]any{"max": int64(9223372036854775807), "min": int64(-9223372036854775808), "big": 1e30}
 	r := &row.Tuple{Emitter: "s", Message: m}
 	c := NewCompiler(function.Builtins(), map[string]string{"s": "s"}, nil)
-	eval := func(t *testing.T, src string) (any, error) {
-		t.Helper()
-		x, err := parser.ParseExpr(src)
-		if err != nil {
-			t.Fatalf("parse %s: %v", src, err)
-		}
-		e, err := c.Compile(x)
-		if err != nil {
-			t.Fatalf("compile %s: %v", src, err)
-		}
-		return e(&Ctx{Row: r})
-	}
+	eval := func(t *testing.T, src string) (any, error) { return evalOn(t, c, r, src) }
 	for _, src := range []string{
 		"max + 1", "min - 1", "max * 2", "min * -1", "min / -1", "-min", "0 - min",
 		`cast(big, "bigint")`, "9223372036854775807 + 1", "abs(min)",

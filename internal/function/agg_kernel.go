@@ -305,8 +305,9 @@ func aggMergeKernel() aggKernel {
 		},
 		result: func(st State) any {
 			acc, _ := st[aggKeyValue].(map[string]any)
-			if acc == nil {
-				// No object was merged: nil, as in eKuiper, not {}.
+			if len(acc) == 0 {
+				// No key was merged (no object, or only empty ones): nil,
+				// as in eKuiper, not {}.
 				return nil
 			}
 			out := make(map[string]any, len(acc))

@@ -50,6 +50,17 @@ func aggMedian(_ Env, cols [][]any) (any, error) {
 		return nil, nil
 	case n%2 == 1:
 		mid := xs[n/2]
+		// The middle value keeps its type, unless the first value is a
+		// float: then the median is a float, as eKuiper computes it over
+		// the values as floats.
+		for _, v := range cols[0] {
+			if v != nil {
+				if _, ok := v.(float64); ok {
+					return mid, nil
+				}
+				break
+			}
+		}
 		for _, v := range cols[0] {
 			if i, ok := v.(int64); ok && float64(i) == mid {
 				return i, nil

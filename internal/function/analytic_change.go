@@ -166,10 +166,10 @@ func analyticChangedCols(_ Env, st State, valid bool, args []any) (any, error) {
 			return nil, fmt.Errorf("changed_cols column name should be a string but got %s", value.Describe(n))
 		}
 	}
-	out := make(map[string]any)
 	if !valid {
-		return out, nil
+		return nil, nil
 	}
+	out := make(map[string]any)
 	for i, v := range vals {
 		name := names[i].(string)
 		if m, ok := v.(map[string]any); ok && name == "*" {
@@ -181,6 +181,11 @@ func analyticChangedCols(_ Env, st State, valid bool, args []any) (any, error) {
 			continue
 		}
 		changedColsStep(st, out, prefix, name, v, ignoreNull)
+	}
+	if len(out) == 0 {
+		// Nothing changed: nil, so that an alias of the call is null (as
+		// in eKuiper), not an empty object.
+		return nil, nil
 	}
 	return out, nil
 }

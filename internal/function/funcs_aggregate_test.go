@@ -148,6 +148,7 @@ func TestAggregateCorpus(t *testing.T) {
 		{"max_strings/min", "min", [][]any{{"pear", "apple", "zoo"}}, "apple"},
 		{"max/mixed_keeps_type", "max", [][]any{{1.5, int64(3), int64(2)}}, int64(3)},
 		{"median_even_int", "median", [][]any{{int64(4), int64(1), int64(3), int64(2)}}, 2.5},
+		{"median_first_float", "median", [][]any{{-2.5, int64(16), int64(15)}}, 15.0}, // as eKuiper: a float median when the first value is a float
 		{"merge_agg/w1", "merge_agg", [][]any{aggRows(w123)},
 			map[string]any{"dev": "a", "hum": int64(55), "id": int64(3), "temp": 19.5}},
 		{"merge_agg/w2", "merge_agg", [][]any{aggRows(w456)},

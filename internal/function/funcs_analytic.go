@@ -56,15 +56,39 @@ func registerAnalytic(r *Registry) {
 		r.MustAdd(d)
 	}
 	r.MustAdd(
-		an("inc_count", 1, 1, aggCountKernel().incremental()),
-		an("inc_sum", 1, 1, incFloatSum(aggSumKernel().incremental())),
-		an("inc_avg", 1, 1, aggAvgKernel().incremental()),
-		an("inc_max", 1, 1, aggExtremeKernel(1).incremental()),
-		an("inc_min", 1, 1, aggExtremeKernel(-1).incremental()),
-		an("inc_merge_agg", 1, 1, incObjectsOnly(aggMergeKernel().incremental())),
-		an("inc_collect", 1, 1, aggCollectKernel().incremental()),
-		an("inc_last_value", 2, 2, aggLastValueKernel().incremental()),
+		an("inc_count", 1, 1, incNilIsNil(aggCountKernel().incremental())),
+		an("inc_sum", 1, 1, incNilIsNil(incFloatSum(aggSumKernel().incremental()))),
+		an("inc_avg", 1, 1, incNilIsNil(aggAvgKernel().incremental())),
+		an("inc_max", 1, 1, incNilIsNil(aggExtremeKernel(1).incremental())),
+		an("inc_min", 1, 1, incNilIsNil(aggExtremeKernel(-1).incremental())),
+		an("inc_merge_agg", 1, 1, incNilIsNil(incObjectsOnly(aggMergeKernel().incremental()))),
+		an("inc_collect", 1, 1, incNilIsNil(aggCollectKernel().incremental())),
+		an("inc_last_value", 2, 2, incNilIsNil(aggLastValueKernel().incremental())),
 	)
+}
+
+// incNilIsNil gives nil for a row whose argument is nil, an empty array or
+// an empty object, and leaves the running state as it was, as eKuiper's
+// inc_* functions do (inc_sum(v) is nil on a row without v, not the sum so
+// far).
+func incNilIsNil(f AnalyticFunc) AnalyticFunc {
+	return func(env Env, st State, valid bool, args []any) (any, error) {
+		for _, a := range args {
+			switch x := a.(type) {
+			case nil:
+				return nil, nil
+			case []any:
+				if len(x) == 0 {
+					return nil, nil
+				}
+			case map[string]any:
+				if len(x) == 0 {
+					return nil, nil
+				}
+			}
+		}
+		return f(env, st, valid, args)
+	}
 }
 
 // incFloatSum makes inc_sum's running sum a float, as eKuiper's is (sum()

@@ -235,9 +235,9 @@ func TestAnalyticCorpus(t *testing.T) {
 		{"inc_collect_merge_direct/collect", "inc_collect", analyticSteps([]map[string]any{{"v": int64(1)}, {"v": int64(5)}, {"v": int64(2)}},
 			arg("$v")), []any{[]any{int64(1)}, []any{int64(1), int64(5)}, []any{int64(1), int64(5), int64(2)}}},
 		{"inc_sum_avg/sum", "inc_sum", analyticSteps(fx, arg("$w")),
-			[]any{10.0, 10.0, 40.0, 80.0, 130.0, 190.0, 250.0}},
+			[]any{10.0, nil, 40.0, 80.0, 130.0, 190.0, 250.0}}, // nil w: nil, sum kept
 		{"inc_sum_avg/avg", "inc_avg", analyticWith(analyticSteps(fx, arg("$v")), nil, func(i int) bool { return i != 1 }),
-			[]any{1.0, 1.0, 1.0, 2.5, 10.0 / 3, 3.75, 3.3}},
+			[]any{1.0, 1.0, nil, 2.5, 10.0 / 3, 3.75, 3.3}}, // nil v: nil, state kept
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -308,7 +308,7 @@ func TestAnalyticChangedCols(t *testing.T) {
 			{"color": "red", "size": int64(3)}, {"color": nil, "size": int64(3)}, {"color": "red", "size": int64(4)},
 		}, "", true), []any{
 			map[string]any{"color": "red", "size": int64(3)},
-			map[string]any{},
+			nil, // nothing changed
 			map[string]any{"size": int64(4)},
 		}},
 		{"keep_null", cols([]map[string]any{

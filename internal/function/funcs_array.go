@@ -171,12 +171,20 @@ func arrayContains(_ Env, args []any) (any, error) {
 }
 
 func arrayContainsAny(_ Env, args []any) (any, error) {
+	// As in eKuiper: a nil first array contains nothing (false, whatever
+	// the second argument); otherwise both must be arrays.
 	a, aNil, err := arrayArg(args, 0)
 	if err != nil {
 		return nil, err
 	}
-	b, bNil, err := arrayArg(args, 1)
-	if aNil || bNil || err != nil {
+	if aNil {
+		return false, nil
+	}
+	if args[1] == nil {
+		return nil, fmt.Errorf("second argument should be array of interface{}")
+	}
+	b, _, err := arrayArg(args, 1)
+	if err != nil {
 		return nil, err
 	}
 	for _, x := range a {
@@ -240,8 +248,10 @@ func arrayIntersect(_ Env, args []any) (any, error) {
 
 // arrayUnion is the distinct elements of both arrays, first-seen order.
 func arrayUnion(_ Env, args []any) (any, error) {
-	a, b, isNil, err := arrayTwo(args)
-	if isNil || err != nil {
+	// A nil argument is an empty array, as in eKuiper: the union of two
+	// nils is [].
+	a, b, _, err := arrayTwo(args)
+	if err != nil {
 		return nil, err
 	}
 	seen := arraySet{}
@@ -348,7 +358,9 @@ func arraySort(_ Env, args []any) (any, error) {
 
 // arrayConcat concatenates its array arguments, skipping nil ones.
 func arrayConcat(_ Env, args []any) (any, error) {
-	out := []any{}
+	// Nothing to concatenate (nil or empty arrays only) gives nil, as in
+	// eKuiper.
+	var out []any
 	for i, a := range args {
 		switch x := a.(type) {
 		case nil:
@@ -357,6 +369,9 @@ func arrayConcat(_ Env, args []any) (any, error) {
 		default:
 			return nil, fmt.Errorf("argument %d should be array of interface{}, got %s", i+1, value.Describe(a))
 		}
+	}
+	if len(out) == 0 {
+		return nil, nil
 	}
 	return out, nil
 }

@@ -8,12 +8,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/crc32"
-
-	"github.com/rekuiper/rekuiper/internal/value"
 )
 
 // registerHash adds the hash functions. Each hashes the argument's bytes
-// (value.ToString for non-strings, raw bytes for bytea) and returns lower-case
+// (textOf for non-strings, raw bytes for bytea) and returns lower-case
 // hex; nil gives nil. crc32 is the IEEE checksum as 8 zero-padded hex digits.
 func registerHash(r *Registry) {
 	r.MustAdd(
@@ -37,7 +35,7 @@ func hashDef(name string, sum func([]byte) string) *Def {
 			case []byte:
 				return sum(v), nil
 			}
-			return sum([]byte(value.ToString(args[0]))), nil
+			return sum([]byte(textOf(args[0]))), nil
 		},
 	}
 }

@@ -123,15 +123,16 @@ func objectValidateConstruct(args []ast.Expr) error {
 	return nil
 }
 
-// objectConstruct builds {k1: v1, ...}, skipping pairs whose key or value
-// is nil.
+// objectConstruct builds {k1: v1, ...}, skipping pairs whose key is nil
+// (a nil value is kept).
 func objectConstruct(_ Env, args []any) (any, error) {
 	if len(args)%2 != 0 {
 		return nil, fmt.Errorf("the args must be key value pairs")
 	}
 	out := make(map[string]any, len(args)/2)
 	for i := 0; i < len(args); i += 2 {
-		if args[i] == nil || args[i+1] == nil {
+		if args[i] == nil {
+			// A nil key is skipped; a nil value is kept, as in eKuiper.
 			continue
 		}
 		k, ok := args[i].(string)

@@ -54,7 +54,7 @@ func TestObjectFunctions(t *testing.T) {
 		{name: "object empty", fn: "object", args: []any{[]any{}, []any{}}, want: nil},
 		{name: "object length", fn: "object", args: []any{[]any{"a"}, []any{}}, wantErr: "the length of the arguments should be same"},
 		{name: "object key type", fn: "object", args: []any{[]any{int64(1)}, []any{int64(1)}}, wantErr: "first argument should be []string"},
-		{name: "object_construct", fn: "object_construct", args: []any{"a", int64(1), "b", nil, nil, int64(3)}, want: map[string]any{"a": int64(1)}},
+		{name: "object_construct", fn: "object_construct", args: []any{"a", int64(1), "b", nil, nil, int64(3)}, want: map[string]any{"a": int64(1), "b": nil}}, // a nil value is kept, a nil key skipped (eKuiper: differential diff_misc/obj_construct)
 		{name: "object_construct empty", fn: "object_construct", args: []any{}, want: map[string]any{}},
 		{name: "object_construct key", fn: "object_construct", args: []any{int64(1), int64(1)}, wantErr: "key 1 is not a string"},
 		{name: "object_concat nil", fn: "object_concat", args: []any{nil, map[string]any{"a": int64(1)}}, want: map[string]any{"a": int64(1)}},

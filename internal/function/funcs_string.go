@@ -11,7 +11,7 @@ import (
 )
 
 // registerString adds the string functions. Non-string arguments are
-// converted with value.ToString. Nil handling follows eKuiper per function:
+// converted with textOf. Nil handling follows eKuiper per function:
 // concat skips nil arguments; startswith, endswith and regexp_matches give
 // false; indexof gives -1; length and numbytes give 0; the others give nil.
 // Indexes (indexof, substring) count characters (runes), not bytes.
@@ -23,7 +23,7 @@ func registerString(r *Registry) {
 			Scalar: func(_ Env, args []any) (any, error) {
 				var b strings.Builder
 				for _, a := range args {
-					b.WriteString(value.ToString(a))
+					b.WriteString(textOf(a))
 				}
 				return b.String(), nil
 			},
@@ -37,7 +37,7 @@ func registerString(r *Registry) {
 				if mathHasNil(args) {
 					return int64(-1), nil
 				}
-				s, sub := value.ToString(args[0]), value.ToString(args[1])
+				s, sub := textOf(args[0]), textOf(args[1])
 				i := strings.Index(s, sub)
 				if i < 0 {
 					return int64(-1), nil
@@ -58,7 +58,7 @@ func registerString(r *Registry) {
 				case []byte:
 					return int64(len(v)), nil
 				}
-				return int64(utf8.RuneCountInString(value.ToString(args[0]))), nil
+				return int64(utf8.RuneCountInString(textOf(args[0]))), nil
 			},
 		},
 		&Def{
@@ -68,7 +68,7 @@ func registerString(r *Registry) {
 				if b, ok := args[0].([]byte); ok {
 					return int64(len(b)), nil
 				}
-				return int64(len(value.ToString(args[0]))), nil
+				return int64(len(textOf(args[0]))), nil
 			},
 		},
 		stringMap("lower", strings.ToLower),
@@ -91,7 +91,7 @@ func registerString(r *Registry) {
 				if err != nil {
 					return nil, err
 				}
-				return re.ReplaceAllString(value.ToString(args[0]), value.ToString(args[2])), nil
+				return re.ReplaceAllString(textOf(args[0]), textOf(args[2])), nil
 			},
 		},
 		&Def{
@@ -106,7 +106,7 @@ func registerString(r *Registry) {
 				if err != nil {
 					return nil, err
 				}
-				return re.FindString(value.ToString(args[0])), nil
+				return re.FindString(textOf(args[0])), nil
 			},
 		},
 		&Def{
@@ -136,7 +136,7 @@ func stringMap(name string, f func(string) string) *Def {
 			if args[0] == nil {
 				return nil, nil
 			}
-			return f(value.ToString(args[0])), nil
+			return f(textOf(args[0])), nil
 		},
 	}
 }
@@ -152,13 +152,13 @@ func stringPredicate(name string, f func(s, t string) bool) *Def {
 				return false, nil
 			}
 			if f != nil {
-				return f(value.ToString(args[0]), value.ToString(args[1])), nil
+				return f(textOf(args[0]), textOf(args[1])), nil
 			}
 			re, err := stringCompile(args[1])
 			if err != nil {
 				return nil, err
 			}
-			return re.MatchString(value.ToString(args[0])), nil
+			return re.MatchString(textOf(args[0])), nil
 		},
 	}
 }
@@ -182,7 +182,7 @@ func stringPad(name string, join func(s, pad string) string) *Def {
 			if n > MaxPadLength {
 				return nil, boundError(name, "padding length", n, MaxPadLength)
 			}
-			return join(value.ToString(args[0]), strings.Repeat(" ", int(n))), nil
+			return join(textOf(args[0]), strings.Repeat(" ", int(n))), nil
 		},
 	}
 }
@@ -196,10 +196,24 @@ func stringReverse(s string) string {
 }
 
 func stringCompile(pattern any) (*regexp.Regexp, error) {
-	p := value.ToString(pattern)
+	p := textOf(pattern)
 	re, err := regexp.Compile(p)
 	if err != nil {
 		return nil, fmt.Errorf("compile regular expression %q: %w", p, err)
 	}
 	return re, nil
+}
+
+// textOf is a value as the string functions (and hashes) read it, as
+// eKuiper's do (Go's %v): a float in its shortest form, with an exponent
+// when it is below 1e-4 or has more integer digits than significant ones
+// (10000000000.0 is "1e+10", so its length is 5; 123456789.0 is
+// "1.23456789e+08"; 100000.5 stays "100000.5"); anything else as
+// value.ToString. cast(x, "string") keeps the plain decimal form, as
+// eKuiper's cast does.
+func textOf(v any) string {
+	if f, ok := v.(float64); ok {
+		return fmt.Sprint(f)
+	}
+	return value.ToString(v)
 }

@@ -155,7 +155,10 @@ func TestStringBehaviour(t *testing.T) {
 		{"format", "format", []any{12.5, int64(2), "en_US"}, "12.50", ""},
 		{"format", "format", []any{int64(999), int64(-1)}, "999", ""},
 		{"format", "format", []any{int64(100000), int64(0)}, "100,000", ""},
-		{"format", "format", []any{int64(1), int64(0), "zh_CN"}, nil, "not supported"},
+		{"format", "format", []any{12332.2, int64(2), "de_DE"}, "12.332,20", ""}, // as eKuiper (differential diff_funcs/format_locale)
+		{"format", "format", []any{2.5, int64(2), "de_DE"}, "2,50", ""},
+		{"format", "format", []any{int64(1), int64(0), "zh"}, nil, "not supported"},
+		{"format", "format", []any{int64(1), int64(0), "nonsense!"}, nil, "not supported"},
 		{"format", "format", []any{"12", int64(0)}, nil, "cannot convert string(12) to float64"},
 	}
 	mathRunCases(t, cases)

@@ -6,8 +6,11 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+	"golang.org/x/text/number"
+
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
-	"github.com/rekuiper/rekuiper/internal/value"
 )
 
 // stringValidateSubstring checks substring(s, start[, end]): integer
@@ -38,7 +41,7 @@ func stringSubstring(_ Env, args []any) (any, error) {
 	if mathHasNil(args) {
 		return nil, nil
 	}
-	r := []rune(value.ToString(args[0]))
+	r := []rune(textOf(args[0]))
 	start, err := mathToInt(args[1])
 	if err != nil {
 		return nil, err
@@ -81,7 +84,7 @@ func stringSplitValue(_ Env, args []any) (any, error) {
 	if mathHasNil(args) {
 		return nil, nil
 	}
-	parts := strings.Split(value.ToString(args[0]), value.ToString(args[1]))
+	parts := strings.Split(textOf(args[0]), textOf(args[1]))
 	idx, err := mathToInt(args[2])
 	if err != nil {
 		return nil, err
@@ -96,8 +99,9 @@ func stringSplitValue(_ Env, args []any) (any, error) {
 const stringFormatMaxDecimals = 30
 
 // stringFormat implements format(x, d[, locale]): x rounded to d decimals,
-// with thousands grouped the en_US way ("1,234.50"). en_US is the default and
-// the only supported locale.
+// with thousands grouped the en_US way ("1,234.50") by default; another
+// locale with a country (de_DE: "1.234,50") groups and marks decimals its
+// own way, as eKuiper's does.
 func stringFormat(_ Env, args []any) (any, error) {
 	if mathHasNil(args) {
 		return nil, nil
@@ -110,12 +114,16 @@ func stringFormat(_ Env, args []any) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("format decimal places: %w", err)
 	}
+	d = max(0, min(d, stringFormatMaxDecimals))
 	if len(args) > 2 {
-		if loc := value.ToString(args[2]); loc != "en_US" {
-			return nil, fmt.Errorf("format: locale %q is not supported", loc)
+		if loc := textOf(args[2]); loc != "en_US" {
+			tag, err := language.Parse(loc)
+			if _, _, region := tag.Raw(); err != nil || !region.IsCountry() {
+				return nil, fmt.Errorf("format: locale %q is not supported (a language and a country, such as de_DE)", loc)
+			}
+			return message.NewPrinter(tag).Sprint(number.Decimal(x, number.Scale(int(d)))), nil
 		}
 	}
-	d = max(0, min(d, stringFormatMaxDecimals))
 	return stringGroupThousands(strconv.FormatFloat(x, 'f', int(d), 64)), nil
 }
 

@@ -17,6 +17,9 @@ import (
 type Filter struct {
 	Cond       eval.Expr
 	OverWindow bool
+	// NoHits leaves last_hit_count() and last_hit_time() alone: a part of
+	// the WHERE run early, before a join (the whole WHERE counts them).
+	NoHits bool
 
 	one [1]*row.Tuple // reused to pass a single passing tuple on
 }
@@ -70,8 +73,10 @@ func (f *Filter) Process(ctx *Context, it Item, emit Emit) error {
 			// previous last_hit_count() and last_hit_time().
 			f.one[0] = t
 			emit(Item{Kind: Data, Tuples: f.one[:]})
-			ctx.Rule.HitCount++
-			ctx.Rule.HitTime = t.Timestamp
+			if !f.NoHits {
+				ctx.Rule.HitCount++
+				ctx.Rule.HitTime = t.Timestamp
+			}
 		}
 	}
 	return reported(firstErr)

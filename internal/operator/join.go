@@ -180,6 +180,9 @@ func joinOne(ctx *Context, left []*row.Joined, right []*row.Tuple, spec JoinSpec
 	if len(left) > 0 {
 		width = len(left[0].Tuples)
 	}
+	if spec.Type == ast.RightJoin {
+		return rightJoin(ctx, left, right, spec, width)
+	}
 	matchedRight := make([]bool, len(right))
 	for _, l := range left {
 		matched := false
@@ -212,6 +215,39 @@ func joinOne(ctx *Context, left []*row.Joined, right []*row.Tuple, spec JoinSpec
 				tuples[width] = r
 				out = append(out, &row.Joined{Tuples: tuples})
 			}
+		}
+	}
+	return out, nil
+}
+
+// rightJoin joins in the order of the right rows, as eKuiper does: each
+// right row is followed by its matches, or stands alone.
+func rightJoin(ctx *Context, left []*row.Joined, right []*row.Tuple, spec JoinSpec, width int) ([]*row.Joined, error) {
+	var out []*row.Joined
+	for _, r := range right {
+		matched := false
+		for _, l := range left {
+			cand := &row.Joined{Tuples: append(append([]*row.Tuple(nil), l.Tuples...), r)}
+			if spec.On != nil {
+				v, err := spec.On(evalCtx(ctx, cand))
+				if err != nil {
+					return nil, err
+				}
+				ok, err := eval.Truthy(v)
+				if err != nil {
+					return nil, err
+				}
+				if !ok {
+					continue
+				}
+			}
+			matched = true
+			out = append(out, cand)
+		}
+		if !matched {
+			tuples := make([]*row.Tuple, width+1)
+			tuples[width] = r
+			out = append(out, &row.Joined{Tuples: tuples})
 		}
 	}
 	return out, nil

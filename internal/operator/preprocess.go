@@ -223,13 +223,16 @@ func convertTo(v any, dt *ast.DataType, loc *time.Location) (any, error) {
 			out[k] = e
 		}
 		for _, f := range dt.Fields {
-			if e, ok := m[f.Name]; ok {
-				ce, err := convertTo(e, f.Type, loc)
-				if err != nil {
-					return nil, fmt.Errorf("struct field %s: %w", f.Name, err)
-				}
-				out[f.Name] = ce
+			e, ok := m[f.Name]
+			if !ok {
+				// A declared field is required, as a declared column is.
+				return nil, fmt.Errorf("field %s is not found", f.Name)
 			}
+			ce, err := convertTo(e, f.Type, loc)
+			if err != nil {
+				return nil, fmt.Errorf("field %s type mismatch: %w", f.Name, err)
+			}
+			out[f.Name] = ce
 		}
 		return out, nil
 	}

@@ -25,6 +25,9 @@ type ProjField struct {
 	// Column is set when the field is a plain column reference: a column
 	// present with a null value is output as null, an absent one omitted.
 	Column *ColumnRef
+	// Null writes a nil value as null instead of omitting it (an aliased
+	// changed_cols with nothing changed, as eKuiper writes it).
+	Null bool
 }
 
 // Project shapes output rows. On tuples it emits one emission per tuple; on
@@ -184,7 +187,7 @@ func (p *Project) rows(ec *eval.Ctx, dst []map[string]any) ([]map[string]any, er
 				}
 			}
 		default:
-			if v != nil || p.SendNil || f.Column.present(ec) {
+			if v != nil || p.SendNil || f.Null || f.Column.present(ec) {
 				out[f.Name] = v
 			}
 		}
@@ -206,7 +209,8 @@ func (p *Project) rows(ec *eval.Ctx, dst []map[string]any) ([]map[string]any, er
 			for k, x := range m {
 				r[k] = x
 			}
-		} else if el != nil || p.SendNil {
+		} else {
+			// A nil element is a row whose column is null, as in eKuiper.
 			r[srfName] = el
 		}
 		dst = append(dst, r)

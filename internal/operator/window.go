@@ -110,23 +110,50 @@ func (w *Window) Start(ctx *Context) {
 	}
 }
 
-// alignedEnd returns the end of the first processing-time window after now.
-// Windows align to the enclosing clock boundary of their unit: seconds
-// windows to the minute, minutes to the hour, hours and days to the day
-// (UTC); millisecond windows start at now.
+// alignedEnd returns the end of the first window of a rule started at now
+// (processing time) or whose first event is at now (event time), placed as
+// eKuiper places it: the window's size (the hop of a hopping window) in
+// its own unit counts from the start of the enclosing clock unit (seconds
+// from the minute, minutes from the hour, hours from the day, milliseconds
+// from the second, UTC; a window of days ends that many days after now's
+// day began), and the first end is the next multiple after now's position
+// in that unit. So TUMBLINGWINDOW(ss, 7) first ends at second 21 of the
+// minute, not at a multiple of 7 s since the epoch, and
+// TUMBLINGWINDOW(ms, 700) 700 ms after now's second. Only whole units
+// count: when now's position equals the size (second 20 for
+// TUMBLINGWINDOW(ss, 20)), the end is the unit boundary at or before now,
+// so an empty first window fires at once, as in eKuiper.
 func alignedEnd(now, size, unit int64) int64 {
+	const day = 24 * 3600 * 1000
+	if unit <= 0 || size%unit != 0 {
+		return alignUp(now, size)
+	}
 	var base int64
 	switch {
+	case unit >= day:
+		return now - floorMod(now, day) + size
 	case unit >= 3600*1000:
-		base = now - now%(24*3600*1000)
+		base = now - floorMod(now, day)
 	case unit >= 60*1000:
-		base = now - now%(3600*1000)
+		base = now - floorMod(now, 3600*1000)
 	case unit >= 1000:
-		base = now - now%(60*1000)
+		base = now - floorMod(now, 60*1000)
 	default:
-		return now + size
+		base = now - floorMod(now, 1000)
 	}
-	return base + size*((now-base)/size+1)
+	n, pos := size/unit, (now-base)/unit
+	if pos > n {
+		return base + n*(pos/n+1)*unit
+	}
+	return base + size
+}
+
+func floorMod(a, b int64) int64 {
+	m := a % b
+	if m < 0 {
+		m += b
+	}
+	return m
 }
 
 // alignUp returns the first multiple of size strictly after t.
@@ -190,7 +217,7 @@ func (w *Window) add(ctx *Context, t *row.Tuple, emit Emit) error {
 			if w.Spec.Kind == Hopping {
 				step = w.Spec.Hop
 			}
-			w.st.Next = alignUp(t.Timestamp, step)
+			w.st.Next = alignedEnd(t.Timestamp, step, w.Spec.Unit)
 		}
 		if w.Fold != nil {
 			w.fold(ctx, t)

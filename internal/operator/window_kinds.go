@@ -239,26 +239,40 @@ func (w *Window) addState(ctx *Context, t *row.Tuple, emit Emit) error {
 		p = &part{}
 		w.st.Parts[key] = p
 	}
+	if w.Spec.EmitCond != nil {
+		return w.addStateBeginEmit(ctx, p, t, emit)
+	}
 	begin, err := w.cond(ctx, w.Spec.Begin, t)
 	if err != nil {
 		return fmt.Errorf("run Window error: %w", err)
 	}
-	if w.Spec.EmitCond == nil {
-		if begin {
-			if p.Collecting && len(p.Rows) > 0 {
-				w.emitRows(p.Rows, emit)
-			}
-			p.Rows = []*row.Tuple{t}
-			p.Collecting = true
-		} else if p.Collecting {
-			p.Rows = append(p.Rows, t)
+	if begin {
+		if p.Collecting && len(p.Rows) > 0 {
+			w.emitRows(p.Rows, emit)
 		}
-		return nil
-	}
-	if !p.Collecting && begin {
+		p.Rows = []*row.Tuple{t}
 		p.Collecting = true
+	} else if p.Collecting {
+		p.Rows = append(p.Rows, t)
 	}
+	return nil
+}
+
+// addStateBeginEmit is STATEWINDOW(begin, emit), as eKuiper runs it: the
+// begin condition is read only while no window is open, and the row that
+// opens a window does not close it; the emit condition is read on the
+// rows after it (STATEWINDOW(v > 3, v > 8) over 4 .. 11 gives [4 .. 9]
+// and [10, 11], not [10] and [11]).
+func (w *Window) addStateBeginEmit(ctx *Context, p *part, t *row.Tuple, emit Emit) error {
 	if !p.Collecting {
+		begin, err := w.cond(ctx, w.Spec.Begin, t)
+		if err != nil {
+			return fmt.Errorf("run Window error: %w", err)
+		}
+		if begin {
+			p.Collecting = true
+			p.Rows = []*row.Tuple{t}
+		}
 		return nil
 	}
 	p.Rows = append(p.Rows, t)

@@ -39,9 +39,9 @@ func TestProcessingTimeTumblingTakesLateRows(t *testing.T) {
 		if folded {
 			w.Fold = &Fold{Sites: []*eval.AggSite{site}}
 		}
-		now := int64(500)
+		now := int64(0)
 		ctx := &Context{Rule: &eval.RuleStats{}, Timers: noTimers{}, NowMS: func() int64 { return now }}
-		w.Start(ctx) // first boundary at 1500
+		w.Start(ctx) // first boundary at 1000
 		var sets []*row.Set
 		emit := func(it Item) {
 			if it.Kind == Data && it.Set != nil {
@@ -57,12 +57,12 @@ func TestProcessingTimeTumblingTakesLateRows(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		send(600, 1400)
-		if err := w.Process(ctx, Item{Kind: Tick, TS: 1500}, emit); err != nil {
+		send(100, 900)
+		if err := w.Process(ctx, Item{Kind: Tick, TS: 1000}, emit); err != nil {
 			t.Fatal(err)
 		}
-		send(1499, 1600) // 1499 was read before the boundary
-		if err := w.Process(ctx, Item{Kind: Tick, TS: 2500}, emit); err != nil {
+		send(999, 1100) // 999 was read before the boundary
+		if err := w.Process(ctx, Item{Kind: Tick, TS: 2000}, emit); err != nil {
 			t.Fatal(err)
 		}
 		if len(sets) != 2 {
@@ -95,12 +95,12 @@ func TestProcessingTimeTumblingTakesLateRows(t *testing.T) {
 // when it fires.
 func TestFoldRestoresRowCheckpoint(t *testing.T) {
 	site, count := countSite(t)
-	now := int64(500)
+	now := int64(0)
 	ctx := &Context{Rule: &eval.RuleStats{}, Timers: noTimers{}, NowMS: func() int64 { return now }}
 	rows := &Window{Spec: WindowSpec{Kind: Tumbling, Unit: 1, Size: 1000}}
 	rows.Start(ctx)
 	var tuples []*row.Tuple
-	for _, ts := range []int64{600, 700, 800} {
+	for _, ts := range []int64{100, 200, 300} {
 		tuples = append(tuples, &row.Tuple{Emitter: "s", Message: map[string]any{"a": ts}, Timestamp: ts})
 	}
 	if err := rows.Process(ctx, Item{Kind: Data, Tuples: tuples}, func(Item) {}); err != nil {
@@ -117,7 +117,7 @@ func TestFoldRestoresRowCheckpoint(t *testing.T) {
 	}
 	folded.Start(ctx)
 	var got *row.Set
-	if err := folded.Process(ctx, Item{Kind: Tick, TS: 1500}, func(it Item) {
+	if err := folded.Process(ctx, Item{Kind: Tick, TS: 1000}, func(it Item) {
 		if it.Set != nil {
 			got = it.Set
 		}
@@ -131,5 +131,30 @@ func TestFoldRestoresRowCheckpoint(t *testing.T) {
 	v, err := count(&eval.Ctx{Row: g.Rows[0], Group: g, Window: got.Window, HasWindow: true})
 	if err != nil || v != int64(3) {
 		t.Fatalf("count(*) = %v, %v; want 3", v, err)
+	}
+}
+
+// TestAlignedEnd: the first window ends where eKuiper puts it, counted in
+// the window's unit from the enclosing clock unit (recorded in
+// internal/conformance/testdata/differential/diff_eventtime: tumble7,
+// tumble20, tumble_ms700, hop73, p_tumble_ms_offstart).
+func TestAlignedEnd(t *testing.T) {
+	const t0 = 1700000000000 // 2023-11-14 22:13:20 UTC
+	for _, tt := range []struct {
+		now, size, unit, want int64
+	}{
+		{t0 + 500, 7000, 1000, t0 + 1000},           // second 21 of the minute
+		{t0 + 500, 20000, 1000, t0},                 // second 20 = size: the boundary at or before now
+		{t0 + 500, 3000, 1000, t0 + 1000},           // hop 3 s: second 21
+		{t0 + 500, 1000, 1000, t0 + 1000},           // second 21
+		{t0 + 500, 700, 1, t0 + 700},                // ms from the second: 700
+		{t0 + 250, 700, 1, t0 + 700},                // same
+		{t0 + 900, 700, 1, t0 + 1400},               // 900 > 700: 1400
+		{t0, 5 * 60000, 60000, t0 + 100000},         // minute 13 of the hour: 15
+		{t0, 2 * 86400000, 86400000, 1700092800000}, // two days after the day began
+	} {
+		if got := alignedEnd(tt.now, tt.size, tt.unit); got != tt.want {
+			t.Errorf("alignedEnd(%d, %d, %d) = %d, want %d", tt.now, tt.size, tt.unit, got, tt.want)
+		}
 	}
 }

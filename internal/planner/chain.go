@@ -9,6 +9,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/operator"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
+	"github.com/rekuiper/rekuiper/internal/sql/token"
 )
 
 func (b *builder) chain() ([]operator.Operator, error) {
@@ -38,6 +39,13 @@ func (b *builder) chain() ([]operator.Operator, error) {
 	if s.Window == nil {
 		if sites := b.comp.Sites(); len(sites) > 0 {
 			ops = append(ops, &operator.Analytic{Sites: sites, Store: b.comp.Analytic})
+		}
+		pre, err := b.streamTableFilter()
+		if err != nil {
+			return nil, err
+		}
+		if pre != nil {
+			ops = append(ops, pre)
 		}
 		if join, err := b.join(); err != nil {
 			return nil, err
@@ -185,6 +193,7 @@ func (b *builder) fields() ([]operator.ProjField, error) {
 	var out []operator.ProjField
 	srf := 0
 	unnamed := 0
+	names := map[string]bool{}
 	for _, f := range b.stmt.Fields {
 		if w, ok := f.Expr.(*ast.Wildcard); ok {
 			pf := operator.ProjField{Wildcard: true, Except: map[string]bool{}}
@@ -205,6 +214,15 @@ func (b *builder) fields() ([]operator.ProjField, error) {
 			continue
 		}
 		name := fieldName(f, &unnamed)
+		// Two visible columns of one name would overwrite each other in
+		// the output row; eKuiper refuses them too (an unnamed call is
+		// named after its function, so abs(v), abs(w) collide).
+		if !f.Invisible {
+			if names[name] {
+				return nil, errAt(f.Expr, "duplicate field definition %s", name)
+			}
+			names[name] = true
+		}
 		var x eval.Expr
 		var err error
 		if f.Alias != "" {
@@ -215,7 +233,9 @@ func (b *builder) fields() ([]operator.ProjField, error) {
 		if err != nil {
 			return nil, err
 		}
-		pf := operator.ProjField{Name: name, Expr: x, Invisible: f.Invisible, Multi: eval.IsMultiColumn(f.Expr), SRF: b.comp.IsSRF(f.Expr)}
+		multi := eval.IsMultiColumn(f.Expr)
+		// An aliased changed_cols is one column holding its object.
+		pf := operator.ProjField{Name: name, Expr: x, Invisible: f.Invisible, Multi: multi && f.Alias == "", Null: multi && f.Alias != "", SRF: b.comp.IsSRF(f.Expr)}
 		// A column's explicit null is written out only when the column is
 		// selected under its own name; an alias of a null is left out, as in
 		// eKuiper.
@@ -267,7 +287,120 @@ func (b *builder) checkFunctionPlacement() error {
 	for _, j := range s.Joins {
 		check("ON", j.On, false)
 	}
+	if bad == nil && (s.Window != nil || len(s.Dimensions) > 0 || len(s.Joins) > 0) {
+		bad = b.checkNoAggQuery()
+	}
 	return bad
+}
+
+// checkNoAggQuery refuses last_hit_count() and last_hit_time() in a query
+// that groups, windows or joins rows, as eKuiper does: they count the rows
+// of a rule that passed its WHERE one by one (last_agg_hit_* are the
+// grouped ones).
+func (b *builder) checkNoAggQuery() error {
+	var bad error
+	visit := func(e ast.Expr) {
+		ast.Walk(e, func(n ast.Expr) bool {
+			if c, ok := n.(*ast.Call); ok && bad == nil {
+				if name := lower(c.Name); name == "last_hit_count" || name == "last_hit_time" {
+					bad = errAt(c, "function %s is not allowed in an aggregate query", name)
+				}
+			}
+			return bad == nil
+		})
+	}
+	b.eachClause(visit)
+	return bad
+}
+
+// eachClause calls visit with the expressions of the statement's SELECT,
+// WHERE, HAVING, GROUP BY, ON and ORDER BY clauses (nil ones included).
+func (b *builder) eachClause(visit func(ast.Expr)) {
+	s := b.stmt
+	for _, f := range s.Fields {
+		visit(f.Expr)
+	}
+	visit(s.Where)
+	visit(s.Having)
+	for _, d := range s.Dimensions {
+		visit(d)
+	}
+	for _, j := range s.Joins {
+		visit(j.On)
+	}
+	for _, o := range s.OrderBy {
+		visit(o.Expr)
+	}
+}
+
+// streamTableFilter is the part of the WHERE of a stream joined to tables
+// that reads the stream alone (its AND-ed conditions naming only columns
+// qualified by the stream, with scalar functions), run on the stream's rows
+// before the join, as eKuiper pushes it down: a row it drops is not joined
+// (its ON is not evaluated), and a condition that fails is an error for
+// the row whether or not a table row matches it. The whole WHERE still
+// runs after the join. nil when there is no such part.
+func (b *builder) streamTableFilter() (*operator.Filter, error) {
+	s := b.stmt
+	if s.Where == nil || len(s.Joins) == 0 || b.inputs[0].Table {
+		return nil, nil
+	}
+	for _, in := range b.inputs[1:] {
+		if !in.Table || in.Lookup {
+			return nil, nil
+		}
+	}
+	var pre ast.Expr
+	for _, c := range conjuncts(s.Where, nil) {
+		if !b.readsOnlyStream(c, s.From) {
+			continue
+		}
+		if pre == nil {
+			pre = c
+		} else {
+			pre = &ast.BinaryExpr{P: pre.Pos(), Op: token.AND, LHS: pre, RHS: c}
+		}
+	}
+	if pre == nil {
+		return nil, nil
+	}
+	x, err := b.comp.Compile(pre)
+	if err != nil {
+		return nil, err
+	}
+	return &operator.Filter{Cond: x, NoHits: true}, nil
+}
+
+// readsOnlyStream reports whether e reads columns of src only, each
+// qualified by its name or alias, and calls scalar functions only.
+func (b *builder) readsOnlyStream(e ast.Expr, src ast.Source) bool {
+	ok, cols := true, 0
+	ast.Walk(e, func(n ast.Expr) bool {
+		switch x := n.(type) {
+		case *ast.FieldRef:
+			if x.Stream == "" || (x.Stream != src.Name && x.Stream != src.Alias) {
+				ok = false
+			}
+			cols++
+		case *ast.Wildcard:
+			ok = false
+		case *ast.Call:
+			if d, found := b.funcs.Lookup(x.Name); !found || d.Kind != function.Scalar {
+				ok = false
+			}
+		case *ast.BinaryExpr:
+			if x.Op == token.ARROW || x.Op == token.DOT {
+				// col->key: the key is no column.
+				if _, isRef := x.RHS.(*ast.FieldRef); isRef {
+					ok = ok && b.readsOnlyStream(x.LHS, src)
+					cols++
+					return false
+				}
+			}
+		}
+		return ok
+	})
+	return ok && cols > 0
 }
 
 func (b *builder) join() (operator.Operator, error) {

@@ -74,6 +74,12 @@ func TestUnknownAndAmbiguousFields(t *testing.T) {
 		`SELECT /* ERROR "ambiguous field id: it is a field of s and tbl" */ id FROM s INNER JOIN tbl ON s.id = tbl.id`,
 		`SELECT /* ERROR "unknown field nope" */ nope FROM s INNER JOIN tbl ON s.id = tbl.id`,
 		"SELECT temperature,\n  humidity\nFROM s\nWHERE /* ERROR \"unknown field tmp\" */ tmp > 1",
+		`SELECT temperature, /* ERROR "duplicate field definition temperature" */ temperature FROM s`,
+		`SELECT humidity, /* ERROR "duplicate field definition humidity" */ temperature AS humidity FROM s`,
+		`SELECT abs(temperature), /* ERROR "duplicate field definition abs" */ abs(humidity) FROM s`,
+		`SELECT count(*) AS n, /* ERROR "function last_hit_count is not allowed in an aggregate query" */ last_hit_count() AS c FROM s GROUP BY TUMBLINGWINDOW(ss, 10)`,
+		`SELECT s.temperature FROM s INNER JOIN tbl ON s.id = tbl.id WHERE /* ERROR "function last_hit_time is not allowed in an aggregate query" */ last_hit_time() > 0`,
+		`SELECT s.id, /* ERROR "duplicate field definition id" */ s2.id FROM s INNER JOIN s2 ON s.id = s2.id GROUP BY TUMBLINGWINDOW(ss, 10)`,
 	}
 	for _, src := range tests {
 		t.Run(src, func(t *testing.T) {
@@ -117,7 +123,7 @@ func TestKnownFields(t *testing.T) {
 		`SELECT temperature, humidity FROM s`,
 		`SELECT TEMPERATURE, Humidity FROM s WHERE ID > 1`,
 		`SELECT temperature AS t, t * 2 AS t2 FROM s WHERE t > 1 ORDER BY t2`,
-		`SELECT t2, temperature AS t, t * 2 AS t2 FROM s`,
+		`SELECT t2 AS c, temperature AS t, t * 2 AS t2 FROM s`,
 		`SELECT temperature * 2 AS temperature FROM s`,
 		`SELECT * FROM s`,
 		`SELECT s.* FROM s`,
@@ -126,7 +132,7 @@ func TestKnownFields(t *testing.T) {
 		`SELECT * REPLACE(temperature * 2 AS humidity) FROM s`,
 		`SELECT st.a, st.b.c, st->b->c, st->nope, st.nope FROM s`,
 		`SELECT arr[0], arr[1:2], arr[id] FROM s`,
-		`SELECT meta(topic), meta(anything->x), meta(*) FROM s`,
+		`SELECT meta(topic) AS a, meta(anything->x) AS b, meta(*) AS c FROM s`,
 		`SELECT t.temperature, s.humidity FROM s AS t`,
 		`SELECT s.id, s2.id AS id2, hum, temperature FROM s INNER JOIN s2 ON s.id = s2.id GROUP BY TUMBLINGWINDOW(ss, 10)`,
 		`SELECT a.id, b.hum FROM s AS a INNER JOIN s2 AS b ON a.id = b.id GROUP BY TUMBLINGWINDOW(ss, 10)`,

@@ -6,6 +6,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/eval"
 	"github.com/rekuiper/rekuiper/internal/operator"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
+	"github.com/rekuiper/rekuiper/internal/sql/token"
 )
 
 // Bounds of window sizes: a time window longer than a year, or a count
@@ -139,9 +140,21 @@ func (b *builder) preprocess() *operator.Preprocess {
 		if v, ok := in.Def.Option("STRICT_VALIDATION"); ok && strings.EqualFold(v, "true") && len(in.Def.Fields) > 0 {
 			s.Strict = true
 			for _, f := range in.Def.Fields {
-				if used.all[in.Name] || used.all[""] || used.cols[f.Name] || used.qualified[in.Name+"."+f.Name] {
-					s.Check = append(s.Check, f.Name)
+				if !(used.all[in.Name] || used.all[""] || used.cols[f.Name] || used.qualified[in.Name+"."+f.Name]) {
+					continue
 				}
+				if f.Type != nil && f.Type.Kind == token.STRUCT {
+					// As in eKuiper, a STRUCT column is validated only
+					// through the fields the rule reads from it (info.n,
+					// info->n): those must be present and of their type;
+					// a column read only whole is passed as it is.
+					sub := structFields(f.Type, used.sub[f.Name])
+					if sub == nil {
+						continue
+					}
+					s.Fields[f.Name] = sub
+				}
+				s.Check = append(s.Check, f.Name)
 			}
 		}
 		if b.opts.IsEventTime && !in.Table {
@@ -153,25 +166,105 @@ func (b *builder) preprocess() *operator.Preprocess {
 }
 
 type columnUse struct {
-	cols      map[string]bool // unqualified names
-	qualified map[string]bool // stream.name
-	all       map[string]bool // stream ("" = every stream) read with *
+	cols      map[string]bool            // unqualified names
+	qualified map[string]bool            // stream.name
+	all       map[string]bool            // stream ("" = every stream) read with *
+	sub       map[string]map[string]bool // column -> keys read from it (col.key, col->key)
+}
+
+// structFields is the STRUCT type dt cut down to the fields the rule reads,
+// paths like "a" or "a.b" (info.a, info.a.b, info->a->b); nil when paths
+// name none of them. A nested STRUCT field read whole keeps no fields of
+// its own: it must be an object, its contents are not checked.
+func structFields(dt *ast.DataType, paths map[string]bool) *ast.DataType {
+	var fs []ast.StreamField
+	for _, f := range dt.Fields {
+		used, sub := false, map[string]bool{}
+		for p := range paths {
+			if p == f.Name {
+				used = true
+			} else if rest, ok := strings.CutPrefix(p, f.Name+"."); ok {
+				used = true
+				sub[rest] = true
+			}
+		}
+		if !used {
+			continue
+		}
+		if f.Type != nil && f.Type.Kind == token.STRUCT {
+			t := structFields(f.Type, sub)
+			if t == nil {
+				t = &ast.DataType{P: f.Type.P, Kind: token.STRUCT}
+			}
+			f.Type = t
+		}
+		fs = append(fs, f)
+	}
+	if fs == nil {
+		return nil
+	}
+	return &ast.DataType{P: dt.P, Kind: dt.Kind, Fields: fs}
+}
+
+// keyPath splits a chain of -> and . over a column, info.a->b, into the
+// column reference and the keys read ("a.b"); nil when e is not such a
+// chain.
+func (b *builder) keyPath(e ast.Expr) (*ast.FieldRef, string) {
+	switch x := e.(type) {
+	case *ast.FieldRef:
+		return x, ""
+	case *ast.BinaryExpr:
+		k, ok := x.RHS.(*ast.FieldRef)
+		if (x.Op != token.ARROW && x.Op != token.DOT) || !ok || k.Stream != "" {
+			return nil, ""
+		}
+		root, path := b.keyPath(x.LHS)
+		if root == nil {
+			return nil, ""
+		}
+		if path != "" {
+			path += "."
+		}
+		return root, path + k.Name
+	}
+	return nil, ""
 }
 
 // usedColumns finds the columns the query reads, to validate only those.
 func (b *builder) usedColumns() columnUse {
-	u := columnUse{cols: map[string]bool{}, qualified: map[string]bool{}, all: map[string]bool{}}
+	u := columnUse{cols: map[string]bool{}, qualified: map[string]bool{}, all: map[string]bool{}, sub: map[string]map[string]bool{}}
+	addSub := func(col, key string) {
+		if u.sub[col] == nil {
+			u.sub[col] = map[string]bool{}
+		}
+		u.sub[col][key] = true
+	}
+	ref := func(x *ast.FieldRef) {
+		if s, ok := b.streams[x.Stream]; ok && x.Stream != "" {
+			u.qualified[s+"."+x.Name] = true
+		} else if x.Stream != "" {
+			u.cols[x.Stream] = true
+			addSub(x.Stream, x.Name)
+		} else {
+			u.cols[x.Name] = true
+		}
+	}
 	visit := func(e ast.Expr) {
 		ast.Walk(e, func(n ast.Expr) bool {
 			switch x := n.(type) {
-			case *ast.FieldRef:
-				if s, ok := b.streams[x.Stream]; ok && x.Stream != "" {
-					u.qualified[s+"."+x.Name] = true
-				} else if x.Stream != "" {
-					u.cols[x.Stream] = true
-				} else {
-					u.cols[x.Name] = true
+			case *ast.BinaryExpr:
+				// col->key, col.key, col.a.b read keys of a column.
+				if root, path := b.keyPath(x); root != nil && path != "" {
+					ref(root)
+					if root.Stream != "" && b.streams[root.Stream] == "" {
+						path = root.Name + "." + path
+						root = &ast.FieldRef{Name: root.Stream}
+					}
+					addSub(root.Name, path)
+					return false
 				}
+			case *ast.FieldRef:
+				ref(x)
 			case *ast.Wildcard:
 				u.all[b.streams[x.Stream]] = true
 			case *ast.Call:
@@ -182,22 +275,8 @@ func (b *builder) usedColumns() columnUse {
 			return true
 		})
 	}
-	s := b.stmt
-	for _, f := range s.Fields {
-		visit(f.Expr)
-	}
-	visit(s.Where)
-	visit(s.Having)
-	for _, d := range s.Dimensions {
-		visit(d)
-	}
-	for _, j := range s.Joins {
-		visit(j.On)
-	}
-	for _, o := range s.OrderBy {
-		visit(o.Expr)
-	}
-	if w := s.Window; w != nil {
+	b.eachClause(visit)
+	if w := b.stmt.Window; w != nil {
 		for _, a := range w.Args {
 			visit(a)
 		}
