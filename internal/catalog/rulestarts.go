@@ -15,33 +15,46 @@ import (
 // the markers written before markers had a node ("" rows) count as every
 // node's.
 type RuleStartMarker interface {
-	MarkRuleStarting(ctx context.Context, node, id string, at time.Time) error
-	ClearRuleStarting(ctx context.Context, node, id string) error
+	WriteRuleStarts(ctx context.Context, node string, changes []RuleStart) error
 	RuleStartMarks(ctx context.Context, node string) (map[string]time.Time, error)
+}
+
+// RuleStart is one change of a rule's start marker: the marker of rule ID
+// is written with time At, or removed when Clear is set.
+type RuleStart struct {
+	ID    string
+	At    time.Time
+	Clear bool
 }
 
 var _ RuleStartMarker = (*SQLiteStore)(nil)
 
-// MarkRuleStarting records that rule id is starting on node.
-func (s *sqlStore) MarkRuleStarting(ctx context.Context, node, id string, at time.Time) error {
-	err := s.tx(ctx, func(tx stmts) error {
-		_, err := tx.ExecContext(ctx, upsertSQL("rule_starts", 2, "node", "id", "started_at"), node, id, at.UnixMilli())
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("mark rule %s starting: %w", id, err)
+// WriteRuleStarts applies changes to node's start markers in order, in one
+// transaction: rules starting together cost one durable write, not one
+// each. A clear removes the rule's marker of node and its marker from
+// before markers had a node (""), if any; clearing an absent marker is not
+// an error.
+func (s *sqlStore) WriteRuleStarts(ctx context.Context, node string, changes []RuleStart) error {
+	if len(changes) == 0 {
+		return nil
 	}
-	return nil
-}
-
-// ClearRuleStarting removes node's start marker of rule id, if any.
-func (s *sqlStore) ClearRuleStarting(ctx context.Context, node, id string) error {
+	mark := upsertSQL("rule_starts", 2, "node", "id", "started_at")
 	err := s.tx(ctx, func(tx stmts) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM rule_starts WHERE id = ? AND node IN (?, '')`, id, node)
-		return err
+		for _, c := range changes {
+			var err error
+			if c.Clear {
+				_, err = tx.ExecContext(ctx, `DELETE FROM rule_starts WHERE id = ? AND node IN (?, '')`, c.ID, node)
+			} else {
+				_, err = tx.ExecContext(ctx, mark, node, c.ID, c.At.UnixMilli())
+			}
+			if err != nil {
+				return fmt.Errorf("rule %s: %w", c.ID, err)
+			}
+		}
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("clear start marker of rule %s: %w", id, err)
+		return fmt.Errorf("write %d rule start markers: %w", len(changes), err)
 	}
 	return nil
 }
@@ -67,21 +80,25 @@ func (s *sqlStore) RuleStartMarks(ctx context.Context, node string) (map[string]
 	return out, nil
 }
 
-// MarkRuleStarting records, before rule id starts on node, that it is
-// starting. A store without markers makes it a no-op.
-func (c *Catalog) MarkRuleStarting(ctx context.Context, node, id string, at time.Time) error {
+// WriteRuleStarts applies changes to node's start markers in one
+// transaction (see RuleStartMarker). A store without markers makes it a
+// no-op.
+func (c *Catalog) WriteRuleStarts(ctx context.Context, node string, changes []RuleStart) error {
 	if m, ok := c.store.(RuleStartMarker); ok {
-		return m.MarkRuleStarting(ctx, node, id, at)
+		return m.WriteRuleStarts(ctx, node, changes)
 	}
 	return nil
 }
 
+// MarkRuleStarting records, before rule id starts on node, that it is
+// starting.
+func (c *Catalog) MarkRuleStarting(ctx context.Context, node, id string, at time.Time) error {
+	return c.WriteRuleStarts(ctx, node, []RuleStart{{ID: id, At: at}})
+}
+
 // ClearRuleStarting removes node's start marker of rule id.
 func (c *Catalog) ClearRuleStarting(ctx context.Context, node, id string) error {
-	if m, ok := c.store.(RuleStartMarker); ok {
-		return m.ClearRuleStarting(ctx, node, id)
-	}
-	return nil
+	return c.WriteRuleStarts(ctx, node, []RuleStart{{ID: id, Clear: true}})
 }
 
 // RuleStartMarks returns node's start markers left in the store (read at

@@ -7,7 +7,8 @@ import (
 )
 
 // TestRuleStartMarkersSurviveReopen: a marker written and not cleared is
-// there after the store is reopened (as after kill -9); a cleared one is not.
+// there after the store is reopened (as after kill -9); a cleared one is
+// not. A batch of changes applies in order.
 // Markers belong to their node: another node's are neither read nor
 // cleared.
 func TestRuleStartMarkersSurviveReopen(t *testing.T) {
@@ -23,21 +24,22 @@ func testRuleStartMarkers(t *testing.T, b backend) {
 	}
 	m := s.(RuleStartMarker)
 	at := time.UnixMilli(t0).UTC()
-	for _, id := range []string{"a", "b"} {
-		if err := m.MarkRuleStarting(ctx, "n1", id, at); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, id := range []string{"b", "c"} {
-		if err := m.MarkRuleStarting(ctx, "n2", id, at.Add(time.Second)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := m.ClearRuleStarting(ctx, "n1", "b"); err != nil {
+	// One transaction per node, applied in order: n1's d is marked then
+	// cleared, its e cleared then marked.
+	n1 := []RuleStart{{ID: "a", At: at}, {ID: "b", At: at}, {ID: "d", At: at}, {ID: "d", Clear: true},
+		{ID: "e", Clear: true}, {ID: "e", At: at}}
+	if err := m.WriteRuleStarts(ctx, "n1", n1); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.ClearRuleStarting(ctx, "n1", "never-marked"); err != nil {
-		t.Fatalf("clearing an absent marker: %v", err)
+	n2 := []RuleStart{{ID: "b", At: at.Add(time.Second)}, {ID: "c", At: at.Add(time.Second)}}
+	if err := m.WriteRuleStarts(ctx, "n2", n2); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WriteRuleStarts(ctx, "n1", []RuleStart{{ID: "b", Clear: true}, {ID: "e", Clear: true}, {ID: "never-marked", Clear: true}}); err != nil {
+		t.Fatalf("clearing (one marker absent): %v", err)
+	}
+	if err := m.WriteRuleStarts(ctx, "n1", nil); err != nil {
+		t.Fatalf("no changes: %v", err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

@@ -305,18 +305,22 @@ func (a *actor) persist(ctx context.Context, st catalog.RuleState) error {
 	return nil
 }
 
-// begin starts the rule now, or schedules it when it has a cron.
+// begin starts the rule now, or schedules it when it has a cron. A start
+// marker written ahead (at boot) is cleared when the rule does not start.
 func (a *actor) begin() {
 	if !a.placed() {
+		a.unmark()
 		a.notPlaced()
 		return
 	}
 	if a.loadErr != nil {
+		a.unmark()
 		a.set(func() { a.state, a.message = StateStoppedByError, a.loadErr.Error() })
 		return
 	}
 	sched, _ := a.def.Schedule()
 	if sched != nil {
+		a.unmark()
 		a.scheduleNext()
 		return
 	}
@@ -333,8 +337,8 @@ func (a *actor) startRun(runFor time.Duration) bool {
 	a.gen++
 	gen := a.gen
 	a.set(func() { a.state, a.message, a.nextStart = StateStarting, "", 0 })
+	a.mark()
 	ctx, cancel := context.WithTimeout(context.Background(), a.m.cfg.StartTimeout)
-	a.mark(ctx)
 	run, err := a.safeStart(ctx)
 	cancel()
 	now := a.now()
@@ -475,9 +479,13 @@ func (a *actor) safeStart(ctx context.Context) (run Running, err error) {
 // mark writes the rule's start marker before it starts: if the process
 // dies before the marker is cleared (the rule ran StartSettle, or stopped),
 // the next boot leaves the rule stopped. A failed write is logged; the
-// rule starts regardless.
-func (a *actor) mark(ctx context.Context) {
-	if err := a.m.cfg.Catalog.MarkRuleStarting(ctx, a.m.cfg.NodeID, a.id, a.now()); err != nil {
+// rule starts regardless. Markers of rules starting together share a
+// transaction (see startMarks); one written ahead (at boot) is kept.
+func (a *actor) mark() {
+	if a.marked {
+		return
+	}
+	if err := a.m.marks.write(catalog.RuleStart{ID: a.id, At: a.now()}); err != nil {
 		a.m.log.Warn("write rule start marker", "rule", a.id, "err", err)
 		return
 	}
@@ -488,7 +496,7 @@ func (a *actor) unmark() {
 	if !a.marked {
 		return
 	}
-	if err := a.m.cfg.Catalog.ClearRuleStarting(context.Background(), a.m.cfg.NodeID, a.id); err != nil {
+	if err := a.m.marks.write(catalog.RuleStart{ID: a.id, Clear: true}); err != nil {
 		a.m.log.Warn("clear rule start marker", "rule", a.id, "err", err)
 		return
 	}

@@ -63,6 +63,8 @@ type Manager struct {
 	cfg Config
 	log *slog.Logger
 
+	marks *startMarks
+
 	mu     sync.Mutex
 	actors map[string]*actor
 	closed bool
@@ -89,7 +91,8 @@ func New(cfg Config) *Manager {
 	if cfg.StartSettle <= 0 {
 		cfg.StartSettle = 5 * time.Second
 	}
-	return &Manager{cfg: cfg, log: cfg.Logger, actors: map[string]*actor{}}
+	marks := &startMarks{cat: cfg.Catalog, node: cfg.NodeID, timeout: cfg.StartTimeout}
+	return &Manager{cfg: cfg, log: cfg.Logger, marks: marks, actors: map[string]*actor{}}
 }
 
 // Defaults returns the rule option defaults.
@@ -121,6 +124,7 @@ func (m *Manager) Load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load rules: %w", err)
 	}
+	var begin []*actor
 	for _, r := range m.cfg.Catalog.Rules() {
 		if _, ok := m.actors[r.ID]; ok {
 			continue
@@ -146,13 +150,42 @@ func (m *Manager) Load(ctx context.Context) error {
 			a.set(func() { a.state, a.message = StateStoppedByError, msg })
 		}
 		if r.State == catalog.RuleRunning {
-			a.post(command{kind: cmdBegin})
+			begin = append(begin, a)
 		}
 	}
-	for id := range marks {
-		if err := m.cfg.Catalog.ClearRuleStarting(ctx, m.cfg.NodeID, id); err != nil {
-			return fmt.Errorf("load rules: %w", err)
+	if err := m.premark(ctx, marks, begin); err != nil {
+		return fmt.Errorf("load rules: %w", err)
+	}
+	for _, a := range begin {
+		a.post(command{kind: cmdBegin})
+	}
+	return nil
+}
+
+// premark replaces the start markers left from the last run by those of
+// the rules about to start now, in one transaction: a boot costs one
+// durable write, not one per rule, and every marker is in the catalog
+// before any of these rules starts. Rules that wait for a schedule get
+// none; a rule that then begins without starting (placement changed)
+// clears its own.
+func (m *Manager) premark(ctx context.Context, left map[string]time.Time, begin []*actor) error {
+	changes := make([]catalog.RuleStart, 0, len(left)+len(begin))
+	for id := range left {
+		changes = append(changes, catalog.RuleStart{ID: id, Clear: true})
+	}
+	now := m.cfg.Clock.Now()
+	var marked []*actor
+	for _, a := range begin {
+		if sched, _ := a.def.Schedule(); a.loadErr == nil && sched == nil && a.placed() {
+			changes = append(changes, catalog.RuleStart{ID: a.id, At: now})
+			marked = append(marked, a)
 		}
+	}
+	if err := m.cfg.Catalog.WriteRuleStarts(ctx, m.cfg.NodeID, changes); err != nil {
+		return err
+	}
+	for _, a := range marked {
+		a.marked = true // before its first command: the draining goroutine sees it
 	}
 	return nil
 }

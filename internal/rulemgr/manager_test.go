@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,11 +19,30 @@ import (
 	"github.com/rekuiper/rekuiper/internal/rulemgr/rulemgrtest"
 )
 
-// failingStore fails rule state writes while fail is set.
+// failingStore fails rule state writes while fail is set, and records the
+// start marker transactions (with what observe said when each began).
 type failingStore struct {
 	*catalog.SQLiteStore
-	mu   sync.Mutex
-	fail bool
+	mu      sync.Mutex
+	fail    bool
+	observe func() int
+	starts  []markerTx
+}
+
+type markerTx struct {
+	changes []catalog.RuleStart
+	seen    int // observe() as the transaction began
+}
+
+func (f *failingStore) WriteRuleStarts(ctx context.Context, node string, changes []catalog.RuleStart) error {
+	f.mu.Lock()
+	tx := markerTx{changes: slices.Clone(changes)}
+	if f.observe != nil {
+		tx.seen = f.observe()
+	}
+	f.starts = append(f.starts, tx)
+	f.mu.Unlock()
+	return f.SQLiteStore.WriteRuleStarts(ctx, node, changes)
 }
 
 func (f *failingStore) SetRuleState(ctx context.Context, id string, st catalog.RuleState) (catalog.Rule, error) {
@@ -91,6 +111,13 @@ func newEnvWith(t *testing.T, path string, set func(*rulemgr.Config)) *env {
 		},
 	}
 	set(&cfg)
+	fs.observe = func() int {
+		n := 0
+		for _, r := range cat.Rules() {
+			n += e.runner.Starts(r.ID)
+		}
+		return n
+	}
 	e.mgr = rulemgr.New(cfg)
 	if err := e.mgr.Load(ctx); err != nil {
 		t.Fatal(err)
@@ -565,6 +592,66 @@ func TestStartMarkerClearedOnceSettled(t *testing.T) {
 	if e.status("a").State != rulemgr.StateRunning {
 		t.Fatalf("a: %+v", e.status("a"))
 	}
+}
+
+// TestBootMarksRulesInOneTransaction: at boot the start markers of every
+// rule that starts are written in one transaction, before any of them
+// starts, replacing those left by the last run; a rule waiting for its
+// schedule or wanted stopped gets none.
+func TestBootMarksRulesInOneTransaction(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sqliteKV.db")
+	e := newEnv(t, path)
+	ctx := context.Background()
+	const n = 30
+	for i := range n {
+		e.create(simpleRule(fmt.Sprintf("r%d", i), ""))
+	}
+	e.create(simpleRule("cron", `,"options":{"cron":"*/5 * * * *","duration":"1m"}`))
+	e.create(simpleRule("idle", `,"triggered":false`))
+	if err := e.mgr.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.store.Close()
+
+	e2 := newEnv(t, path)
+	eventually(t, "rules running", func() bool {
+		for i := range n {
+			if e2.status(fmt.Sprintf("r%d", i)).State != rulemgr.StateRunning {
+				return false
+			}
+		}
+		return true
+	})
+	e2.store.mu.Lock()
+	txs := slices.Clone(e2.store.starts)
+	e2.store.mu.Unlock()
+	if len(txs) != 1 {
+		t.Fatalf("%d marker transactions while %d rules started at boot; want 1", len(txs), n)
+	}
+	if txs[0].seen != 0 {
+		t.Fatalf("%d rules started before their markers were written", txs[0].seen)
+	}
+	marked := map[string]bool{}
+	for _, c := range txs[0].changes {
+		marked[c.ID] = !c.Clear
+	}
+	for i := range n {
+		if !marked[fmt.Sprintf("r%d", i)] {
+			t.Fatalf("r%d: no marker in the boot transaction %v", i, txs[0].changes)
+		}
+	}
+	if marked["cron"] || marked["idle"] {
+		t.Fatalf("a rule that does not start at boot was marked: %v", txs[0].changes)
+	}
+	marks, err := e2.cat.RuleStartMarks(ctx, "")
+	if err != nil || len(marks) != n {
+		t.Fatalf("%d markers in the catalog (%v); want %d", len(marks), err, n)
+	}
+	e2.clock.AdvanceTo(t0+5_000, nil)
+	eventually(t, "markers of settled rules cleared", func() bool {
+		m, err := e2.cat.RuleStartMarks(ctx, "")
+		return err == nil && len(m) == 0
+	})
 }
 
 // TestStartMarkerLeftAtBootStopsTheRule simulates a daemon that crashed
