@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -30,33 +31,125 @@ type RuleStart struct {
 var _ RuleStartMarker = (*SQLiteStore)(nil)
 
 // WriteRuleStarts applies changes to node's start markers in order, in one
-// transaction: rules starting together cost one durable write, not one
-// each. A clear removes the rule's marker of node and its marker from
-// before markers had a node (""), if any; clearing an absent marker is not
-// an error.
+// transaction, and returns once they are committed. A clear removes the
+// rule's marker of node and its marker from before markers had a node
+// (""), if any; clearing an absent marker is not an error.
+//
+// Marker writes are group-committed: they wait for the write lock like any
+// write, and the first write transaction to take it carries every marker
+// change queued by then, whatever its own content. Rules starting together
+// (a boot, concurrent creates, a shutdown) thus share durable writes
+// instead of costing one each, and a marker rides on the catalog write
+// that precedes it when there is one.
 func (s *sqlStore) WriteRuleStarts(ctx context.Context, node string, changes []RuleStart) error {
 	if len(changes) == 0 {
 		return nil
 	}
-	mark := upsertSQL("rule_starts", 2, "node", "id", "started_at")
-	err := s.tx(ctx, func(tx stmts) error {
-		for _, c := range changes {
-			var err error
-			if c.Clear {
-				_, err = tx.ExecContext(ctx, `DELETE FROM rule_starts WHERE id = ? AND node IN (?, '')`, c.ID, node)
-			} else {
-				_, err = tx.ExecContext(ctx, mark, node, c.ID, c.At.UnixMilli())
-			}
-			if err != nil {
-				return fmt.Errorf("rule %s: %w", c.ID, err)
-			}
+	req := &startsReq{node: node, changes: changes, done: make(chan error, 1)}
+	s.startsMu.Lock()
+	s.starts = append(s.starts, req)
+	s.startsMu.Unlock()
+	err := s.locked(func() error {
+		if s.queued(req) {
+			return s.txLocked(ctx, func(stmts) error { return nil }) // carries req
 		}
 		return nil
 	})
-	if err != nil {
+	if s.unqueue(req) {
+		// Never written (the store is closed, or this transaction failed
+		// before carrying it).
+		return fmt.Errorf("write %d rule start markers: %w", len(changes), err)
+	}
+	if err := <-req.done; err != nil {
 		return fmt.Errorf("write %d rule start markers: %w", len(changes), err)
 	}
 	return nil
+}
+
+// startsReq is one WriteRuleStarts call waiting for a transaction.
+type startsReq struct {
+	node    string
+	changes []RuleStart
+	done    chan error // buffered: the outcome, once the carrier committed or failed
+	// Under startsMu: taken by a transaction, or dropped by its caller.
+	taken, dropped bool
+}
+
+type startsBatch []*startsReq
+
+// carryStarts applies the queued marker writes in tx, in a savepoint: when
+// applying them fails they are answered with the error and rolled back,
+// and tx goes on. The caller answers the rest once tx commits or fails.
+func (s *sqlStore) carryStarts(ctx context.Context, tx stmts) startsBatch {
+	s.startsMu.Lock()
+	var batch startsBatch
+	for _, r := range s.starts {
+		if !r.dropped {
+			r.taken = true
+			batch = append(batch, r)
+		}
+	}
+	s.starts = nil
+	s.startsMu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	if err := applyStarts(ctx, tx, batch); err != nil {
+		batch.answer(err)
+		return nil
+	}
+	return batch
+}
+
+func applyStarts(ctx context.Context, tx stmts, batch startsBatch) error {
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT rule_starts`); err != nil {
+		return fmt.Errorf("savepoint: %w", err)
+	}
+	mark := upsertSQL("rule_starts", 2, "node", "id", "started_at")
+	for _, r := range batch {
+		for _, c := range r.changes {
+			var err error
+			if c.Clear {
+				_, err = tx.ExecContext(ctx, `DELETE FROM rule_starts WHERE id = ? AND node IN (?, '')`, c.ID, r.node)
+			} else {
+				_, err = tx.ExecContext(ctx, mark, r.node, c.ID, c.At.UnixMilli())
+			}
+			if err != nil {
+				if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT rule_starts`); rerr != nil {
+					return errors.Join(fmt.Errorf("rule %s: %w", c.ID, err), fmt.Errorf("roll back: %w", rerr))
+				}
+				return fmt.Errorf("rule %s: %w", c.ID, err)
+			}
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `RELEASE SAVEPOINT rule_starts`); err != nil {
+		return fmt.Errorf("release savepoint: %w", err)
+	}
+	return nil
+}
+
+func (b startsBatch) answer(err error) {
+	for _, r := range b {
+		r.done <- err
+	}
+}
+
+// queued reports whether req still waits for a transaction.
+func (s *sqlStore) queued(req *startsReq) bool {
+	s.startsMu.Lock()
+	defer s.startsMu.Unlock()
+	return !req.taken
+}
+
+// unqueue drops req if no transaction took it, reporting whether it did.
+func (s *sqlStore) unqueue(req *startsReq) bool {
+	s.startsMu.Lock()
+	defer s.startsMu.Unlock()
+	if req.taken {
+		return false
+	}
+	req.dropped = true
+	return true
 }
 
 // RuleStartMarks returns node's start markers by rule id.

@@ -2,6 +2,8 @@ package catalog
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -62,4 +64,128 @@ func testRuleStartMarkers(t *testing.T, b backend) {
 	if len(marks) != 2 || !marks["b"].Equal(at.Add(time.Second)) || !marks["c"].Equal(at.Add(time.Second)) {
 		t.Fatalf("n2's markers after reopen = %v; want b and c, untouched by n1", marks)
 	}
+}
+
+// queueStarts calls WriteRuleStarts from a goroutine for each batch while
+// the test holds the write lock, and returns once all are queued; their
+// results come on the returned channel.
+func queueStarts(t *testing.T, s *sqlStore, ctx context.Context, batches ...[]RuleStart) <-chan error {
+	t.Helper()
+	errs := make(chan error, len(batches))
+	for _, b := range batches {
+		go func() { errs <- s.WriteRuleStarts(ctx, "n1", b) }()
+	}
+	for {
+		s.startsMu.Lock()
+		n := len(s.starts)
+		s.startsMu.Unlock()
+		if n == len(batches) {
+			return errs
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestRuleStartMarkersGroupCommit: marker writes queued while the write
+// lock is held are committed together by the next transaction: the first
+// of their own when no other write comes, or a content write that takes
+// the lock first. A transaction that fails before committing carries
+// none; a caller that gives up before its marker was taken leaves nothing
+// behind.
+func TestRuleStartMarkersGroupCommit(t *testing.T) {
+	forEachBackend(t, testRuleStartMarkersGroupCommit)
+}
+
+func testRuleStartMarkersGroupCommit(t *testing.T, b backend) {
+	ctx := context.Background()
+	st := b.openAt(t, b.target(t), nil)
+	s := core(t, st)
+	at := time.UnixMilli(t0).UTC()
+	marks := func() map[string]time.Time {
+		t.Helper()
+		m, err := s.RuleStartMarks(ctx, "n1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	wait := func(errs <-chan error, n int) {
+		t.Helper()
+		for range n {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	t.Run("queued markers share one transaction", func(t *testing.T) {
+		const n = 40
+		batches := make([][]RuleStart, n)
+		for i := range batches {
+			batches[i] = []RuleStart{{ID: fmt.Sprintf("r%d", i), At: at}}
+		}
+		s.mu.Lock()
+		before := s.commits.Load()
+		errs := queueStarts(t, s, ctx, batches...)
+		s.mu.Unlock()
+		wait(errs, n)
+		if got := s.commits.Load() - before; got != 1 {
+			t.Fatalf("%d transactions for %d queued marker writes; want 1", got, n)
+		}
+		if m := marks(); len(m) != n || !m["r0"].Equal(at) {
+			t.Fatalf("%d markers after the commit; want %d", len(m), n)
+		}
+	})
+
+	t.Run("a content write carries them", func(t *testing.T) {
+		s.mu.Lock()
+		before := s.commits.Load()
+		errs := queueStarts(t, s, ctx, []RuleStart{{ID: "r0", Clear: true}}, []RuleStart{{ID: "x", At: at}})
+		err := s.txLocked(ctx, func(tx stmts) error {
+			_, err := tx.ExecContext(ctx, `UPDATE catalog_version SET version = version + 1`)
+			return err
+		})
+		s.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wait(errs, 2)
+		if got := s.commits.Load() - before; got != 1 {
+			t.Fatalf("%d transactions; want the content write's alone", got)
+		}
+		if m := marks(); !m["x"].Equal(at) || !m["r0"].IsZero() {
+			t.Fatalf("markers after the content write: %v", m)
+		}
+	})
+
+	t.Run("a failed transaction carries none", func(t *testing.T) {
+		s.mu.Lock()
+		errs := queueStarts(t, s, ctx, []RuleStart{{ID: "y", At: at}})
+		failed := errors.New("refused")
+		if err := s.txLocked(ctx, func(stmts) error { return failed }); !errors.Is(err, failed) {
+			t.Fatalf("failing write: %v", err)
+		}
+		s.mu.Unlock()
+		wait(errs, 1)
+		if !marks()["y"].Equal(at) {
+			t.Fatal("a marker queued behind a failed transaction was lost")
+		}
+	})
+
+	t.Run("a caller that gives up leaves nothing", func(t *testing.T) {
+		cctx, cancel := context.WithCancel(ctx)
+		s.mu.Lock()
+		errs := queueStarts(t, s, cctx, []RuleStart{{ID: "z", At: at}})
+		cancel()
+		s.mu.Unlock()
+		if err := <-errs; !errors.Is(err, context.Canceled) {
+			t.Fatalf("write of a canceled caller: %v", err)
+		}
+		if err := s.WriteRuleStarts(ctx, "n1", []RuleStart{{ID: "w", At: at}}); err != nil {
+			t.Fatal(err)
+		}
+		if m := marks(); !m["z"].IsZero() || !m["w"].Equal(at) {
+			t.Fatalf("markers: %v; want w and no z", m)
+		}
+	})
 }

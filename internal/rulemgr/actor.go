@@ -337,8 +337,8 @@ func (a *actor) startRun(runFor time.Duration) bool {
 	a.gen++
 	gen := a.gen
 	a.set(func() { a.state, a.message, a.nextStart = StateStarting, "", 0 })
-	a.mark()
 	ctx, cancel := context.WithTimeout(context.Background(), a.m.cfg.StartTimeout)
+	a.mark(ctx)
 	run, err := a.safeStart(ctx)
 	cancel()
 	now := a.now()
@@ -480,12 +480,13 @@ func (a *actor) safeStart(ctx context.Context) (run Running, err error) {
 // dies before the marker is cleared (the rule ran StartSettle, or stopped),
 // the next boot leaves the rule stopped. A failed write is logged; the
 // rule starts regardless. Markers of rules starting together share a
-// transaction (see startMarks); one written ahead (at boot) is kept.
-func (a *actor) mark() {
+// transaction (the catalog group-commits them); one written ahead (at
+// boot) is kept.
+func (a *actor) mark(ctx context.Context) {
 	if a.marked {
 		return
 	}
-	if err := a.m.marks.write(catalog.RuleStart{ID: a.id, At: a.now()}); err != nil {
+	if err := a.m.cfg.Catalog.MarkRuleStarting(ctx, a.m.cfg.NodeID, a.id, a.now()); err != nil {
 		a.m.log.Warn("write rule start marker", "rule", a.id, "err", err)
 		return
 	}
@@ -496,7 +497,7 @@ func (a *actor) unmark() {
 	if !a.marked {
 		return
 	}
-	if err := a.m.marks.write(catalog.RuleStart{ID: a.id, Clear: true}); err != nil {
+	if err := a.m.cfg.Catalog.ClearRuleStarting(context.Background(), a.m.cfg.NodeID, a.id); err != nil {
 		a.m.log.Warn("clear rule start marker", "rule", a.id, "err", err)
 		return
 	}

@@ -63,8 +63,6 @@ type Manager struct {
 	cfg Config
 	log *slog.Logger
 
-	marks *startMarks
-
 	mu     sync.Mutex
 	actors map[string]*actor
 	closed bool
@@ -91,8 +89,7 @@ func New(cfg Config) *Manager {
 	if cfg.StartSettle <= 0 {
 		cfg.StartSettle = 5 * time.Second
 	}
-	marks := &startMarks{cat: cfg.Catalog, node: cfg.NodeID, timeout: cfg.StartTimeout}
-	return &Manager{cfg: cfg, log: cfg.Logger, marks: marks, actors: map[string]*actor{}}
+	return &Manager{cfg: cfg, log: cfg.Logger, actors: map[string]*actor{}}
 }
 
 // Defaults returns the rule option defaults.
