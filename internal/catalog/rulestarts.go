@@ -16,7 +16,7 @@ import (
 // the markers written before markers had a node ("" rows) count as every
 // node's.
 type RuleStartMarker interface {
-	WriteRuleStarts(ctx context.Context, node string, changes []RuleStart) error
+	QueueRuleStarts(node string, changes []RuleStart) *QueuedStarts
 	RuleStartMarks(ctx context.Context, node string) (map[string]time.Time, error)
 }
 
@@ -30,18 +30,40 @@ type RuleStart struct {
 
 var _ RuleStartMarker = (*SQLiteStore)(nil)
 
-// WriteRuleStarts applies changes to node's start markers in order, in one
-// transaction, and returns once they are committed. A clear removes the
-// rule's marker of node and its marker from before markers had a node
-// (""), if any; clearing an absent marker is not an error.
+// QueuedStarts are start marker changes waiting for a write transaction.
+// Call Wait or Drop, once.
+type QueuedStarts struct {
+	wait func(ctx context.Context) error
+	drop func() bool
+}
+
+// Wait returns once the changes are committed, running a transaction for
+// them when no other write carried them. A nil QueuedStarts (a store
+// without markers) returns nil.
+func (q *QueuedStarts) Wait(ctx context.Context) error {
+	if q == nil {
+		return nil
+	}
+	return q.wait(ctx)
+}
+
+// Drop withdraws the changes if no transaction took them yet, reporting
+// whether it did; when it did not, Wait gives their outcome.
+func (q *QueuedStarts) Drop() bool {
+	return q == nil || q.drop()
+}
+
+// QueueRuleStarts queues changes to node's start markers, applied in order
+// in one transaction. A clear removes the rule's marker of node and its
+// marker from before markers had a node (""), if any; clearing an absent
+// marker is not an error.
 //
-// Marker writes are group-committed: they wait for the write lock like any
-// write, and the first write transaction to take it carries every marker
-// change queued by then, whatever its own content. Rules starting together
-// (a boot, concurrent creates, a shutdown) thus share durable writes
-// instead of costing one each, and a marker rides on the catalog write
-// that precedes it when there is one.
-func (s *sqlStore) WriteRuleStarts(ctx context.Context, node string, changes []RuleStart) error {
+// Marker writes are group-committed: the first write transaction to take
+// the write lock carries every marker change queued by then, whatever its
+// own content. Rules starting together (a boot, concurrent creates, a
+// shutdown) thus share durable writes instead of costing one each, and a
+// marker queued before a catalog write (a rule's creation) rides on it.
+func (s *sqlStore) QueueRuleStarts(node string, changes []RuleStart) *QueuedStarts {
 	if len(changes) == 0 {
 		return nil
 	}
@@ -49,6 +71,19 @@ func (s *sqlStore) WriteRuleStarts(ctx context.Context, node string, changes []R
 	s.startsMu.Lock()
 	s.starts = append(s.starts, req)
 	s.startsMu.Unlock()
+	return &QueuedStarts{
+		wait: func(ctx context.Context) error { return s.settleStarts(ctx, req) },
+		drop: func() bool { return s.unqueue(req) },
+	}
+}
+
+// WriteRuleStarts queues changes (see QueueRuleStarts) and waits until
+// they are committed.
+func (s *sqlStore) WriteRuleStarts(ctx context.Context, node string, changes []RuleStart) error {
+	return s.QueueRuleStarts(node, changes).Wait(ctx)
+}
+
+func (s *sqlStore) settleStarts(ctx context.Context, req *startsReq) error {
 	err := s.locked(func() error {
 		if s.queued(req) {
 			return s.txLocked(ctx, func(stmts) error { return nil }) // carries req
@@ -58,15 +93,15 @@ func (s *sqlStore) WriteRuleStarts(ctx context.Context, node string, changes []R
 	if s.unqueue(req) {
 		// Never written (the store is closed, or this transaction failed
 		// before carrying it).
-		return fmt.Errorf("write %d rule start markers: %w", len(changes), err)
+		return fmt.Errorf("write %d rule start markers: %w", len(req.changes), err)
 	}
 	if err := <-req.done; err != nil {
-		return fmt.Errorf("write %d rule start markers: %w", len(changes), err)
+		return fmt.Errorf("write %d rule start markers: %w", len(req.changes), err)
 	}
 	return nil
 }
 
-// startsReq is one WriteRuleStarts call waiting for a transaction.
+// startsReq is one QueueRuleStarts call waiting for a transaction.
 type startsReq struct {
 	node    string
 	changes []RuleStart
@@ -173,14 +208,20 @@ func (s *sqlStore) RuleStartMarks(ctx context.Context, node string) (map[string]
 	return out, nil
 }
 
-// WriteRuleStarts applies changes to node's start markers in one
-// transaction (see RuleStartMarker). A store without markers makes it a
-// no-op.
-func (c *Catalog) WriteRuleStarts(ctx context.Context, node string, changes []RuleStart) error {
+// QueueRuleStarts queues changes to node's start markers for the next
+// write transaction (see RuleStartMarker). A store without markers gives
+// nil, whose Wait returns nil.
+func (c *Catalog) QueueRuleStarts(node string, changes []RuleStart) *QueuedStarts {
 	if m, ok := c.store.(RuleStartMarker); ok {
-		return m.WriteRuleStarts(ctx, node, changes)
+		return m.QueueRuleStarts(node, changes)
 	}
 	return nil
+}
+
+// WriteRuleStarts applies changes to node's start markers in one
+// transaction and returns once they are committed.
+func (c *Catalog) WriteRuleStarts(ctx context.Context, node string, changes []RuleStart) error {
+	return c.QueueRuleStarts(node, changes).Wait(ctx)
 }
 
 // MarkRuleStarting records, before rule id starts on node, that it is

@@ -24,7 +24,7 @@ func testRuleStartMarkers(t *testing.T, b backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := s.(RuleStartMarker)
+	m := core(t, s)
 	at := time.UnixMilli(t0).UTC()
 	// One transaction per node, applied in order: n1's d is marked then
 	// cleared, its e cleared then marked.
@@ -155,6 +155,34 @@ func testRuleStartMarkersGroupCommit(t *testing.T, b backend) {
 		}
 		if m := marks(); !m["x"].Equal(at) || !m["r0"].IsZero() {
 			t.Fatalf("markers after the content write: %v", m)
+		}
+	})
+
+	t.Run("queued before a write, rides on it; dropped, never written", func(t *testing.T) {
+		content := func(tx stmts) error {
+			_, err := tx.ExecContext(ctx, `UPDATE catalog_version SET version = version + 1`)
+			return err
+		}
+		before := s.commits.Load()
+		q := s.QueueRuleStarts("n1", []RuleStart{{ID: "q", At: at}})
+		dropped := s.QueueRuleStarts("n1", []RuleStart{{ID: "dropped", At: at}})
+		if !dropped.Drop() {
+			t.Fatal("a queued marker could not be dropped before any transaction")
+		}
+		if err := s.tx(ctx, content); err != nil {
+			t.Fatal(err)
+		}
+		if q.Drop() {
+			t.Fatal("a marker taken by a transaction was dropped")
+		}
+		if err := q.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.commits.Load() - before; got != 1 {
+			t.Fatalf("%d transactions; want the content write's alone", got)
+		}
+		if m := marks(); !m["q"].Equal(at) || !m["dropped"].IsZero() {
+			t.Fatalf("markers: %v; want q and not dropped", m)
 		}
 	})
 

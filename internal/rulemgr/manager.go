@@ -173,7 +173,7 @@ func (m *Manager) premark(ctx context.Context, left map[string]time.Time, begin 
 	now := m.cfg.Clock.Now()
 	var marked []*actor
 	for _, a := range begin {
-		if sched, _ := a.def.Schedule(); a.loadErr == nil && sched == nil && a.placed() {
+		if a.loadErr == nil && m.startsAtOnce(a.def) {
 			changes = append(changes, catalog.RuleStart{ID: a.id, At: now})
 			marked = append(marked, a)
 		}
@@ -185,6 +185,13 @@ func (m *Manager) premark(ctx context.Context, left map[string]time.Time, begin 
 		a.marked = true // before its first command: the draining goroutine sees it
 	}
 	return nil
+}
+
+// startsAtOnce reports whether a rule wanted running starts as soon as it
+// begins: it runs on this node and waits for no schedule.
+func (m *Manager) startsAtOnce(def *rule.Def) bool {
+	sched, _ := def.Schedule()
+	return sched == nil && m.placed(def.ID)
 }
 
 // Validate checks a rule without creating it: the SQL parses, every stream
@@ -256,20 +263,49 @@ func (m *Manager) create(ctx context.Context, def *rule.Def) error {
 		m.mu.Unlock()
 		return fmt.Errorf("create rule %s: %w", def.ID, catalog.ErrConflict)
 	}
+	// The start marker is queued first, so the rule's own write carries
+	// it: a create costs one durable write, and the marker is committed
+	// before the rule starts.
+	var mark *catalog.QueuedStarts
+	if state == catalog.RuleRunning && m.startsAtOnce(def) {
+		mark = m.cfg.Catalog.QueueRuleStarts(m.cfg.NodeID, []catalog.RuleStart{{ID: def.ID, At: m.cfg.Clock.Now()}})
+	}
 	_, err := m.cfg.Catalog.PutRule(ctx, catalog.Rule{
 		ID: def.ID, Definition: def.Raw, State: state, Version: def.Version, Tags: def.Tags,
 	}, catalog.Create)
 	if err != nil {
 		m.mu.Unlock()
+		m.withdraw(mark, def.ID)
 		return fmt.Errorf("create rule %s: %w", def.ID, err)
 	}
+	marked := mark != nil
+	if err := mark.Wait(ctx); err != nil {
+		m.log.Warn("write rule start marker", "rule", def.ID, "err", err)
+		marked = false // the start writes it again
+	}
 	a := m.spawnLocked(def, state, nil)
+	a.marked = marked // before its first command: the draining goroutine sees it
 	m.mu.Unlock()
 	m.log.Info("rule created", "rule", def.ID)
 	if state == catalog.RuleRunning {
 		return a.call(ctx, command{kind: cmdBegin})
 	}
 	return nil
+}
+
+// withdraw undoes a queued start marker of rule id that is no longer
+// wanted (its create failed): dropped while still queued, cleared when a
+// transaction took it.
+func (m *Manager) withdraw(mark *catalog.QueuedStarts, id string) {
+	if mark.Drop() {
+		return
+	}
+	if err := mark.Wait(context.Background()); err != nil {
+		return // not written
+	}
+	if err := m.cfg.Catalog.ClearRuleStarting(context.Background(), m.cfg.NodeID, id); err != nil {
+		m.log.Warn("clear rule start marker", "rule", id, "err", err)
+	}
 }
 
 // Upsert creates the rule (created true) or replaces its definition. A

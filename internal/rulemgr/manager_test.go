@@ -20,7 +20,7 @@ import (
 )
 
 // failingStore fails rule state writes while fail is set, and records the
-// start marker transactions (with what observe said when each began).
+// start marker writes queued (with what observe said when each was).
 type failingStore struct {
 	*catalog.SQLiteStore
 	mu      sync.Mutex
@@ -31,10 +31,10 @@ type failingStore struct {
 
 type markerTx struct {
 	changes []catalog.RuleStart
-	seen    int // observe() as the transaction began
+	seen    int // observe() as it was queued
 }
 
-func (f *failingStore) WriteRuleStarts(ctx context.Context, node string, changes []catalog.RuleStart) error {
+func (f *failingStore) QueueRuleStarts(node string, changes []catalog.RuleStart) *catalog.QueuedStarts {
 	f.mu.Lock()
 	tx := markerTx{changes: slices.Clone(changes)}
 	if f.observe != nil {
@@ -42,7 +42,7 @@ func (f *failingStore) WriteRuleStarts(ctx context.Context, node string, changes
 	}
 	f.starts = append(f.starts, tx)
 	f.mu.Unlock()
-	return f.SQLiteStore.WriteRuleStarts(ctx, node, changes)
+	return f.SQLiteStore.QueueRuleStarts(node, changes)
 }
 
 func (f *failingStore) SetRuleState(ctx context.Context, id string, st catalog.RuleState) (catalog.Rule, error) {
@@ -652,6 +652,58 @@ func TestBootMarksRulesInOneTransaction(t *testing.T) {
 		m, err := e2.cat.RuleStartMarks(ctx, "")
 		return err == nil && len(m) == 0
 	})
+}
+
+// TestMarkerCommittedBeforeStart: whatever path starts a rule (create,
+// boot, start after a stop), its start marker is in the catalog when the
+// Runner starts it.
+func TestMarkerCommittedBeforeStart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sqliteKV.db")
+	var mu sync.Mutex
+	var starts, unmarked []string
+	check := func(cat *catalog.Catalog) func(d *rule.Def) error {
+		return func(d *rule.Def) error {
+			m, err := cat.RuleStartMarks(context.Background(), "")
+			mu.Lock()
+			defer mu.Unlock()
+			starts = append(starts, d.ID)
+			if _, ok := m[d.ID]; !ok || err != nil {
+				unmarked = append(unmarked, d.ID)
+			}
+			return nil
+		}
+	}
+	ids := []string{"a", "b", "c"}
+	e := newEnv(t, path)
+	e.runner.SetFailStart(check(e.cat))
+	for _, id := range ids {
+		e.create(simpleRule(id, ""))
+	}
+	ctx := context.Background()
+	e.clock.AdvanceTo(t0+5_000, nil) // settled: markers cleared
+	if err := e.mgr.Stop(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.mgr.Start(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.mgr.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.store.Close()
+	newEnvWith(t, path, func(c *rulemgr.Config) {
+		c.Runner.(*rulemgrtest.Runner).SetFailStart(check(c.Catalog))
+	})
+	eventually(t, "rules started at boot", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(starts) == 2*len(ids)+1
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(unmarked) != 0 {
+		t.Fatalf("started without a committed start marker: %v (starts %v)", unmarked, starts)
+	}
 }
 
 // TestStartMarkerLeftAtBootStopsTheRule simulates a daemon that crashed
