@@ -109,6 +109,10 @@ func testRuleStartMarkersGroupCommit(t *testing.T, b backend) {
 		}
 		return m
 	}
+	content := func(tx stmts) error { // a write of catalog content
+		_, err := tx.ExecContext(ctx, `UPDATE catalog_version SET version = version + 1`)
+		return err
+	}
 	wait := func(errs <-chan error, n int) {
 		t.Helper()
 		for range n {
@@ -141,10 +145,7 @@ func testRuleStartMarkersGroupCommit(t *testing.T, b backend) {
 		s.mu.Lock()
 		before := s.commits.Load()
 		errs := queueStarts(t, s, ctx, []RuleStart{{ID: "r0", Clear: true}}, []RuleStart{{ID: "x", At: at}})
-		err := s.txLocked(ctx, func(tx stmts) error {
-			_, err := tx.ExecContext(ctx, `UPDATE catalog_version SET version = version + 1`)
-			return err
-		})
+		err := s.txLocked(ctx, content)
 		s.mu.Unlock()
 		if err != nil {
 			t.Fatal(err)
@@ -159,10 +160,6 @@ func testRuleStartMarkersGroupCommit(t *testing.T, b backend) {
 	})
 
 	t.Run("queued before a write, rides on it; dropped, never written", func(t *testing.T) {
-		content := func(tx stmts) error {
-			_, err := tx.ExecContext(ctx, `UPDATE catalog_version SET version = version + 1`)
-			return err
-		}
 		before := s.commits.Load()
 		q := s.QueueRuleStarts("n1", []RuleStart{{ID: "q", At: at}})
 		dropped := s.QueueRuleStarts("n1", []RuleStart{{ID: "dropped", At: at}})
