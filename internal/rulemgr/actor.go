@@ -357,9 +357,21 @@ func (a *actor) startRun(runFor time.Duration) bool {
 	}
 	a.set(func() { a.state, a.run, a.lastStart = StateRunning, run, now.UnixMilli() })
 	a.m.log.Info("rule started", "rule", a.id)
-	a.after(a.m.cfg.StartSettle, evSettled)
+	a.after(settleDelay(now, a.m.cfg.StartSettle), evSettled)
 	a.watch(run, gen)
 	return true
+}
+
+// settleDelay is how long after start a run's marker is cleared: settle,
+// rounded up so that it ends on a whole second of the clock. Rules started
+// within the same second then clear their markers together, and the
+// catalog commits those clears in one transaction instead of one each.
+func settleDelay(start time.Time, settle time.Duration) time.Duration {
+	due := start.Add(settle)
+	if r := due.Sub(due.Truncate(time.Second)); r > 0 {
+		return settle + time.Second - r
+	}
+	return settle
 }
 
 // watch posts evDone for run generation gen when the run ends. A run that

@@ -37,7 +37,8 @@ type Config struct {
 	// unset. Default 5s.
 	StopTimeout time.Duration
 	// StartSettle is how long a rule must run before its start marker is
-	// cleared (see Load). Default 5s.
+	// cleared (see Load), rounded up to a whole second of the clock so
+	// that markers are cleared in groups. Default 5s.
 	StartSettle time.Duration
 	// Crashed is the first line of the crash report the previous process
 	// left ("fatal error: runtime: out of memory"), "" when it did not crash

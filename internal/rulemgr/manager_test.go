@@ -594,6 +594,31 @@ func TestStartMarkerClearedOnceSettled(t *testing.T) {
 	}
 }
 
+// TestMarkersOfOneSecondClearTogether: rules started within the same second
+// clear their start markers at the same moment, the first whole second
+// after they ran 5 s.
+func TestMarkersOfOneSecondClearTogether(t *testing.T) {
+	e := newEnv(t, "")
+	ctx := context.Background()
+	marks := func() map[string]time.Time {
+		m, err := e.cat.RuleStartMarks(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	e.clock.AdvanceTo(t0+100, nil)
+	e.create(simpleRule("early", ""))
+	e.clock.AdvanceTo(t0+900, nil)
+	e.create(simpleRule("late", ""))
+	e.clock.AdvanceTo(t0+5_950, nil)
+	if m := marks(); len(m) != 2 {
+		t.Fatalf("markers 5.85 s after the first start: %v; want both until the second ends", m)
+	}
+	e.clock.AdvanceTo(t0+6_000, nil)
+	eventually(t, "both markers cleared", func() bool { return len(marks()) == 0 })
+}
+
 // TestBootMarksRulesInOneTransaction: at boot the start markers of every
 // rule that starts are written in one transaction, before any of them
 // starts, replacing those left by the last run; a rule waiting for its
