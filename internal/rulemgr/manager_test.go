@@ -147,6 +147,16 @@ func (e *env) create(js string) *rule.Def {
 	return d
 }
 
+// marks returns the start markers in the catalog.
+func (e *env) marks() map[string]time.Time {
+	e.t.Helper()
+	m, err := e.cat.RuleStartMarks(context.Background(), "")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return m
+}
+
 func (e *env) status(id string) rulemgr.Status {
 	e.t.Helper()
 	st, err := e.mgr.Status(id)
@@ -566,29 +576,22 @@ func TestCronSchedule(t *testing.T) {
 func TestStartMarkerClearedOnceSettled(t *testing.T) {
 	e := newEnv(t, "")
 	ctx := context.Background()
-	marks := func() map[string]time.Time {
-		m, err := e.cat.RuleStartMarks(ctx, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
 	e.create(simpleRule("a", ""))
 	e.create(simpleRule("b", ""))
 	eventually(t, "rules running", func() bool {
 		return e.status("a").State == rulemgr.StateRunning && e.status("b").State == rulemgr.StateRunning
 	})
-	if m := marks(); len(m) != 2 {
+	if m := e.marks(); len(m) != 2 {
 		t.Fatalf("markers of freshly started rules = %v; want a and b", m)
 	}
 	if err := e.mgr.Stop(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := marks()["b"]; ok {
+	if _, ok := e.marks()["b"]; ok {
 		t.Fatal("a stopped rule kept its start marker")
 	}
 	e.clock.AdvanceTo(t0+5_000, nil)
-	eventually(t, "marker of a settled rule cleared", func() bool { return len(marks()) == 0 })
+	eventually(t, "marker of a settled rule cleared", func() bool { return len(e.marks()) == 0 })
 	if e.status("a").State != rulemgr.StateRunning {
 		t.Fatalf("a: %+v", e.status("a"))
 	}
@@ -599,24 +602,16 @@ func TestStartMarkerClearedOnceSettled(t *testing.T) {
 // after they ran 5 s.
 func TestMarkersOfOneSecondClearTogether(t *testing.T) {
 	e := newEnv(t, "")
-	ctx := context.Background()
-	marks := func() map[string]time.Time {
-		m, err := e.cat.RuleStartMarks(ctx, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
 	e.clock.AdvanceTo(t0+100, nil)
 	e.create(simpleRule("early", ""))
 	e.clock.AdvanceTo(t0+900, nil)
 	e.create(simpleRule("late", ""))
 	e.clock.AdvanceTo(t0+5_950, nil)
-	if m := marks(); len(m) != 2 {
+	if m := e.marks(); len(m) != 2 {
 		t.Fatalf("markers 5.85 s after the first start: %v; want both until the second ends", m)
 	}
 	e.clock.AdvanceTo(t0+6_000, nil)
-	eventually(t, "both markers cleared", func() bool { return len(marks()) == 0 })
+	eventually(t, "both markers cleared", func() bool { return len(e.marks()) == 0 })
 }
 
 // TestBootMarksRulesInOneTransaction: at boot the start markers of every
@@ -668,15 +663,11 @@ func TestBootMarksRulesInOneTransaction(t *testing.T) {
 	if marked["cron"] || marked["idle"] {
 		t.Fatalf("a rule that does not start at boot was marked: %v", txs[0].changes)
 	}
-	marks, err := e2.cat.RuleStartMarks(ctx, "")
-	if err != nil || len(marks) != n {
-		t.Fatalf("%d markers in the catalog (%v); want %d", len(marks), err, n)
+	if m := e2.marks(); len(m) != n {
+		t.Fatalf("%d markers in the catalog; want %d", len(m), n)
 	}
 	e2.clock.AdvanceTo(t0+5_000, nil)
-	eventually(t, "markers of settled rules cleared", func() bool {
-		m, err := e2.cat.RuleStartMarks(ctx, "")
-		return err == nil && len(m) == 0
-	})
+	eventually(t, "markers of settled rules cleared", func() bool { return len(e2.marks()) == 0 })
 }
 
 // TestMarkerCommittedBeforeStart: whatever path starts a rule (create,
