@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/clock"
@@ -28,6 +29,12 @@ type sqlStore struct {
 	writer *sql.DB
 	reader *sql.DB
 	closed bool
+
+	// starts are rule start marker writes waiting for a transaction: the
+	// next write transaction carries them all (see WriteRuleStarts).
+	startsMu sync.Mutex
+	starts   []*startsReq
+	commits  atomic.Int64 // committed write transactions
 }
 
 // dialect is what differs between the databases a sqlStore runs on.
@@ -148,7 +155,13 @@ func (s *sqlStore) locked(fn func() error) error {
 
 // tx runs fn in one write transaction and commits it.
 func (s *sqlStore) tx(ctx context.Context, fn func(tx stmts) error) error {
-	err := s.locked(func() error {
+	return s.locked(func() error { return s.txLocked(ctx, fn) })
+}
+
+// txLocked is tx for a caller holding the write mutex. The transaction
+// also carries the rule start markers queued by then (see WriteRuleStarts).
+func (s *sqlStore) txLocked(ctx context.Context, fn func(tx stmts) error) error {
+	err := func() error {
 		tx, err := s.writer.BeginTx(ctx, nil)
 		if err != nil {
 			return fmt.Errorf("begin: %w", err)
@@ -164,11 +177,16 @@ func (s *sqlStore) tx(ctx context.Context, fn func(tx stmts) error) error {
 			tx.Rollback() //nolint:errcheck // the database may have rolled back already
 			return err
 		}
+		carried := s.carryStarts(ctx, st)
 		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("commit: %w", err)
+			err = fmt.Errorf("commit: %w", err)
+			carried.answer(err)
+			return err
 		}
+		s.commits.Add(1)
+		carried.answer(nil)
 		return nil
-	})
+	}()
 	if err != nil && s.d.classify != nil {
 		return s.d.classify(err)
 	}

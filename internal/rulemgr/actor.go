@@ -305,18 +305,22 @@ func (a *actor) persist(ctx context.Context, st catalog.RuleState) error {
 	return nil
 }
 
-// begin starts the rule now, or schedules it when it has a cron.
+// begin starts the rule now, or schedules it when it has a cron. A start
+// marker written ahead (at boot) is cleared when the rule does not start.
 func (a *actor) begin() {
 	if !a.placed() {
+		a.unmark()
 		a.notPlaced()
 		return
 	}
 	if a.loadErr != nil {
+		a.unmark()
 		a.set(func() { a.state, a.message = StateStoppedByError, a.loadErr.Error() })
 		return
 	}
 	sched, _ := a.def.Schedule()
 	if sched != nil {
+		a.unmark()
 		a.scheduleNext()
 		return
 	}
@@ -353,9 +357,21 @@ func (a *actor) startRun(runFor time.Duration) bool {
 	}
 	a.set(func() { a.state, a.run, a.lastStart = StateRunning, run, now.UnixMilli() })
 	a.m.log.Info("rule started", "rule", a.id)
-	a.after(a.m.cfg.StartSettle, evSettled)
+	a.after(settleDelay(now, a.m.cfg.StartSettle), evSettled)
 	a.watch(run, gen)
 	return true
+}
+
+// settleDelay is how long after start a run's marker is cleared: settle,
+// rounded up so that it ends on a whole second of the clock. Rules started
+// within the same second then clear their markers together, and the
+// catalog commits those clears in one transaction instead of one each.
+func settleDelay(start time.Time, settle time.Duration) time.Duration {
+	due := start.Add(settle)
+	if r := due.Sub(due.Truncate(time.Second)); r > 0 {
+		return settle + time.Second - r
+	}
+	return settle
 }
 
 // watch posts evDone for run generation gen when the run ends. A run that
@@ -475,8 +491,13 @@ func (a *actor) safeStart(ctx context.Context) (run Running, err error) {
 // mark writes the rule's start marker before it starts: if the process
 // dies before the marker is cleared (the rule ran StartSettle, or stopped),
 // the next boot leaves the rule stopped. A failed write is logged; the
-// rule starts regardless.
+// rule starts regardless. Markers of rules starting together share a
+// transaction (the catalog group-commits them); one written ahead (at
+// boot) is kept.
 func (a *actor) mark(ctx context.Context) {
+	if a.marked {
+		return
+	}
 	if err := a.m.cfg.Catalog.MarkRuleStarting(ctx, a.m.cfg.NodeID, a.id, a.now()); err != nil {
 		a.m.log.Warn("write rule start marker", "rule", a.id, "err", err)
 		return

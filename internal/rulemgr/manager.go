@@ -37,7 +37,8 @@ type Config struct {
 	// unset. Default 5s.
 	StopTimeout time.Duration
 	// StartSettle is how long a rule must run before its start marker is
-	// cleared (see Load). Default 5s.
+	// cleared (see Load), rounded up to a whole second of the clock so
+	// that markers are cleared in groups. Default 5s.
 	StartSettle time.Duration
 	// Crashed is the first line of the crash report the previous process
 	// left ("fatal error: runtime: out of memory"), "" when it did not crash
@@ -121,6 +122,7 @@ func (m *Manager) Load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load rules: %w", err)
 	}
+	var begin []*actor
 	for _, r := range m.cfg.Catalog.Rules() {
 		if _, ok := m.actors[r.ID]; ok {
 			continue
@@ -146,15 +148,51 @@ func (m *Manager) Load(ctx context.Context) error {
 			a.set(func() { a.state, a.message = StateStoppedByError, msg })
 		}
 		if r.State == catalog.RuleRunning {
-			a.post(command{kind: cmdBegin})
+			begin = append(begin, a)
 		}
 	}
-	for id := range marks {
-		if err := m.cfg.Catalog.ClearRuleStarting(ctx, m.cfg.NodeID, id); err != nil {
-			return fmt.Errorf("load rules: %w", err)
-		}
+	if err := m.premark(ctx, marks, begin); err != nil {
+		return fmt.Errorf("load rules: %w", err)
+	}
+	for _, a := range begin {
+		a.post(command{kind: cmdBegin})
 	}
 	return nil
+}
+
+// premark replaces the start markers left from the last run by those of
+// the rules about to start now, in one transaction: a boot costs one
+// durable write, not one per rule, and every marker is in the catalog
+// before any of these rules starts. Rules that wait for a schedule get
+// none; a rule that then begins without starting (placement changed)
+// clears its own.
+func (m *Manager) premark(ctx context.Context, left map[string]time.Time, begin []*actor) error {
+	changes := make([]catalog.RuleStart, 0, len(left)+len(begin))
+	for id := range left {
+		changes = append(changes, catalog.RuleStart{ID: id, Clear: true})
+	}
+	now := m.cfg.Clock.Now()
+	var marked []*actor
+	for _, a := range begin {
+		if a.loadErr == nil && m.startsAtOnce(a.def) {
+			changes = append(changes, catalog.RuleStart{ID: a.id, At: now})
+			marked = append(marked, a)
+		}
+	}
+	if err := m.cfg.Catalog.WriteRuleStarts(ctx, m.cfg.NodeID, changes); err != nil {
+		return err
+	}
+	for _, a := range marked {
+		a.marked = true // before its first command: the draining goroutine sees it
+	}
+	return nil
+}
+
+// startsAtOnce reports whether a rule wanted running starts as soon as it
+// begins: it runs on this node and waits for no schedule.
+func (m *Manager) startsAtOnce(def *rule.Def) bool {
+	sched, _ := def.Schedule()
+	return sched == nil && m.placed(def.ID)
 }
 
 // Validate checks a rule without creating it: the SQL parses, every stream
@@ -226,20 +264,49 @@ func (m *Manager) create(ctx context.Context, def *rule.Def) error {
 		m.mu.Unlock()
 		return fmt.Errorf("create rule %s: %w", def.ID, catalog.ErrConflict)
 	}
+	// The start marker is queued first, so the rule's own write carries
+	// it: a create costs one durable write, and the marker is committed
+	// before the rule starts.
+	var mark *catalog.QueuedStarts
+	if state == catalog.RuleRunning && m.startsAtOnce(def) {
+		mark = m.cfg.Catalog.QueueRuleStarts(m.cfg.NodeID, []catalog.RuleStart{{ID: def.ID, At: m.cfg.Clock.Now()}})
+	}
 	_, err := m.cfg.Catalog.PutRule(ctx, catalog.Rule{
 		ID: def.ID, Definition: def.Raw, State: state, Version: def.Version, Tags: def.Tags,
 	}, catalog.Create)
 	if err != nil {
 		m.mu.Unlock()
+		m.withdraw(mark, def.ID)
 		return fmt.Errorf("create rule %s: %w", def.ID, err)
 	}
+	marked := mark != nil
+	if err := mark.Wait(ctx); err != nil {
+		m.log.Warn("write rule start marker", "rule", def.ID, "err", err)
+		marked = false // the start writes it again
+	}
 	a := m.spawnLocked(def, state, nil)
+	a.marked = marked // before its first command: the draining goroutine sees it
 	m.mu.Unlock()
 	m.log.Info("rule created", "rule", def.ID)
 	if state == catalog.RuleRunning {
 		return a.call(ctx, command{kind: cmdBegin})
 	}
 	return nil
+}
+
+// withdraw undoes a queued start marker of rule id that is no longer
+// wanted (its create failed): dropped while still queued, cleared when a
+// transaction took it.
+func (m *Manager) withdraw(mark *catalog.QueuedStarts, id string) {
+	if mark.Drop() {
+		return
+	}
+	if err := mark.Wait(context.Background()); err != nil {
+		return // not written
+	}
+	if err := m.cfg.Catalog.ClearRuleStarting(context.Background(), m.cfg.NodeID, id); err != nil {
+		m.log.Warn("clear rule start marker", "rule", id, "err", err)
+	}
 }
 
 // Upsert creates the rule (created true) or replaces its definition. A

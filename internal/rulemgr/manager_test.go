@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,11 +19,30 @@ import (
 	"github.com/rekuiper/rekuiper/internal/rulemgr/rulemgrtest"
 )
 
-// failingStore fails rule state writes while fail is set.
+// failingStore fails rule state writes while fail is set, and records the
+// start marker writes queued (with what observe said when each was).
 type failingStore struct {
 	*catalog.SQLiteStore
-	mu   sync.Mutex
-	fail bool
+	mu      sync.Mutex
+	fail    bool
+	observe func() int
+	starts  []markerTx
+}
+
+type markerTx struct {
+	changes []catalog.RuleStart
+	seen    int // observe() as it was queued
+}
+
+func (f *failingStore) QueueRuleStarts(node string, changes []catalog.RuleStart) *catalog.QueuedStarts {
+	f.mu.Lock()
+	tx := markerTx{changes: slices.Clone(changes)}
+	if f.observe != nil {
+		tx.seen = f.observe()
+	}
+	f.starts = append(f.starts, tx)
+	f.mu.Unlock()
+	return f.SQLiteStore.QueueRuleStarts(node, changes)
 }
 
 func (f *failingStore) SetRuleState(ctx context.Context, id string, st catalog.RuleState) (catalog.Rule, error) {
@@ -91,6 +111,13 @@ func newEnvWith(t *testing.T, path string, set func(*rulemgr.Config)) *env {
 		},
 	}
 	set(&cfg)
+	fs.observe = func() int {
+		n := 0
+		for _, r := range cat.Rules() {
+			n += e.runner.Starts(r.ID)
+		}
+		return n
+	}
 	e.mgr = rulemgr.New(cfg)
 	if err := e.mgr.Load(ctx); err != nil {
 		t.Fatal(err)
@@ -118,6 +145,16 @@ func (e *env) create(js string) *rule.Def {
 		e.t.Fatal(err)
 	}
 	return d
+}
+
+// marks returns the start markers in the catalog.
+func (e *env) marks() map[string]time.Time {
+	e.t.Helper()
+	m, err := e.cat.RuleStartMarks(context.Background(), "")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return m
 }
 
 func (e *env) status(id string) rulemgr.Status {
@@ -539,31 +576,149 @@ func TestCronSchedule(t *testing.T) {
 func TestStartMarkerClearedOnceSettled(t *testing.T) {
 	e := newEnv(t, "")
 	ctx := context.Background()
-	marks := func() map[string]time.Time {
-		m, err := e.cat.RuleStartMarks(ctx, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
 	e.create(simpleRule("a", ""))
 	e.create(simpleRule("b", ""))
 	eventually(t, "rules running", func() bool {
 		return e.status("a").State == rulemgr.StateRunning && e.status("b").State == rulemgr.StateRunning
 	})
-	if m := marks(); len(m) != 2 {
+	if m := e.marks(); len(m) != 2 {
 		t.Fatalf("markers of freshly started rules = %v; want a and b", m)
 	}
 	if err := e.mgr.Stop(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := marks()["b"]; ok {
+	if _, ok := e.marks()["b"]; ok {
 		t.Fatal("a stopped rule kept its start marker")
 	}
 	e.clock.AdvanceTo(t0+5_000, nil)
-	eventually(t, "marker of a settled rule cleared", func() bool { return len(marks()) == 0 })
+	eventually(t, "marker of a settled rule cleared", func() bool { return len(e.marks()) == 0 })
 	if e.status("a").State != rulemgr.StateRunning {
 		t.Fatalf("a: %+v", e.status("a"))
+	}
+}
+
+// TestMarkersOfOneSecondClearTogether: rules started within the same second
+// clear their start markers at the same moment, the first whole second
+// after they ran 5 s.
+func TestMarkersOfOneSecondClearTogether(t *testing.T) {
+	e := newEnv(t, "")
+	e.clock.AdvanceTo(t0+100, nil)
+	e.create(simpleRule("early", ""))
+	e.clock.AdvanceTo(t0+900, nil)
+	e.create(simpleRule("late", ""))
+	e.clock.AdvanceTo(t0+5_950, nil)
+	if m := e.marks(); len(m) != 2 {
+		t.Fatalf("markers 5.85 s after the first start: %v; want both until the second ends", m)
+	}
+	e.clock.AdvanceTo(t0+6_000, nil)
+	eventually(t, "both markers cleared", func() bool { return len(e.marks()) == 0 })
+}
+
+// TestBootMarksRulesInOneTransaction: at boot the start markers of every
+// rule that starts are written in one transaction, before any of them
+// starts, replacing those left by the last run; a rule waiting for its
+// schedule or wanted stopped gets none.
+func TestBootMarksRulesInOneTransaction(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sqliteKV.db")
+	e := newEnv(t, path)
+	ctx := context.Background()
+	const n = 30
+	for i := range n {
+		e.create(simpleRule(fmt.Sprintf("r%d", i), ""))
+	}
+	e.create(simpleRule("cron", `,"options":{"cron":"*/5 * * * *","duration":"1m"}`))
+	e.create(simpleRule("idle", `,"triggered":false`))
+	if err := e.mgr.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.store.Close()
+
+	e2 := newEnv(t, path)
+	eventually(t, "rules running", func() bool {
+		for i := range n {
+			if e2.status(fmt.Sprintf("r%d", i)).State != rulemgr.StateRunning {
+				return false
+			}
+		}
+		return true
+	})
+	e2.store.mu.Lock()
+	txs := slices.Clone(e2.store.starts)
+	e2.store.mu.Unlock()
+	if len(txs) != 1 {
+		t.Fatalf("%d marker transactions while %d rules started at boot; want 1", len(txs), n)
+	}
+	if txs[0].seen != 0 {
+		t.Fatalf("%d rules started before their markers were written", txs[0].seen)
+	}
+	marked := map[string]bool{}
+	for _, c := range txs[0].changes {
+		marked[c.ID] = !c.Clear
+	}
+	for i := range n {
+		if !marked[fmt.Sprintf("r%d", i)] {
+			t.Fatalf("r%d: no marker in the boot transaction %v", i, txs[0].changes)
+		}
+	}
+	if marked["cron"] || marked["idle"] {
+		t.Fatalf("a rule that does not start at boot was marked: %v", txs[0].changes)
+	}
+	if m := e2.marks(); len(m) != n {
+		t.Fatalf("%d markers in the catalog; want %d", len(m), n)
+	}
+	e2.clock.AdvanceTo(t0+5_000, nil)
+	eventually(t, "markers of settled rules cleared", func() bool { return len(e2.marks()) == 0 })
+}
+
+// TestMarkerCommittedBeforeStart: whatever path starts a rule (create,
+// boot, start after a stop), its start marker is in the catalog when the
+// Runner starts it.
+func TestMarkerCommittedBeforeStart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sqliteKV.db")
+	var mu sync.Mutex
+	var starts, unmarked []string
+	check := func(cat *catalog.Catalog) func(d *rule.Def) error {
+		return func(d *rule.Def) error {
+			m, err := cat.RuleStartMarks(context.Background(), "")
+			mu.Lock()
+			defer mu.Unlock()
+			starts = append(starts, d.ID)
+			if _, ok := m[d.ID]; !ok || err != nil {
+				unmarked = append(unmarked, d.ID)
+			}
+			return nil
+		}
+	}
+	ids := []string{"a", "b", "c"}
+	e := newEnv(t, path)
+	e.runner.SetFailStart(check(e.cat))
+	for _, id := range ids {
+		e.create(simpleRule(id, ""))
+	}
+	ctx := context.Background()
+	e.clock.AdvanceTo(t0+5_000, nil) // settled: markers cleared
+	if err := e.mgr.Stop(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.mgr.Start(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.mgr.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.store.Close()
+	newEnvWith(t, path, func(c *rulemgr.Config) {
+		c.Runner.(*rulemgrtest.Runner).SetFailStart(check(c.Catalog))
+	})
+	eventually(t, "rules started at boot", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(starts) == 2*len(ids)+1
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(unmarked) != 0 {
+		t.Fatalf("started without a committed start marker: %v (starts %v)", unmarked, starts)
 	}
 }
 

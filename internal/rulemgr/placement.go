@@ -94,9 +94,12 @@ func (m *Manager) AdoptDelete(id string) {
 
 // placed reports whether this node may run the rule: always without a
 // Placement, else while it holds the rule's lease.
-func (a *actor) placed() bool {
-	p := a.m.cfg.Placement
-	return p == nil || p.Holds(a.id)
+func (a *actor) placed() bool { return a.m.placed(a.id) }
+
+// placed reports whether rule id may run on this node.
+func (m *Manager) placed(id string) bool {
+	p := m.cfg.Placement
+	return p == nil || p.Holds(id)
 }
 
 // notPlaced leaves a rule wanted running stopped on a node that does not
