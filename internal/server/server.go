@@ -39,9 +39,9 @@ import (
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/schema"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
-	"github.com/rekuiper/rekuiper/internal/trial"
 	"github.com/rekuiper/rekuiper/internal/tap"
 	"github.com/rekuiper/rekuiper/internal/tracing"
+	"github.com/rekuiper/rekuiper/internal/trial"
 	"github.com/rekuiper/rekuiper/internal/version"
 )
 
@@ -191,8 +191,8 @@ func (s *Server) Mount(pattern string, h http.Handler) { s.mux.Handle(pattern, h
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
-//
-// When the handler fails and a name in the path (a {wildcard}) is one the
+// handle serves pattern with h; errors h returns are rendered by
+// renderError. When the handler fails and a name in the path (a {wildcard}) is one the
 // name validator refuses, the answer is the name's problem (400): such a
 // name can be neither found nor created. The handler runs first, so that
 // rows with such names written by older versions can still be read and
