@@ -200,6 +200,20 @@ func TestDataImportFailures(t *testing.T) {
 		{"ruleset triggered true", "POST", "/ruleset/import", `{"content":"{\"rules\":{\"r1\":\"{\\\"id\\\":\\\"r1\\\",\\\"sql\\\":\\\"SELECT * FROM demo\\\",\\\"actions\\\":[{\\\"log\\\":{}}],\\\"triggered\\\":true}\"}}"}`, 200, "1 rules"},
 		{"rule started by import", "GET", "/rules/r1/status", "", 200, `"status": "running"`},
 	})
+	// Without "triggered" an import starts the rule (eKuiper's default
+	// true), whether its definition changed or not.
+	same, _ := json.Marshal(map[string]string{"content": `{"rules":{"r1":"{\"id\":\"r1\",\"sql\":\"SELECT * FROM demo\",\"actions\":[{\"log\":{}}]}"}}`})
+	changed, _ := json.Marshal(map[string]string{"content": `{"rules":{"r1":"{\"id\":\"r1\",\"sql\":\"SELECT * FROM demo WHERE true\",\"actions\":[{\"log\":{}}]}"}}`})
+	s.run([]step{
+		{"stop", "POST", "/rules/r1/stop", "", 200, ""},
+		{"stopped", "GET", "/rules/r1/status", "", 200, `"status": "stopped"`},
+		{"import unchanged", "POST", "/data/import?partial=1", string(same), 200, `"ErrorMsg":""`},
+		{"started by unchanged import", "GET", "/rules/r1/status", "", 200, `"status": "running"`},
+		{"stop again", "POST", "/rules/r1/stop", "", 200, ""},
+		{"import changed", "POST", "/ruleset/import", string(changed), 200, "1 rules"},
+		{"started by changed import", "GET", "/rules/r1/status", "", 200, `"status": "running"`},
+		{"definition replaced", "GET", "/rules/r1", "", 200, "WHERE true"},
+	})
 }
 
 // TestSchemalessStreamSchema: the schema of a schemaless stream lists the

@@ -35,9 +35,13 @@ type result struct {
 }
 
 // readAt starts a Read, checks it does not finish before the clock reaches
-// ms, then advances to ms and returns what Read returned.
+// ms, then advances to ms and returns what Read returned. At ms no later
+// than the clock, the Read must return at once.
 func readAt(t *testing.T, v *clock.Virtual, s api.Source, ms int64) (*api.Message, error) {
 	t.Helper()
+	if ms <= v.Now().UnixMilli() {
+		return s.Read(context.Background())
+	}
 	ch := make(chan result, 1)
 	go func() {
 		m, err := s.Read(context.Background())
@@ -86,7 +90,7 @@ func TestPacingAndLoop(t *testing.T) {
 			s := newSim(t, v, tc.props)
 			defer s.Close(context.Background())
 			for i, id := range tc.wantIDs {
-				due := int64(i+1) * 1000
+				due := int64(i) * 1000 // the first row at once, as eKuiper pulls at start
 				m, err := readAt(t, v, s, due)
 				if err != nil {
 					t.Fatal(err)
@@ -110,7 +114,7 @@ func TestPacingAndLoop(t *testing.T) {
 func TestRowsAreTypedCopies(t *testing.T) {
 	v := clock.NewVirtual(0)
 	s := newSim(t, v, map[string]any{"data": rows[:1], "interval": 10})
-	m, err := readAt(t, v, s, 10)
+	m, err := readAt(t, v, s, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +123,7 @@ func TestRowsAreTypedCopies(t *testing.T) {
 		t.Fatalf("data = %#v, want %#v", m.Data, want)
 	}
 	m.Data["id"] = int64(100)
-	m2, err := readAt(t, v, s, 20)
+	m2, err := readAt(t, v, s, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +145,7 @@ func TestReadCancelled(t *testing.T) {
 func TestRewind(t *testing.T) {
 	v := clock.NewVirtual(0)
 	s := newSim(t, v, map[string]any{"data": rows})
-	if _, err := readAt(t, v, s, 1000); err != nil {
+	if _, err := readAt(t, v, s, 0); err != nil {
 		t.Fatal(err)
 	}
 	off, err := s.(api.Rewindable).Offset()
@@ -182,7 +186,7 @@ func TestRewind(t *testing.T) {
 			if err := rw.Rewind([]byte(tc.offset)); err != nil {
 				t.Fatal(err)
 			}
-			m, err := readAt(t, v2, s2, 1000)
+			m, err := readAt(t, v2, s2, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -215,5 +219,69 @@ func TestBadProps(t *testing.T) {
 				t.Fatal("built")
 			}
 		})
+	}
+}
+
+func TestLookup(t *testing.T) {
+	r := connector.NewRegistry()
+	if err := Register(r); err != nil {
+		t.Fatal(err)
+	}
+	data := []any{
+		map[string]any{"k": "v1", "n": 1, "tags": []any{"a"}},
+		map[string]any{"k": "v2", "n": 2},
+		map[string]any{"k": "v1", "n": 3},
+	}
+	// interval and loop come with the simulator source's confKeys.
+	l, err := r.NewLookup(Type, map[string]any{"data": data, "interval": "1ms", "loop": false}, connector.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := l.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(ctx)
+	tests := []struct {
+		name string
+		keys map[string]any
+		want []int64 // n of the rows, in data order
+	}{
+		{"one key, two rows", map[string]any{"k": "v1"}, []int64{1, 3}},
+		{"every key must match", map[string]any{"k": "v1", "n": 3}, []int64{3}},
+		{"text form compares", map[string]any{"n": "2"}, []int64{2}},
+		{"no row", map[string]any{"k": "v9"}, nil},
+		{"unknown field", map[string]any{"x": "v1"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := l.Lookup(ctx, tc.keys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ns []int64
+			for _, row := range got {
+				ns = append(ns, row["n"].(int64))
+			}
+			if !reflect.DeepEqual(ns, tc.want) {
+				t.Fatalf("rows n = %v, want %v (%v)", ns, tc.want, got)
+			}
+		})
+	}
+	// Rows are copies: changing one does not change the table.
+	got, _ := l.Lookup(ctx, map[string]any{"n": 1})
+	got[0]["tags"].([]any)[0] = "changed"
+	again, _ := l.Lookup(ctx, map[string]any{"n": 1})
+	if again[0]["tags"].([]any)[0] != "a" {
+		t.Fatalf("a returned row shares memory with the table: %v", again[0])
+	}
+	for name, props := range map[string]map[string]any{
+		"no data":    {},
+		"empty data": {"data": []any{}},
+		"not object": {"data": []any{1}},
+	} {
+		if _, err := r.NewLookup(Type, props, connector.Deps{}); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }
