@@ -37,8 +37,7 @@ func Register(r *connector.Registry) error {
 }
 
 // Source emits data[0], data[1], ... one row per interval on the clock: the
-// first row at Connect (as eKuiper's pull sources pull once at start), then
-// on a fixed schedule. It starts
+// first row one interval after Connect, then on a fixed schedule. It starts
 // no goroutine (Read waits on a clock timer) and holds nothing to close.
 // It is Rewindable: the offset is the index of the next row.
 type Source struct {
@@ -77,7 +76,7 @@ func New(props map[string]any, deps connector.Deps) (api.Source, error) {
 
 // Connect starts the schedule.
 func (s *Source) Connect(context.Context) error {
-	s.due = s.clk.Now()
+	s.due = s.clk.Now().Add(s.interval)
 	s.connected = true
 	return nil
 }
