@@ -80,7 +80,7 @@ func TestRemoteCommands(t *testing.T) {
 		{"export data", []string{"export", "data", export, "-r", `["r2"]`}, 0, "data is exported to"},
 		{"import data partial", []string{"import", "data", "-f", export, "-p", "true"}, 0, `"ErrorMsg": ""`},
 		{"usage", []string{"drop", "stream"}, 2, "usage: kuiper drop"},
-		{"traversing name", []string{"describe", "stream", "../../x"}, 2, `stream name "../../x" must not contain '/'`},
+		{"traversing name", []string{"describe", "stream", "../../x"}, 2, `stream name "../../x" contains invalid characters: '/' is not allowed`},
 		{"dot name", []string{"getstatus", "rule", ".."}, 2, `rule name ".." is not allowed`},
 		{"unknown kind", []string{"show", "widgets"}, 2, "unknown kind"},
 		{"show plugins", []string{"show", "plugins", "sink"}, 0, "No plugins were found."},

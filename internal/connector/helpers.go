@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/value"
 )
 
 // Get returns the validated property name as T, or T's zero value when it is
@@ -18,6 +19,20 @@ import (
 func Get[T any](props map[string]any, name string) T {
 	v, _ := props[name].(T)
 	return v
+}
+
+// MatchKeys reports whether row has every field of keys with an equal value,
+// compared by their text form (1 matches "1", as eKuiper's lookups do). A
+// missing or null field matches nothing. Lookup sources that filter rows
+// themselves (memory, httppull, simulator) use it.
+func MatchKeys(row, keys map[string]any) bool {
+	for k, want := range keys {
+		got, ok := row[k]
+		if !ok || got == nil || value.ToString(got) != value.ToString(want) {
+			return false
+		}
+	}
+	return true
 }
 
 // Wait blocks until d has passed on c or ctx is done, whichever is first; it

@@ -56,6 +56,10 @@ type Prop struct {
 	// size memory or time declare one, so that a typo cannot allocate
 	// gigabytes; docs/limits.md lists them.
 	Max any
+	// Target marks a property that names what is read or written (a
+	// topic, a table, channels), not where or how to connect. A connection
+	// check does not need it (see Spec.PingProps).
+	Target bool
 }
 
 // Bounds shared by the connectors' properties that size memory.
@@ -77,6 +81,44 @@ type Spec struct {
 	// encoded payload (memory, sql, redis): the payload properties
 	// compression and encryption are refused for it.
 	WritesRows bool
+	// Ping marks a connector whose Connect reaches a server (a broker, a
+	// database), so that connecting and closing it checks the connection
+	// properties (POST /metadata/{sources,sinks,lookups}/connection/{type}).
+	// Other connectors have no connection to check.
+	Ping bool
+}
+
+// PingTarget is what PingProps puts in an absent Target property (a list of
+// it for a list property): a name valid as a topic, a table and a channel.
+const PingTarget = "rekuiper_connection_check"
+
+// PingProps returns a copy of props completed for a connection check: every
+// Target property that is absent gets PingTarget, so that only the
+// connection properties need to be given.
+func (s Spec) PingProps(props map[string]any) map[string]any {
+	out := maps.Clone(props)
+	if out == nil {
+		out = map[string]any{}
+	}
+	for _, p := range s.Props {
+		if !p.Target {
+			continue
+		}
+		given := false
+		for k, v := range out {
+			if strings.EqualFold(k, p.Name) && v != nil {
+				given = true
+			}
+		}
+		switch {
+		case given:
+		case p.Type == TypeList:
+			out[p.Name] = []any{PingTarget}
+		default:
+			out[p.Name] = PingTarget
+		}
+	}
+	return out
 }
 
 // Kind is what a connector is registered as.
@@ -202,6 +244,9 @@ func (s *Spec) check() error {
 				return fmt.Errorf("property %q enum value %d: %w", p.Name, j, err)
 			}
 			p.Enum[j] = v
+		}
+		if p.Target && p.Type != TypeString && p.Type != TypeList {
+			return fmt.Errorf("property %q: Target on a %s property", p.Name, p.Type)
 		}
 		if p.Max != nil {
 			if p.Type != TypeInt && p.Type != TypeFloat && p.Type != TypeDuration {

@@ -465,3 +465,38 @@ func TestDeclaredSecretsMaskedEverywhere(t *testing.T) {
 		t.Errorf("the declared url: %v", got)
 	}
 }
+
+func TestPingProps(t *testing.T) {
+	s := Spec{Kind: KindSink, Ping: true, Props: []Prop{
+		{Name: "server", Type: TypeString, Required: true},
+		{Name: "topic", Type: TypeString, Required: true, Target: true},
+		{Name: "channels", Type: TypeList, Target: true},
+	}}
+	if err := s.check(); err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]any{"server": "tcp://h:1883"}
+	got := s.PingProps(in)
+	want := map[string]any{"server": "tcp://h:1883", "topic": PingTarget, "channels": []any{PingTarget}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("PingProps = %v, want %v", got, want)
+	}
+	if len(in) != 1 {
+		t.Fatalf("PingProps changed its argument: %v", in)
+	}
+	if _, err := s.Validate(got); err != nil {
+		t.Fatalf("completed props do not validate: %v", err)
+	}
+	given := s.PingProps(map[string]any{"server": "x", "Topic": "mine"})
+	if given["Topic"] != "mine" || given["topic"] != nil {
+		t.Fatalf("a given target was replaced: %v", given)
+	}
+	// The connection properties are still required.
+	if _, err := s.Validate(s.PingProps(nil)); err == nil || !strings.Contains(err.Error(), `"server" is required`) {
+		t.Fatalf("missing server: %v", err)
+	}
+	bad := Spec{Props: []Prop{{Name: "n", Type: TypeInt, Target: true}}}
+	if err := bad.check(); err == nil {
+		t.Fatal("Target on an int property accepted")
+	}
+}

@@ -124,8 +124,9 @@ func parseTTL(v any) (time.Duration, error) {
 }
 
 // checkLookupTable is CheckStream for KIND="lookup" tables: the type is a
-// lookup type and the properties pass its spec. A memory lookup table is
-// also started here (see pinMemoryTable).
+// lookup type, the properties pass its spec and its factory (which does no
+// I/O) builds it. A memory lookup table is also started here (see
+// pinMemoryTable).
 func (rn *Runner) checkLookupTable(def *ast.CreateStreamStmt) error {
 	typ := sourceType(def)
 	entry, ok := rn.Registry.Lookup(typ)
@@ -137,7 +138,11 @@ func (rn *Runner) checkLookupTable(def *ast.CreateStreamStmt) error {
 	if err != nil {
 		return err
 	}
-	if _, err := entry.Spec.Validate(props); err != nil {
+	valid, err := entry.Spec.Validate(props)
+	if err != nil {
+		return fmt.Errorf("table %s: %w", def.Name, err)
+	}
+	if _, err := entry.New(valid, rn.Deps); err != nil {
 		return fmt.Errorf("table %s: %w", def.Name, err)
 	}
 	if isMemory(typ) {

@@ -264,7 +264,8 @@ func TestHTTPPullLookupJoin(t *testing.T) {
 func TestLookupTableChecks(t *testing.T) {
 	e := newTestEnv(t)
 	for _, tc := range []struct{ sql, want string }{
-		{`CREATE TABLE t () WITH (DATASOURCE="x", TYPE="simulator", KIND="lookup")`, `TYPE "simulator" cannot serve a lookup table`},
+		{`CREATE TABLE t () WITH (DATASOURCE="x", TYPE="file", KIND="lookup")`, `TYPE "file" cannot serve a lookup table`},
+		{`CREATE TABLE t () WITH (DATASOURCE="x", TYPE="simulator", KIND="lookup")`, `property "data" is required`},
 		{`CREATE TABLE t () WITH (DATASOURCE="x", TYPE="memory", KIND="lookup")`, `property "key" is required`},
 		{`CREATE TABLE t () WITH (DATASOURCE="x", TYPE="memory", KIND="lookup", KEY="id", CONF_KEY="badcache")`, `lookup cache option cacheTtl: must be a positive number of seconds`},
 		{`CREATE TABLE t () WITH (DATASOURCE="x", TYPE="memory", KIND="lookup", KEY="id", CONF_KEY="unknown")`, `unknown lookup cache option "size"`},

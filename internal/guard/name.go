@@ -36,7 +36,7 @@ func Name(what, name string) error {
 	}
 	for _, r := range name {
 		if unicode.IsSpace(r) || unicode.IsControl(r) || r == unicode.ReplacementChar || strings.ContainsRune(`/\#?%`, r) {
-			return fmt.Errorf("%w: %s %q must not contain %q", ErrName, what, name, r)
+			return fmt.Errorf("%w: %s %q contains invalid characters: %q is not allowed", ErrName, what, name, r)
 		}
 	}
 	return nil

@@ -105,6 +105,15 @@ var engineFunctions = map[string]bool{
 
 var idPattern = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
 
+// CheckID reports whether id can name a JavaScript function: a JavaScript
+// identifier. Errors wrap ErrInvalid.
+func CheckID(id string) error {
+	if !idPattern.MatchString(id) {
+		return fmt.Errorf("%w: id %q contains invalid characters: it must be a JavaScript identifier (letters, digits, _ or $, not starting with a digit)", ErrInvalid, id)
+	}
+	return nil
+}
+
 // Check validates f before it is stored: its id is a JavaScript identifier
 // not taken by a function registered in builtins (its resolver, which finds
 // JavaScript functions, is not asked), and its script runs within
@@ -113,8 +122,8 @@ func Check(f catalog.JSFunction, builtins *function.Registry, lim Limits) error 
 	if len(f.Script) > MaxScriptBytes {
 		return fmt.Errorf("%w: script of %d bytes is larger than %d", ErrInvalid, len(f.Script), MaxScriptBytes)
 	}
-	if !idPattern.MatchString(f.ID) {
-		return fmt.Errorf("%w: id %q must be a JavaScript identifier (letters, digits, _ or $, not starting with a digit)", ErrInvalid, f.ID)
+	if err := CheckID(f.ID); err != nil {
+		return err
 	}
 	if builtins != nil {
 		if _, ok := builtins.Registered(f.ID); ok {

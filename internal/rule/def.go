@@ -224,13 +224,20 @@ func (d *Def) Schedule() (*Schedule, error) {
 }
 
 // ValidateID checks a rule, stream or connection name with the engine's
-// one name validator (guard.Name). Errors wrap ErrInvalid.
+// one name validator (guard.Name). Errors wrap ErrInvalid and guard.ErrName.
 func ValidateID(id string) error {
 	if err := guard.Name("id", id); err != nil {
-		return fmt.Errorf("%w: %s", ErrInvalid, strings.TrimPrefix(err.Error(), guard.ErrName.Error()+": "))
+		return idError(strings.TrimPrefix(err.Error(), guard.ErrName.Error()+": "))
 	}
 	return nil
 }
+
+// idError is an invalid rule because of its id: both ErrInvalid and
+// guard.ErrName, so that callers mapping names to statuses see the name.
+type idError string
+
+func (e idError) Error() string   { return ErrInvalid.Error() + ": " + string(e) }
+func (e idError) Unwrap() []error { return []error{ErrInvalid, guard.ErrName} }
 
 // OptionsFromConfig converts the `rule:` section of kuiper.yaml into rule
 // option defaults. Every key is inherited (eKuiper inherits only some).

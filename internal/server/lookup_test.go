@@ -1,9 +1,6 @@
 package server_test
 
 import (
-	"context"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,12 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/rekuiper/rekuiper/internal/catalog"
-	"github.com/rekuiper/rekuiper/internal/config"
-	"github.com/rekuiper/rekuiper/internal/daemon"
-	"github.com/rekuiper/rekuiper/internal/rulemgr"
-	"github.com/rekuiper/rekuiper/internal/server"
 )
 
 // TestMemoryLookupOverREST drives a memory lookup table through the REST
@@ -25,33 +16,9 @@ import (
 // stream with the table and writes to a file. The joined rows can only
 // come from rows published before the second rule started.
 func TestMemoryLookupOverREST(t *testing.T) {
-	ctx := context.Background()
 	dir := t.TempDir()
-	st, err := catalog.Open(ctx, filepath.Join(dir, "sqliteKV.db"), catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.New(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default()
-	cfg.Paths = config.Paths{Etc: filepath.Join(dir, "etc"), Data: dir}
-	cfg.Source.HTTPServerIP, cfg.Source.HTTPServerPort = "127.0.0.1", 0
-	runner, release, err := daemon.NewRunner(cfg, cat, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr := rulemgr.New(rulemgr.Config{Catalog: cat, Runner: runner})
-	rn := runner.(*daemon.Runner)
-	srv := httptest.NewServer(server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg, Connections: rn.Connections(), Streams: rn}))
-	t.Cleanup(func() {
-		srv.Close()
-		mgr.Close(context.Background()) //nolint:errcheck // test end
-		release()
-		st.Close()
-	})
-	s := &testServer{t: t, url: srv.URL, cat: cat, mgr: mgr}
+	s, stop := startEngine(t, dir)
+	t.Cleanup(stop)
 	s.run([]step{
 		{"dims confKey", "PUT", "/metadata/sources/simulator/confKeys/dims", `{"data":[{"id":1,"name":"pump"},{"id":2,"name":"fan"}],"interval":"5ms","loop":true}`, 200, ""},
 		{"events confKey", "PUT", "/metadata/sources/simulator/confKeys/events", `{"data":[{"k":1},{"k":2},{"k":3}],"interval":"5ms","loop":true}`, 200, ""},
@@ -71,8 +38,38 @@ func TestMemoryLookupOverREST(t *testing.T) {
 	})
 	s.run([]step{
 		{"delete feed", "DELETE", "/rules/feed", "", 200, ""},
-		{"join rule", "POST", "/rules", `{"id":"join","sql":"SELECT events.k, devices.name FROM events INNER JOIN devices ON events.k = devices.id","actions":[{"file":{"path":"joined.txt"}}]}`, 201, ""},
+		{"join rule", "POST", "/rules", joinRule, 201, ""},
 	})
+	waitJoined(t, dir)
+}
+
+// TestSimulatorLookupOverREST joins a stream with a simulator lookup table
+// (eKuiper's TYPE="simulator", KIND="lookup"): the table's rows are the
+// confKey's data, laid over etc/sources/simulator.yaml's default section.
+func TestSimulatorLookupOverREST(t *testing.T) {
+	dir := t.TempDir()
+	s, stop := startEngine(t, dir)
+	t.Cleanup(stop)
+	s.run([]step{
+		{"dims confKey", "PUT", "/metadata/sources/simulator/confKeys/dims", `{"data":[{"id":1,"name":"pump"},{"id":2,"name":"fan"}]}`, 200, ""},
+		{"events confKey", "PUT", "/metadata/sources/simulator/confKeys/events", `{"data":[{"k":1},{"k":2},{"k":3}],"interval":"5ms","loop":true}`, 200, ""},
+		{"bad confKey", "PUT", "/metadata/sources/simulator/confKeys/bad", `{"data":[1]}`, 200, ""},
+		{"events", "POST", "/streams", ddl(`CREATE STREAM events () WITH (TYPE="simulator", CONF_KEY="events")`), 201, ""},
+		{"lookup table", "POST", "/tables", ddl(`CREATE TABLE devices () WITH (TYPE="simulator", CONF_KEY="dims", KIND="lookup")`), 201, ""},
+		{"rows that are not objects", "POST", "/tables", ddl(`CREATE TABLE bad () WITH (TYPE="simulator", CONF_KEY="bad", KIND="lookup")`), 400, "not an object"},
+		{"join rule", "POST", "/rules", joinRule, 201, ""},
+	})
+	waitJoined(t, dir)
+}
+
+// joinRule joins the events stream (k = 1, 2, 3) with the devices table
+// (id 1 pump, id 2 fan) into joined.txt.
+const joinRule = `{"id":"join","sql":"SELECT events.k, devices.name FROM events INNER JOIN devices ON events.k = devices.id","actions":[{"file":{"path":"joined.txt"}}]}`
+
+// waitJoined waits for joinRule's rows of both devices, and checks the
+// inner join emitted no row without a match.
+func waitJoined(t *testing.T, dir string) {
+	t.Helper()
 	out := filepath.Join(dir, "joined.txt")
 	var text string
 	waitFor(t, "joined rows for both devices", func() bool {

@@ -139,20 +139,30 @@ type closer interface {
 	Close(ctx context.Context) error
 }
 
-// pingConnector builds a connector of the type from the body's properties,
-// connects it and closes it again: 200 when it connected, 400 naming the
-// problem otherwise.
+// pingConnector builds a connector of the type from the body's connection
+// properties, connects it and closes it again: 200 when it connected, 400
+// naming the problem otherwise. What a stream or an action reads or writes
+// (a topic, a table) may be left out (Spec.PingProps). Connectors without a
+// server to reach (Spec.Ping false) answer 400, as in eKuiper.
 func (s *Server) pingConnector(kind connector.Kind) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		typ := strings.ToLower(r.PathValue("type"))
-		if _, err := s.opts.Connectors.Spec(kind, typ); err != nil {
+		spec, err := s.opts.Connectors.Spec(kind, typ)
+		if err != nil {
 			return notFound(err)
 		}
 		var props map[string]any
 		if err := decodeStrict(r, &props); err != nil {
 			return err
 		}
-		props = normalizeProps(props)
+		if !spec.Ping {
+			name := kind.String()
+			if kind == connector.KindLookup {
+				name = "lookup source"
+			}
+			return badRequest("%s %s doesn't support ping connection", name, typ)
+		}
+		props = spec.PingProps(normalizeProps(props))
 		deps := connector.Deps{Logger: s.log, Clock: s.opts.Clock, Memory: membus.New(), DataDir: s.opts.Config.Paths.Data}
 		ctx, cancel := context.WithTimeout(r.Context(), pingTimeout)
 		defer cancel()

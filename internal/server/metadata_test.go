@@ -56,6 +56,22 @@ func TestConnectionPing(t *testing.T) {
 		{"mqtt source up", "POST", "/metadata/sources/connection/mqtt", `{"server":"` + b.URL() + `","datasource":"t"}`, 200, ""},
 		{"mqtt source down", "POST", "/metadata/sources/connection/mqtt", `{"server":"tcp://127.0.0.1:` + down + `","datasource":"t"}`, 400, down},
 		{"mqtt sink up", "POST", "/metadata/sinks/connection/mqtt", `{"server":"` + b.URL() + `","topic":"t"}`, 200, ""},
+		// A ping carries connection properties only: what a stream or an
+		// action reads or writes is not needed.
+		{"mqtt source without datasource", "POST", "/metadata/sources/connection/mqtt", `{"server":"` + b.URL() + `"}`, 200, ""},
+		{"mqtt source down without datasource", "POST", "/metadata/sources/connection/mqtt", `{"server":"tcp://127.0.0.1:` + down + `"}`, 400, down},
+		{"mqtt sink without topic", "POST", "/metadata/sinks/connection/mqtt", `{"server":"` + b.URL() + `"}`, 200, ""},
+		{"redisPub sink without channel", "POST", "/metadata/sinks/connection/redisPub", `{"addr":"` + rs.Addr() + `"}`, 200, ""},
+		{"redisSub source without channels", "POST", "/metadata/sources/connection/redisSub", `{"addr":"` + rs.Addr() + `"}`, 200, ""},
+		{"redisSub source down", "POST", "/metadata/sources/connection/redisSub", `{"addr":"127.0.0.1:` + down + `","timeout":"300ms"}`, 400, "127.0.0.1:" + down},
+		{"connection property still checked", "POST", "/metadata/sinks/connection/mqtt", `{"server":"` + b.URL() + `","qos":7}`, 400, "qos"},
+		// Connectors without a server to reach have nothing to check.
+		{"memory source", "POST", "/metadata/sources/connection/memory", `{}`, 400, "source memory doesn't support ping connection"},
+		{"simulator source", "POST", "/metadata/sources/connection/simulator", `{}`, 400, "source simulator doesn't support ping connection"},
+		{"httppull source", "POST", "/metadata/sources/connection/httppull", `{"url":"http://127.0.0.1:` + down + `"}`, 400, "source httppull doesn't support ping connection"},
+		{"file sink", "POST", "/metadata/sinks/connection/file", `{}`, 400, "sink file doesn't support ping connection"},
+		{"rest sink", "POST", "/metadata/sinks/connection/rest", `{"url":"http://127.0.0.1:` + down + `"}`, 400, "sink rest doesn't support ping connection"},
+		{"memory lookup", "POST", "/metadata/lookups/connection/memory", `{}`, 400, "lookup source memory doesn't support ping connection"},
 		{"bad property", "POST", "/metadata/sinks/connection/redis", `{"addr":"x","timeout":"soon"}`, 400, "timeout"},
 		{"unknown type", "POST", "/metadata/sources/connection/nope", `{}`, 404, ""},
 		{"bad body", "POST", "/metadata/sources/connection/mqtt", `[1]`, 400, "decode body"},

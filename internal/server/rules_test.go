@@ -26,8 +26,8 @@ func TestRules(t *testing.T) {
 		{"graph", "POST", "/rules", `{"id":"g","graph":{"nodes":{}}}`, 422, "graph rules are not supported yet"},
 		{"no actions", "POST", "/rules", `{"id":"x","sql":"SELECT a FROM demo"}`, 422, "actions are required"},
 		{"no sql", "POST", "/rules", `{"id":"x","actions":[{"log":{}}]}`, 422, "sql is required"},
-		{"no id", "POST", "/rules", `{"sql":"SELECT a FROM demo","actions":[{"log":{}}]}`, 422, "id is required"},
-		{"bad id", "POST", "/rules", `{"id":"a b","sql":"SELECT a FROM demo","actions":[{"log":{}}]}`, 422, "must not contain"},
+		{"no id", "POST", "/rules", `{"sql":"SELECT a FROM demo","actions":[{"log":{}}]}`, 400, "id is required"},
+		{"bad id", "POST", "/rules", `{"id":"a b","sql":"SELECT a FROM demo","actions":[{"log":{}}]}`, 400, "contains invalid characters"},
 		{"bad option", "POST", "/rules", `{"id":"x","sql":"SELECT a FROM demo","actions":[{"log":{}}],"options":{"qos":7}}`, 422, "qos"},
 		{"cron without duration", "POST", "/rules", `{"id":"x","sql":"SELECT a FROM demo","actions":[{"log":{}}],"options":{"cron":"* * * * *"}}`, 422, "needs option duration"},
 		{"bad cron", "POST", "/rules", `{"id":"x","sql":"SELECT a FROM demo","actions":[{"log":{}}],"options":{"cron":"nope","duration":"1m"}}`, 422, "cron"},
@@ -199,6 +199,20 @@ func TestDataImportFailures(t *testing.T) {
 		{"rule stopped by import", "GET", "/rules/r1/status", "", 200, `"status": "stopped"`},
 		{"ruleset triggered true", "POST", "/ruleset/import", `{"content":"{\"rules\":{\"r1\":\"{\\\"id\\\":\\\"r1\\\",\\\"sql\\\":\\\"SELECT * FROM demo\\\",\\\"actions\\\":[{\\\"log\\\":{}}],\\\"triggered\\\":true}\"}}"}`, 200, "1 rules"},
 		{"rule started by import", "GET", "/rules/r1/status", "", 200, `"status": "running"`},
+	})
+	// Without "triggered" an import starts the rule (eKuiper's default
+	// true), whether its definition changed or not.
+	same, _ := json.Marshal(map[string]string{"content": `{"rules":{"r1":"{\"id\":\"r1\",\"sql\":\"SELECT * FROM demo\",\"actions\":[{\"log\":{}}]}"}}`})
+	changed, _ := json.Marshal(map[string]string{"content": `{"rules":{"r1":"{\"id\":\"r1\",\"sql\":\"SELECT * FROM demo WHERE true\",\"actions\":[{\"log\":{}}]}"}}`})
+	s.run([]step{
+		{"stop", "POST", "/rules/r1/stop", "", 200, ""},
+		{"stopped", "GET", "/rules/r1/status", "", 200, `"status": "stopped"`},
+		{"import unchanged", "POST", "/data/import?partial=1", string(same), 200, `"ErrorMsg":""`},
+		{"started by unchanged import", "GET", "/rules/r1/status", "", 200, `"status": "running"`},
+		{"stop again", "POST", "/rules/r1/stop", "", 200, ""},
+		{"import changed", "POST", "/ruleset/import", string(changed), 200, "1 rules"},
+		{"started by changed import", "GET", "/rules/r1/status", "", 200, `"status": "running"`},
+		{"definition replaced", "GET", "/rules/r1", "", 200, "WHERE true"},
 	})
 }
 

@@ -191,13 +191,53 @@ func (s *Server) Mount(pattern string, h http.Handler) { s.mux.Handle(pattern, h
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
+// handle serves pattern with h; errors h returns are rendered by
+// renderError. When the handler fails and a name in the path (a {wildcard}) is one the
+// name validator refuses, the answer is the name's problem (400): such a
+// name can be neither found nor created. The handler runs first, so that
+// rows with such names written by older versions can still be read and
+// deleted.
 func (s *Server) handle(pattern string, h handlerFunc) {
 	s.patterns = append(s.patterns, pattern)
+	names := pathNames(pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
+			for _, n := range names {
+				if nerr := validName(n.what, r.PathValue(n.wildcard)); nerr != nil {
+					err = nerr
+					break
+				}
+			}
 			s.renderError(w, r, err)
 		}
 	})
+}
+
+// pathName is a wildcard of a route pattern and what it names in errors.
+type pathName struct{ wildcard, what string }
+
+// pathNames lists the wildcards of a route pattern, each described by the
+// path segment before it: "/rules/{id}" names a "rule id", "/streams/{name}"
+// a "stream".
+func pathNames(pattern string) []pathName {
+	_, path, _ := strings.Cut(pattern, " ")
+	segs := strings.Split(path, "/")
+	var out []pathName
+	for i, seg := range segs {
+		if len(seg) < 3 || seg[0] != '{' || seg[len(seg)-1] != '}' || seg == "{$}" || strings.HasSuffix(seg, "...}") {
+			continue
+		}
+		n := pathName{wildcard: seg[1 : len(seg)-1], what: seg[1 : len(seg)-1]}
+		if i > 0 && segs[i-1] != "" {
+			noun := strings.TrimSuffix(segs[i-1], "s")
+			n.what = noun + " " + n.what
+			if n.wildcard == "name" {
+				n.what = noun
+			}
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func (s *Server) routes() {
@@ -282,7 +322,7 @@ func statusOf(err error) int {
 	switch {
 	case errors.Is(err, errNoRoute), errors.Is(err, catalog.ErrNotFound), errors.Is(err, errNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, errBadRequest), errors.Is(err, rule.ErrMalformed), errors.Is(err, catalog.ErrInvalid):
+	case errors.Is(err, errBadRequest), errors.Is(err, rule.ErrMalformed), errors.Is(err, catalog.ErrInvalid), errors.Is(err, access.ErrName):
 		return http.StatusBadRequest
 	case errors.Is(err, catalog.ErrConflict), errors.Is(err, errReferenced), errors.Is(err, rulemgr.ErrNotRunning):
 		return http.StatusConflict

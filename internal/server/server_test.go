@@ -315,7 +315,7 @@ func TestConnections(t *testing.T) {
 		{"create", "POST", "/connections", `{"id":"c1","typ":"mqtt","props":{"server":"tcp://h:1883","password":"pw"}}`, 201, "success"},
 		{"create again", "POST", "/connections", `{"id":"c1","typ":"mqtt","props":{}}`, 409, ""},
 		{"missing typ", "POST", "/connections", `{"id":"c2","props":{}}`, 400, "typ"},
-		{"bad id", "POST", "/connections", `{"id":"a/b","typ":"mqtt"}`, 400, `connection \"a/b\" must not contain`},
+		{"bad id", "POST", "/connections", `{"id":"a/b","typ":"mqtt"}`, 400, `connection \"a/b\" contains invalid characters`},
 		{"unknown field", "POST", "/connections", `{"id":"c2","typ":"mqtt","foo":1}`, 400, "foo"},
 		{"list", "GET", "/connections", "", 200, `"refCount":0`},
 		{"get", "GET", "/connections/c1", "", 200, `"status":"disconnected"`},

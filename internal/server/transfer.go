@@ -249,16 +249,19 @@ func (s *Server) importStream(ctx context.Context, k streamKind, name, sql strin
 	return nil
 }
 
+// importRule creates or replaces a rule from an import. As in eKuiper,
+// triggered defaults to true: an imported rule runs unless its JSON says
+// "triggered": false, also when it replaces a stopped rule.
 func (s *Server) importRule(ctx context.Context, id, js string) error {
 	def, err := s.parseRuleForPath([]byte(js), id)
 	if err != nil {
 		return err
 	}
+	if !def.TriggeredSet {
+		def.Triggered, def.TriggeredSet = true, true
+	}
 	if old, err := s.rules.Def(id); err == nil && sameRule(def, old) {
 		// Re-importing an unchanged rule changes at most its wanted state.
-		if !def.TriggeredSet {
-			return nil
-		}
 		st, err := s.rules.Status(id)
 		if err != nil {
 			return err

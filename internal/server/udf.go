@@ -81,6 +81,9 @@ func (s *Server) createJSFunction(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (s *Server) describeJSFunction(w http.ResponseWriter, r *http.Request) error {
+	if err := jsudf.CheckID(r.PathValue("id")); err != nil {
+		return badRequest("javascript function: %v", err)
+	}
 	f, err := s.cat.GetJSFunction(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
@@ -121,6 +124,9 @@ func (s *Server) updateJSFunction(w http.ResponseWriter, r *http.Request) error 
 
 func (s *Server) deleteJSFunction(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
+	if err := jsudf.CheckID(id); err != nil {
+		return badRequest("javascript function: %v", err)
+	}
 	if _, err := s.cat.GetJSFunction(r.Context(), id); err != nil {
 		return err
 	}

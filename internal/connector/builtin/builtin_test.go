@@ -18,7 +18,7 @@ func TestRegister(t *testing.T) {
 	}{
 		{connector.KindSource, []string{"file", "httppull", "httppush", "kafka", "memory", "redisSub", "simulator", "sql", "websocket"}},
 		{connector.KindSink, []string{"file", "kafka", "log", "memory", "nop", "redis", "redisPub", "rest", "sql", "websocket"}},
-		{connector.KindLookup, []string{"httppull", "memory", "redis", "sql"}},
+		{connector.KindLookup, []string{"httppull", "memory", "redis", "simulator", "sql"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.kind.String(), func(t *testing.T) {

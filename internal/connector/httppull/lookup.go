@@ -12,7 +12,6 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/httpclient"
 	"github.com/rekuiper/rekuiper/internal/guard"
-	"github.com/rekuiper/rekuiper/internal/value"
 )
 
 // LookupSpec is the httppull lookup source's property spec: the source's
@@ -106,7 +105,7 @@ func (l *Lookup) Lookup(ctx context.Context, keys map[string]any) ([]map[string]
 	}
 	var out []map[string]any
 	for _, r := range rows {
-		if matches(r, keys) {
+		if connector.MatchKeys(r, keys) {
 			out = append(out, r)
 		}
 	}
@@ -134,16 +133,6 @@ func decodeRows(body []byte) ([]map[string]any, error) {
 		return rows, nil
 	}
 	return nil, fmt.Errorf("response is a %T, not a JSON object or array of objects", v)
-}
-
-func matches(row, keys map[string]any) bool {
-	for k, want := range keys {
-		got, ok := row[k]
-		if !ok || got == nil || value.ToString(got) != value.ToString(want) {
-			return false
-		}
-	}
-	return true
 }
 
 // Close releases idle connections.

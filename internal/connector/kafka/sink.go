@@ -22,7 +22,7 @@ import (
 // SinkSpec is the kafka sink's property spec.
 func SinkSpec() connector.Spec {
 	return connector.Spec{Props: append(commonProps(),
-		connector.Prop{Name: "topic", Type: connector.TypeString, Required: true, Doc: "topic; may be a template over the first row"},
+		connector.Prop{Name: "topic", Type: connector.TypeString, Required: true, Target: true, Doc: "topic; may be a template over the first row"},
 		connector.Prop{Name: "key", Type: connector.TypeString, Doc: "record key: a template over the first row, or the name of a field of it, or a literal"},
 		connector.Prop{Name: "headers", Type: connector.TypeMap, Doc: "record headers; values may be templates"},
 		connector.Prop{Name: "compression", Type: connector.TypeString, Default: "none", Enum: []any{"none", "gzip", "snappy", "lz4", "zstd"}, Doc: "Kafka batch compression"},
@@ -33,7 +33,7 @@ func SinkSpec() connector.Spec {
 		connector.Prop{Name: "transactionalID", Type: connector.TypeString, Doc: "write in transactions committed with checkpoints (qos 2); the engine sets a rule-derived id"},
 		connector.Prop{Name: "transactionTimeout", Type: connector.TypeDuration, Default: "60s", Doc: "broker-side timeout of an open transaction"},
 		connector.Prop{Name: "checkpointTopic", Type: connector.TypeString, Default: DefaultCheckpointTopic, Doc: "bookkeeping topic of transactional sinks: each transaction records its checkpoint id there (created compacted when missing)"},
-	)}
+	), Ping: true}
 }
 
 // Sink produces one record per SinkMessage (the payload is the value).

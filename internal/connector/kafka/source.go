@@ -26,12 +26,12 @@ import (
 // is the topic.
 func SourceSpec() connector.Spec {
 	return connector.Spec{Props: append(commonProps(),
-		connector.Prop{Name: "datasource", Type: connector.TypeString, Required: true, Doc: "topic"},
+		connector.Prop{Name: "datasource", Type: connector.TypeString, Required: true, Target: true, Doc: "topic"},
 		connector.Prop{Name: "groupID", Type: connector.TypeString, Doc: "consumer group; offsets are committed to it every 5s and on stop, or with checkpoints (qos >= 1) when a checkpoint is committed"},
 		connector.Prop{Name: "partition", Type: connector.TypeInt, Default: -1, Doc: "read only this partition (no group); -1 reads all"},
 		connector.Prop{Name: "maxBytes", Type: connector.TypeInt, Default: 1 << 20, Max: 256 << 20, Doc: "maximum bytes of one fetch"},
 		connector.Prop{Name: "maxAttempts", Type: connector.TypeInt, Default: 3, Doc: "retries of one request"},
-	)}
+	), Ping: true}
 }
 
 // Source reads one topic. Without groupID it reads all partitions (or the

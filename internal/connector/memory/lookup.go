@@ -134,21 +134,11 @@ func (t *Table) Lookup(_ context.Context, keys map[string]any) ([]map[string]any
 	var out []map[string]any
 	for _, ks := range slices.Sorted(maps.Keys(t.rows)) {
 		row := t.rows[ks]
-		if matches(row, keys) {
+		if connector.MatchKeys(row, keys) {
 			out = append(out, maps.Clone(row))
 		}
 	}
 	return out, nil
-}
-
-func matches(row, keys map[string]any) bool {
-	for f, want := range keys {
-		got, ok := row[f]
-		if !ok || keyString(got) != keyString(want) {
-			return false
-		}
-	}
-	return true
 }
 
 func keyString(v any) string { return value.ToString(v) }

@@ -16,13 +16,13 @@ import (
 // SinkSpec is the mqtt sink's property spec.
 func SinkSpec() connector.Spec {
 	props := []connector.Prop{
-		{Name: "topic", Type: connector.TypeString, Required: true, Doc: "topic; a text/template such as alerts/{{.deviceId}} is rendered per row"},
+		{Name: "topic", Type: connector.TypeString, Required: true, Target: true, Doc: "topic; a text/template such as alerts/{{.deviceId}} is rendered per row"},
 		{Name: "qos", Type: connector.TypeInt, Default: int64(0), Enum: []any{int64(0), int64(1), int64(2)}},
 		{Name: "retained", Type: connector.TypeBool, Default: false},
 		{Name: "properties", Type: connector.TypeMap, Doc: "MQTT 5 user properties"},
 		{Name: "maxInflight", Type: connector.TypeInt, Default: int64(defaultMaxInflight), Max: 65535, Doc: "QoS 1/2 publishes awaiting acknowledgement before Write blocks"},
 	}
-	return connector.Spec{Props: append(props, connProps()...)}
+	return connector.Spec{Props: append(props, connProps()...), Ping: true}
 }
 
 // ErrNotConnected is returned (wrapped retryable) by Write while the broker

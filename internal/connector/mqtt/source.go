@@ -28,11 +28,11 @@ const maxDecompressed = 64 << 20
 // SourceSpec is the mqtt source's property spec.
 func SourceSpec() connector.Spec {
 	props := []connector.Prop{
-		{Name: "datasource", Type: connector.TypeString, Required: true, Doc: "topic filters, comma-separated; + and # wildcards; $share/group/filter"},
+		{Name: "datasource", Type: connector.TypeString, Required: true, Target: true, Doc: "topic filters, comma-separated; + and # wildcards; $share/group/filter"},
 		{Name: "qos", Type: connector.TypeInt, Default: int64(1), Enum: []any{int64(0), int64(1), int64(2)}},
 		{Name: "decompression", Type: connector.TypeString, Default: "", Enum: []any{"", "gzip", "zlib", "flate", "zstd"}, Doc: "decompress each payload before decoding"},
 	}
-	return connector.Spec{Props: append(props, connProps()...)}
+	return connector.Spec{Props: append(props, connProps()...), Ping: true}
 }
 
 // Source subscribes to topic filters on a pooled connection. Connect

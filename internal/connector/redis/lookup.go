@@ -19,7 +19,7 @@ func LookupSpec() connector.Spec {
 	return connector.Spec{Props: append(connProps(),
 		connector.Prop{Name: "datasource", Type: connector.TypeString, Doc: "database index (overrides db)"},
 		connector.Prop{Name: "dataType", Type: connector.TypeString, Default: "string", Enum: []any{"string", "list"}},
-	)}
+	), Ping: true}
 }
 
 // Lookup reads rows stored by the redis sink: the lookup key's value is

@@ -25,7 +25,7 @@ func SinkSpec() connector.Spec {
 		connector.Prop{Name: "dataType", Type: connector.TypeString, Default: "string", Enum: []any{"string", "list"}},
 		connector.Prop{Name: "expiration", Type: connector.TypeDuration, Default: 0, Doc: "key time to live; 0 keeps keys forever (numbers are milliseconds)"},
 		connector.Prop{Name: "rowkindField", Type: connector.TypeString, Doc: "field holding insert, update or delete (default insert)"},
-	), WritesRows: true}
+	), WritesRows: true, Ping: true}
 }
 
 // Sink stores each row as JSON under its key: dataType string SETs the key
@@ -178,8 +178,8 @@ func (s *Sink) Close(context.Context) error {
 // PubSpec is the redisPub sink's property spec.
 func PubSpec() connector.Spec {
 	return connector.Spec{Props: append(connProps(),
-		connector.Prop{Name: "channel", Type: connector.TypeString, Required: true},
-	)}
+		connector.Prop{Name: "channel", Type: connector.TypeString, Required: true, Target: true},
+	), Ping: true}
 }
 
 // Pub publishes each payload on a channel. Network failures and timeouts

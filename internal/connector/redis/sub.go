@@ -16,10 +16,10 @@ import (
 // SubSpec is the redisSub source's property spec.
 func SubSpec() connector.Spec {
 	return connector.Spec{Props: append(connProps(),
-		connector.Prop{Name: "channels", Type: connector.TypeList, Doc: "channels to SUBSCRIBE to"},
+		connector.Prop{Name: "channels", Type: connector.TypeList, Target: true, Doc: "channels to SUBSCRIBE to"},
 		connector.Prop{Name: "patterns", Type: connector.TypeList, Doc: "patterns to PSUBSCRIBE to"},
 		connector.Prop{Name: "bufferLength", Type: connector.TypeInt, Default: 1024, Max: connector.MaxBufferLength, Doc: "messages buffered before the subscription waits"},
-	)}
+	), Ping: true}
 }
 
 // Sub reads messages published on channels and patterns: Payload is the

@@ -28,9 +28,12 @@ func Spec() connector.Spec {
 	}}
 }
 
-// Register adds the simulator source to r.
+// Register adds the simulator source and lookup table to r.
 func Register(r *connector.Registry) error {
-	return r.RegisterSource(Type, Spec(), New)
+	if err := r.RegisterSource(Type, Spec(), New); err != nil {
+		return err
+	}
+	return r.RegisterLookup(Type, LookupSpec(), NewLookup)
 }
 
 // Source emits data[0], data[1], ... one row per interval on the clock: the
@@ -59,18 +62,9 @@ func New(props map[string]any, deps connector.Deps) (api.Source, error) {
 	if deps.Clock == nil {
 		return nil, errors.New("clock not available")
 	}
-	data := connector.Get[[]any](props, "data")
-	if len(data) == 0 {
-		return nil, errors.New("property \"data\" is empty")
-	}
-	rows := make([]map[string]any, len(data))
-	for i, e := range data {
-		v := value.Normalize(deepCopy(e))
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("data[%d] is %s, not an object", i, value.TypeName(v))
-		}
-		rows[i] = m
+	rows, err := objects(connector.Get[[]any](props, "data"))
+	if err != nil {
+		return nil, err
 	}
 	return &Source{
 		rows:     rows,
@@ -143,6 +137,24 @@ func (s *Source) Rewind(b []byte) error {
 	}
 	s.next = o.I
 	return nil
+}
+
+// objects checks that data is a non-empty list of objects and returns
+// normalized copies of them.
+func objects(data []any) ([]map[string]any, error) {
+	if len(data) == 0 {
+		return nil, errors.New("property \"data\" is empty")
+	}
+	rows := make([]map[string]any, len(data))
+	for i, e := range data {
+		v := value.Normalize(deepCopy(e))
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("data[%d] is %s, not an object", i, value.TypeName(v))
+		}
+		rows[i] = m
+	}
+	return rows, nil
 }
 
 func deepCopy(v any) any {

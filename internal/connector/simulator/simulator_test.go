@@ -217,3 +217,67 @@ func TestBadProps(t *testing.T) {
 		})
 	}
 }
+
+func TestLookup(t *testing.T) {
+	r := connector.NewRegistry()
+	if err := Register(r); err != nil {
+		t.Fatal(err)
+	}
+	data := []any{
+		map[string]any{"k": "v1", "n": 1, "tags": []any{"a"}},
+		map[string]any{"k": "v2", "n": 2},
+		map[string]any{"k": "v1", "n": 3},
+	}
+	// interval and loop come with the simulator source's confKeys.
+	l, err := r.NewLookup(Type, map[string]any{"data": data, "interval": "1ms", "loop": false}, connector.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := l.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(ctx)
+	tests := []struct {
+		name string
+		keys map[string]any
+		want []int64 // n of the rows, in data order
+	}{
+		{"one key, two rows", map[string]any{"k": "v1"}, []int64{1, 3}},
+		{"every key must match", map[string]any{"k": "v1", "n": 3}, []int64{3}},
+		{"text form compares", map[string]any{"n": "2"}, []int64{2}},
+		{"no row", map[string]any{"k": "v9"}, nil},
+		{"unknown field", map[string]any{"x": "v1"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := l.Lookup(ctx, tc.keys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ns []int64
+			for _, row := range got {
+				ns = append(ns, row["n"].(int64))
+			}
+			if !reflect.DeepEqual(ns, tc.want) {
+				t.Fatalf("rows n = %v, want %v (%v)", ns, tc.want, got)
+			}
+		})
+	}
+	// Rows are copies: changing one does not change the table.
+	got, _ := l.Lookup(ctx, map[string]any{"n": 1})
+	got[0]["tags"].([]any)[0] = "changed"
+	again, _ := l.Lookup(ctx, map[string]any{"n": 1})
+	if again[0]["tags"].([]any)[0] != "a" {
+		t.Fatalf("a returned row shares memory with the table: %v", again[0])
+	}
+	for name, props := range map[string]map[string]any{
+		"no data":    {},
+		"empty data": {"data": []any{}},
+		"not object": {"data": []any{1}},
+	} {
+		if _, err := r.NewLookup(Type, props, connector.Deps{}); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

@@ -17,8 +17,8 @@ import (
 // DATASOURCE is the database table.
 func LookupSpec() connector.Spec {
 	return connector.Spec{Props: append(urlProps(),
-		connector.Prop{Name: "datasource", Type: connector.TypeString, Required: true, Doc: "table to look rows up in"},
-	)}
+		connector.Prop{Name: "datasource", Type: connector.TypeString, Required: true, Target: true, Doc: "table to look rows up in"},
+	), Ping: true}
 }
 
 // Lookup queries rows whose columns equal the lookup keys; every call

@@ -31,14 +31,14 @@ const (
 // SinkSpec is the sql sink's property spec.
 func SinkSpec() connector.Spec {
 	return connector.Spec{Props: append(urlProps(),
-		connector.Prop{Name: "table", Type: connector.TypeString, Required: true},
+		connector.Prop{Name: "table", Type: connector.TypeString, Required: true, Target: true},
 		connector.Prop{Name: "fields", Type: connector.TypeList, Doc: "columns to write; default every field of the row"},
 		connector.Prop{Name: "rowkindField", Type: connector.TypeString, Doc: "field holding insert, update, upsert or delete (default insert)"},
 		connector.Prop{Name: "keyField", Type: connector.TypeString, Doc: "key column for update, upsert and delete"},
 		connector.Prop{Name: "batchSize", Type: connector.TypeInt, Default: 1, Max: connector.MaxBatchSize, Doc: "rows buffered before they are written (qos < 2)"},
 		connector.Prop{Name: "lingerInterval", Type: connector.TypeDuration, Default: "1s", Max: "1h", Doc: "longest time a buffered row waits (batchSize > 1)"},
 		connector.Prop{Name: "transactionalID", Type: connector.TypeString, Doc: "write in transactions committed with checkpoints (qos 2); the engine sets a rule-derived id"},
-	), WritesRows: true}
+	), WritesRows: true, Ping: true}
 }
 
 // Sink writes the rows of each message. Without transactionalID each

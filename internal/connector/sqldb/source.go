@@ -21,11 +21,11 @@ import (
 // names the table when internalSqlQueryCfg has none.
 func SourceSpec() connector.Spec {
 	return connector.Spec{Props: append(urlProps(),
-		connector.Prop{Name: "datasource", Type: connector.TypeString, Doc: "table to poll"},
+		connector.Prop{Name: "datasource", Type: connector.TypeString, Target: true, Doc: "table to poll"},
 		connector.Prop{Name: "interval", Type: connector.TypeDuration, Default: "10s", Doc: "time between two polls"},
 		connector.Prop{Name: "internalSqlQueryCfg", Type: connector.TypeMap, Doc: "{table, limit, indexFields:[{indexField, indexValue}]}"},
 		connector.Prop{Name: "templateSqlQueryCfg", Type: connector.TypeMap, Doc: "{templateSql, indexFields:[{indexField, indexValue}]}; the template sees the index values by field name"},
-	)}
+	), Ping: true}
 }
 
 // Source polls a table (rows whose index fields are greater than the last
