@@ -1,6 +1,8 @@
-// Package docker holds the container image (Dockerfile) and a compose file
-// with Mosquitto. Its tests lint both and build the static binary the image
-// contains, for machines without a container runtime.
+// Package docker holds the container image (Dockerfile, and
+// Dockerfile.prebuilt for binaries built outside) and a compose file with
+// Mosquitto. Its tests lint them and build the static binary the image
+// contains, which needs no container runtime; where podman or docker
+// answers, TestImageSmoke also builds and runs the image.
 package docker
 
 import (
@@ -69,11 +71,74 @@ func find(stage []instruction, cmd string) []instruction {
 	return out
 }
 
+// TestDockerfileLint checks both Dockerfiles: the multi-stage one that
+// builds the binaries and the prebuilt one (scripts/image.sh), whose final
+// stages must not drift apart.
 func TestDockerfileLint(t *testing.T) {
-	stages := parseDockerfile(t, "Dockerfile")
-	if len(stages) < 2 {
-		t.Fatalf("want a build stage and a final stage, got %d stages", len(stages))
-	}
+	multi := parseDockerfile(t, "Dockerfile")
+	prebuilt := parseDockerfile(t, "Dockerfile.prebuilt")
+	t.Run("Dockerfile", func(t *testing.T) {
+		if len(multi) < 2 {
+			t.Fatalf("want a build stage and a final stage, got %d stages", len(multi))
+		}
+		lintStages(t, multi)
+		var env []string
+		for _, in := range find(multi[0], "ENV") {
+			env = append(env, in.args)
+		}
+		if !slices.Contains(env, "CGO_ENABLED=0") {
+			t.Errorf("build stage ENV %v: want CGO_ENABLED=0 (scratch has no libc)", env)
+		}
+		for _, p := range []string{"../../go.mod", "../../etc", "../../cmd/kuiperd", "../../cmd/kuiper"} {
+			if _, err := os.Stat(p); err != nil {
+				t.Errorf("the build copies %s: %v", p, err)
+			}
+		}
+	})
+	t.Run("Dockerfile.prebuilt", func(t *testing.T) {
+		if len(prebuilt) != 1 {
+			t.Fatalf("want one stage (nothing to pull), got %d", len(prebuilt))
+		}
+		lintStages(t, prebuilt)
+		for _, in := range find(prebuilt[0], "COPY") {
+			if strings.Contains(in.args, "--from") {
+				t.Errorf("line %d: COPY --from in the prebuilt image", in.line)
+			}
+		}
+	})
+	t.Run("same final stage", func(t *testing.T) {
+		a, b := withoutCopy(multi[len(multi)-1]), withoutCopy(prebuilt[len(prebuilt)-1])
+		if len(a) != len(b) {
+			t.Fatalf("final stages differ: %v and %v", a, b)
+		}
+		for i := range a {
+			if a[i].cmd != b[i].cmd || a[i].args != b[i].args {
+				t.Errorf("final stages differ: Dockerfile:%d %s %s, Dockerfile.prebuilt:%d %s %s",
+					a[i].line, a[i].cmd, a[i].args, b[i].line, b[i].cmd, b[i].args)
+			}
+		}
+		dest := func(st []instruction) []string {
+			var out []string
+			for _, in := range find(st, "COPY") {
+				f := strings.Fields(in.args)
+				out = append(out, f[len(f)-1])
+			}
+			return out
+		}
+		if a, b := dest(multi[len(multi)-1]), dest(prebuilt[0]); !slices.Equal(a, b) {
+			t.Errorf("final stages copy to %v and %v", a, b)
+		}
+	})
+}
+
+// withoutCopy is a stage's instructions but COPY, whose sources differ
+// between the two Dockerfiles.
+func withoutCopy(st []instruction) []instruction {
+	return slices.DeleteFunc(slices.Clone(st), func(in instruction) bool { return in.cmd == "COPY" })
+}
+
+func lintStages(t *testing.T, stages [][]instruction) {
+	t.Helper()
 	pinned := regexp.MustCompile(`^[\w./-]+(:[\w.-]+)?(@sha256:[0-9a-f]{64})?$`)
 	for _, st := range stages {
 		image, _, _ := strings.Cut(st[0].args, " ")
@@ -106,19 +171,15 @@ func TestDockerfileLint(t *testing.T) {
 		t.Errorf("volumes %v, want /kuiper/etc and /kuiper/data", vols)
 	}
 	var env []string
-	for _, in := range find(stages[0], "ENV") {
-		env = append(env, in.args)
+	for _, in := range find(final, "ENV") {
+		env = append(env, strings.Fields(in.args)...)
 	}
-	if !slices.Contains(env, "CGO_ENABLED=0") {
-		t.Errorf("build stage ENV %v: want CGO_ENABLED=0 (scratch has no libc)", env)
+	// The default restIp is loopback, which a published port cannot reach.
+	if !slices.Contains(env, "KUIPER__BASIC__RESTIP=0.0.0.0") {
+		t.Errorf("final stage ENV %v: want KUIPER__BASIC__RESTIP=0.0.0.0", env)
 	}
 	if ep := find(final, "ENTRYPOINT"); len(ep) != 1 || ep[0].args != `["/usr/local/bin/kuiperd"]` {
 		t.Errorf("entrypoint %v", ep)
-	}
-	for _, p := range []string{"../../go.mod", "../../etc", "../../cmd/kuiperd", "../../cmd/kuiper"} {
-		if _, err := os.Stat(p); err != nil {
-			t.Errorf("the build copies %s: %v", p, err)
-		}
 	}
 }
 
