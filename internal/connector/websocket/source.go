@@ -43,6 +43,10 @@ type Source struct {
 	conns   map[*ws.Conn]struct{}
 	wg      sync.WaitGroup
 	serving bool
+
+	// read reads one message; nil is (*ws.Conn).Read. Tests replace it to
+	// inject failures into the read loop.
+	read func(*ws.Conn, context.Context) (ws.MessageType, []byte, error)
 }
 
 var _ api.Source = (*Source)(nil)
@@ -147,8 +151,12 @@ func (s *Source) readLoop(c *ws.Conn, remote string, queue chan<- *api.Message, 
 		s.mu.Unlock()
 		c.CloseNow()
 	}()
+	read := s.read
+	if read == nil {
+		read = (*ws.Conn).Read
+	}
 	for {
-		_, b, err := c.Read(ctx)
+		_, b, err := read(c, ctx)
 		if err != nil {
 			if lost != nil {
 				lost <- fmt.Errorf("read websocket %s: %w", s.ep.url, err)
