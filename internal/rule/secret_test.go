@@ -244,3 +244,33 @@ func FuzzMaskText(f *testing.F) {
 		}
 	})
 }
+
+func TestMaskStreamSQL(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"secret column", `CREATE STREAM s (api_token STRING DEFAULT 'tok-1', n BIGINT DEFAULT 3) WITH (TYPE="memory")`,
+			`CREATE STREAM s (api_token STRING DEFAULT '******', n BIGINT DEFAULT 3) WITH (TYPE="memory")`},
+		{"double quotes and escapes", `CREATE STREAM s (Password STRING DEFAULT "a\"b", note STRING DEFAULT "plain") WITH (TYPE="memory")`,
+			`CREATE STREAM s (Password STRING DEFAULT "******", note STRING DEFAULT "plain") WITH (TYPE="memory")`},
+		{"inside a secret struct", `CREATE STREAM s (secret STRUCT(a STRING DEFAULT 'x1', b ARRAY(STRUCT(c STRING DEFAULT 'x2'))), user STRING DEFAULT 'bob') WITH (TYPE="memory")`,
+			`CREATE STREAM s (secret STRUCT(a STRING DEFAULT '******', b ARRAY(STRUCT(c STRING DEFAULT '******'))), user STRING DEFAULT 'bob') WITH (TYPE="memory")`},
+		{"secret in a plain column", `CREATE TABLE t (url STRING DEFAULT 'mqtt://u:pw@h:1883') WITH (TYPE="memory")`,
+			`CREATE TABLE t (url STRING DEFAULT 'mqtt://u:******@h:1883') WITH (TYPE="memory")`},
+		{"empty and null defaults", `CREATE STREAM s (token STRING DEFAULT '', secret STRING DEFAULT NULL) WITH (TYPE="memory")`,
+			`CREATE STREAM s (token STRING DEFAULT '', secret STRING DEFAULT NULL) WITH (TYPE="memory")`},
+		{"does not parse", `CREATE STREAM s (token STRING DEFAULT 'x' WITH (TYPE="memory", password="pw")`,
+			`CREATE STREAM s (token STRING DEFAULT 'x' WITH (TYPE="memory", password="******")`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := MaskStreamSQL(tc.in)
+			if got != tc.want {
+				t.Fatalf("MaskStreamSQL(%q)\n = %q\nwant %q", tc.in, got, tc.want)
+			}
+			if again := MaskStreamSQL(got); again != got {
+				t.Errorf("not idempotent: %q", again)
+			}
+			if restored, err := RestoreText("stream", got, tc.in, MaskStreamSQL); err != nil || restored != tc.in {
+				t.Errorf("RestoreText of the masked statement: %q, %v", restored, err)
+			}
+		})
+	}
+}

@@ -61,7 +61,7 @@ func (s *Server) restoreStreamSQL(name, sql string) (string, error) {
 	if err != nil {
 		return sql, nil //nolint:nilerr // nothing stored: kept as given
 	}
-	return rule.RestoreText("stream "+name+": the statement", sql, old.SQL, rule.MaskText)
+	return rule.RestoreText("stream "+name+": the statement", sql, old.SQL, rule.MaskStreamSQL)
 }
 
 // checkConfKeyFiles checks the paths of a file source or sink confKey.

@@ -274,7 +274,7 @@ func (s *Server) describeStream(k streamKind) handlerFunc {
 		if len(cs.Fields) > 0 {
 			fl := make([]map[string]any, len(cs.Fields))
 			for i, f := range cs.Fields {
-				fl[i] = describeField(f)
+				fl[i] = describeField(f, false)
 			}
 			fields = fl
 		}
@@ -325,25 +325,29 @@ var typeNames = map[token.Token]string{
 	token.BOOLEAN: "boolean", token.BYTEA: "bytea", token.ARRAY: "array", token.STRUCT: "struct",
 }
 
-func describeField(f ast.StreamField) map[string]any {
-	m := map[string]any{"Name": f.Name, "FieldType": describeType(f.Type)}
+// describeField describes a column; secret says it lies inside a column
+// whose name is secret, whose DEFAULT strings are masked like its own
+// (rule.MaskStreamSQL).
+func describeField(f ast.StreamField, secret bool) map[string]any {
+	secret = secret || rule.IsSecretKey(f.Name)
+	m := map[string]any{"Name": f.Name, "FieldType": describeType(f.Type, secret)}
 	if f.Default != nil {
-		m["DefaultClause"] = f.Default.String()
+		m["DefaultClause"] = rule.MaskDefault(f.Default, secret)
 	}
 	return m
 }
 
-func describeType(t *ast.DataType) any {
+func describeType(t *ast.DataType, secret bool) any {
 	if t == nil {
 		return nil
 	}
 	switch t.Kind {
 	case token.ARRAY:
-		return map[string]any{"Type": "array", "ElementType": describeType(t.Elem)}
+		return map[string]any{"Type": "array", "ElementType": describeType(t.Elem, secret)}
 	case token.STRUCT:
 		fs := make([]map[string]any, len(t.Fields))
 		for i, f := range t.Fields {
-			fs[i] = describeField(f)
+			fs[i] = describeField(f, secret)
 		}
 		return map[string]any{"Type": "struct", "Fields": fs}
 	}

@@ -92,9 +92,9 @@ func (s *Server) ruleset(ids []string) (Ruleset, error) {
 			continue
 		}
 		if st.Kind == catalog.KindTable {
-			rs.Tables[st.Name] = rule.MaskText(st.SQL)
+			rs.Tables[st.Name] = rule.MaskStreamSQL(st.SQL)
 		} else {
-			rs.Streams[st.Name] = rule.MaskText(st.SQL)
+			rs.Streams[st.Name] = rule.MaskStreamSQL(st.SQL)
 		}
 	}
 	if ids == nil {
