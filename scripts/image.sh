@@ -85,6 +85,9 @@ api="http://127.0.0.1:$port"
 
 out="$("$rt" run --rm "${run_opts[@]}" "$tag" -version 2>/dev/null)"
 [[ "$out" =~ ^kuiperd\ [^\ ]+\ \(commit\ [0-9a-f]{7,}(-dirty)?, ]] || die "kuiperd -version printed \"$out\""
+if [ -n "${version:-}" ]; then
+  [[ "$out" == "kuiperd $version (commit $commit,"* ]] || die "kuiperd -version printed \"$out\", want version $version and commit $commit"
+fi
 echo "version: $out"
 
 start() {
