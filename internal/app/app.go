@@ -159,6 +159,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 		Defaults: defaults,
 		Crashed:  crashed,
 		Cleanup: func(ctx context.Context, id string) error {
+			if tasks != nil {
+				tasks.StopRule(ctx, id)
+			}
 			return errors.Join(removeRuleData(cfg.Paths.Data, id), removeTaskData(cfg.Paths.Data, id))
 		},
 		NodeID:    nodeID,

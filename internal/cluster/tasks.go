@@ -259,6 +259,25 @@ func (ts *Tasks) Changed(id string) {
 	}
 }
 
+// StopRule stops the tasks of rule id running here (draining within ctx),
+// before the rule's data is removed after a delete; the placer gives
+// their leases up on its next pass.
+func (ts *Tasks) StopRule(ctx context.Context, id string) {
+	ts.mu.Lock()
+	var ids []string
+	for tid, t := range ts.tasks {
+		if t.rule == id {
+			ids = append(ids, tid)
+		}
+	}
+	ts.mu.Unlock()
+	for _, tid := range ids {
+		if err := ts.Unplace(ctx, tid); err != nil {
+			ts.cfg.Logger.Warn("stop task of a deleted rule", "task", tid, "err", err)
+		}
+	}
+}
+
 // Close stops every task (draining within ctx) and waits for them.
 func (ts *Tasks) Close(ctx context.Context) {
 	ts.mu.Lock()
