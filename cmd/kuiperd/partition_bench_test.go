@@ -23,9 +23,13 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector/sqldb/pgtest"
 )
 
-// splitBenchMessages is the backlog each run of
-// BenchmarkClusterPartitionedRule reads.
-const splitBenchMessages = 1_500_000
+// The backlog each run of BenchmarkClusterPartitionedRule reads: messages
+// of splitBenchKeys devices (temperature = device number + 0.5, so the
+// rule's filter passes half of them).
+const (
+	splitBenchMessages = 1_500_000
+	splitBenchKeys     = 1200
+)
 
 // BenchmarkClusterPartitionedRule measures the throughput of a
 // partitioned filter+aggregate rule reading a 6-partition Kafka backlog:
@@ -36,9 +40,11 @@ const splitBenchMessages = 1_500_000
 // (produced once, read from the start by every run). kfake runs in the
 // benchmark process, unpinned.
 //
-// Reported: msgs/s of each (from the rule's creation until every record
-// was read), the steady rate between 10 % and 90 % of the backlog, and
-// the ratios 2 nodes / 1 node.
+// Reported (medians over the iterations): msgs/s of each (from the rule's
+// creation until every record was read), the ratios 2 nodes / 1 node of
+// that and of the steady rate between 10 % and 90 % of the backlog, and
+// msgs per second of kuiperd CPU (all nodes), which shows whether the
+// nodes were short of CPU on a shared machine.
 func BenchmarkClusterPartitionedRule(b *testing.B) {
 	if _, err := exec.LookPath("taskset"); err != nil {
 		b.Skip("taskset not found")
@@ -55,26 +61,32 @@ func BenchmarkClusterPartitionedRule(b *testing.B) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		b.Fatalf("build kuiperd: %v\n%s", err, out)
 	}
-	var one, two, steady1, steady2 []float64
+	var one, two, steady1, steady2, eff1, eff2 []float64
 	b.ResetTimer()
 	for range b.N {
 		r1 := splitRun(b, bin, pg.NewDatabase(b), brokers, []string{"0"})
 		r2 := splitRun(b, bin, pg.NewDatabase(b), brokers, []string{"0", "1"})
-		b.Logf("load %s: 1 node %.0f msg/s (steady %.0f, %.0f µs CPU/msg), 2 nodes %.0f msg/s (steady %.0f, %.0f µs CPU/msg): %.2f× (steady %.2f×)",
-			loadAvg(), r1.rate, r1.steady, r1.cpuUS, r2.rate, r2.steady, r2.cpuUS, r2.rate/r1.rate, r2.steady/r1.steady)
+		b.Logf("load %s: 1 node %.0f msg/s (steady %.0f; kuiperd %.2f µs CPU/msg, %.2f cores; kfake+bench %.2f µs/msg), "+
+			"2 nodes %.0f msg/s (steady %.0f; kuiperd %.2f µs CPU/msg, %.2f cores; kfake+bench %.2f µs/msg): %.2f× (steady %.2f×)",
+			loadAvg(), r1.rate, r1.steady, r1.cpuUS, r1.cores, r1.benchUS, r2.rate, r2.steady, r2.cpuUS, r2.cores, r2.benchUS, r2.rate/r1.rate, r2.steady/r1.steady)
 		one, two = append(one, r1.rate), append(two, r2.rate)
 		steady1, steady2 = append(steady1, r1.steady), append(steady2, r2.steady)
+		eff1, eff2 = append(eff1, r1.rate/r1.cores), append(eff2, r2.rate/r2.cores)
 	}
 	b.StopTimer()
 	b.ReportMetric(medianOf(one), "msgs/s-1node")
 	b.ReportMetric(medianOf(two), "msgs/s-2nodes")
 	b.ReportMetric(medianOf(two)/medianOf(one), "ratio")
 	b.ReportMetric(medianOf(steady2)/medianOf(steady1), "steady-ratio")
+	b.ReportMetric(medianOf(eff1), "msgs/core-s-1node")
+	b.ReportMetric(medianOf(eff2), "msgs/core-s-2nodes")
 }
 
 type splitResult struct {
 	rate, steady float64 // msgs/s overall and between 10 % and 90 %
 	cpuUS        float64 // kuiperd CPU (all nodes) per message
+	cores        float64 // kuiperd CPU over the run's wall time (all nodes)
+	benchUS      float64 // this process's CPU (kfake, REST polling) per message
 }
 
 // splitRun starts one kuiperd per cpu on catalog db, creates the rule and
@@ -112,22 +124,31 @@ func splitRun(b *testing.B, bin, db, brokers string, cpus []string) splitResult 
 		b.Fatal(err)
 	}
 	cpu0 := nodesCPU(b, nodes)
+	self0, err := bench.SelfCPU()
+	if err != nil {
+		b.Fatal(err)
+	}
 	t0 := time.Now()
-	rule := fmt.Sprintf(`{"id":"agg","sql":"SELECT deviceId, count(*) AS n, avg(temperature) AS t FROM bench WHERE temperature > 50 GROUP BY deviceId, TUMBLINGWINDOW(ss, 1)",
+	rule := fmt.Sprintf(`{"id":"agg","sql":"SELECT deviceId, count(*) AS n, avg(temperature) AS t FROM bench WHERE temperature > 600 GROUP BY deviceId, TUMBLINGWINDOW(ss, 1)",
 		"actions":[{"kafka":{"brokers":%q,"topic":"bench-out","sendSingle":true,"batchSize":100}}]}`, brokers)
 	if _, err := c.CreateRule(ctx, []byte(rule)); err != nil {
 		b.Fatal(err)
 	}
 	var t10, t90 time.Time
 	var n10, n90 int64
+	per := make([]int64, len(nodes))
+	done := make([]time.Duration, len(nodes))
 	waitForB(b, "the backlog read", 5*time.Minute, func() bool {
 		var total int64
-		for _, n := range nodes {
+		for i, n := range nodes {
 			var st map[string]any
 			if err := n.c.JSON(ctx, "GET", "/rules/agg/status", nil, &st); err != nil {
 				return false
 			}
-			total += recordsIn(st)
+			if r := recordsIn(st); r != per[i] {
+				per[i], done[i] = r, time.Since(t0)
+			}
+			total += per[i]
 		}
 		now := time.Now()
 		if t10.IsZero() && total >= splitBenchMessages/10 {
@@ -140,13 +161,22 @@ func splitRun(b *testing.B, bin, db, brokers string, cpus []string) splitResult 
 	})
 	elapsed := time.Since(t0)
 	cpu := nodesCPU(b, nodes) - cpu0
+	for i := range nodes {
+		b.Logf("%d node(s): node %d read %d records, the last at %s", len(nodes), i, per[i], done[i].Round(10*time.Millisecond))
+	}
+	self1, err := bench.SelfCPU()
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, n := range nodes {
 		n.stop()
 	}
 	return splitResult{
-		rate:   splitBenchMessages / elapsed.Seconds(),
-		steady: float64(n90-n10) / t90.Sub(t10).Seconds(),
-		cpuUS:  float64(cpu.Microseconds()) / splitBenchMessages,
+		rate:    splitBenchMessages / elapsed.Seconds(),
+		steady:  float64(n90-n10) / t90.Sub(t10).Seconds(),
+		cpuUS:   float64(cpu.Microseconds()) / splitBenchMessages,
+		cores:   cpu.Seconds() / elapsed.Seconds(),
+		benchUS: float64((self1 - self0).Microseconds()) / splitBenchMessages,
 	}
 }
 
@@ -162,8 +192,8 @@ func produceKeyed(b *testing.B, brokers string, n int64) {
 	var failed atomic.Int64
 	ctx := context.Background()
 	for seq := range n {
-		key := "d" + strconv.FormatInt(seq%bench.Keys, 10)
-		cl.Produce(ctx, &kgo.Record{Key: []byte(key), Value: bench.Payload(seq, 0)}, func(_ *kgo.Record, err error) {
+		key := "d" + strconv.FormatInt(seq%splitBenchKeys, 10)
+		cl.Produce(ctx, &kgo.Record{Key: []byte(key), Value: bench.PayloadKeys(seq, 0, splitBenchKeys)}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				failed.Add(1)
 			}
