@@ -25,6 +25,3 @@ func (s *Source) Partitions(ctx context.Context) (int, error) {
 	}
 	return len(parts), nil
 }
-
-// Partition is the partition the source reads, -1 for all of them.
-func (s *Source) Partition() int { return int(s.partition) }
