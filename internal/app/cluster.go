@@ -92,14 +92,11 @@ func newTasks(store catalog.Store, cat *catalog.Catalog, runner rulemgr.Runner, 
 	}
 	return cluster.NewTasks(cluster.TasksConfig{
 		Node: nodeID, Runner: runner, Split: sp.Split, Logger: logger,
-		Rule: func(id string) (*rule.Def, catalog.RuleState, error) {
+		Rule: func(id string) ([]byte, error) {
 			r, err := cat.Rule(id)
-			if err != nil {
-				return nil, "", err
-			}
-			def, err := rule.ParseDef(r.Definition, defaults)
-			return def, r.State, err
+			return r.Definition, err
 		},
+		Parse: func(raw []byte) (*rule.Def, error) { return rule.ParseDef(raw, defaults) },
 	})
 }
 

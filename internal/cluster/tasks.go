@@ -28,9 +28,10 @@ type TasksConfig struct {
 	// Runner starts the tasks (the engine's runner).
 	Runner rulemgr.Runner
 	Split  Splitter
-	// Rule returns a rule's current definition and wanted state from the
-	// catalog.
-	Rule func(id string) (*rule.Def, catalog.RuleState, error)
+	// Rule returns a rule's definition as stored in the catalog (JSON).
+	Rule func(id string) ([]byte, error)
+	// Parse decodes a definition Rule returned.
+	Parse func(raw []byte) (*rule.Def, error)
 	// Recheck is how long a split decision is kept before the brokers are
 	// asked again (partitions added to a topic). Default 30 s.
 	Recheck time.Duration
@@ -138,23 +139,30 @@ func (ts *Tasks) Expand(ctx context.Context, ids []string) []string {
 
 // split returns the rule's split, decided anew when its definition changed
 // or the last decision is older than Recheck.
+//
+// Placement passes call it for every rule wanted running, so a rule whose
+// stored definition is unchanged is not decoded again until Recheck.
 func (ts *Tasks) split(ctx context.Context, id string) (rule.Split, bool) {
-	def, _, err := ts.cfg.Rule(id)
+	raw, err := ts.cfg.Rule(id)
 	if err != nil {
-		// A definition that does not load runs (and fails) whole.
 		return rule.Split{}, true
 	}
 	now := ts.cfg.Clock.Now()
 	ts.mu.Lock()
 	e, known := ts.splits[id]
 	ts.mu.Unlock()
-	if known && e.raw == string(def.Raw) && now.Sub(e.at) < ts.cfg.Recheck {
+	same := known && e.raw == string(raw)
+	if same && now.Sub(e.at) < ts.cfg.Recheck {
 		return e.split, true
+	}
+	def, err := ts.cfg.Parse(raw)
+	if err != nil {
+		// A definition that does not load runs (and fails) whole.
+		return rule.Split{}, true
 	}
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	sp, err := ts.cfg.Split(sctx, def)
 	cancel()
-	same := known && e.raw == string(def.Raw)
 	if err != nil {
 		if same && e.split.Partitions >= 0 {
 			return e.split, true
@@ -164,7 +172,7 @@ func (ts *Tasks) split(ctx context.Context, id string) (rule.Split, bool) {
 		}
 		// Undecided (Partitions -1, zero time): asked again next pass.
 		ts.mu.Lock()
-		ts.splits[id] = splitEntry{raw: string(def.Raw), split: rule.Split{Partitions: -1, Reason: err.Error()}}
+		ts.splits[id] = splitEntry{raw: string(raw), split: rule.Split{Partitions: -1, Reason: err.Error()}}
 		ts.mu.Unlock()
 		return rule.Split{}, false
 	}
@@ -185,9 +193,9 @@ func (ts *Tasks) split(ctx context.Context, id string) (rule.Split, bool) {
 		}
 	}
 	ts.mu.Lock()
-	ts.splits[id] = splitEntry{raw: string(def.Raw), at: now, split: sp}
+	ts.splits[id] = splitEntry{raw: string(raw), at: now, split: sp}
 	ts.mu.Unlock()
-	if known && e.raw != string(def.Raw) {
+	if known && !same {
 		// Updated here or on another node: its tasks here restart with
 		// the new definition (those no longer wanted are unplaced).
 		ts.Changed(id)
@@ -383,7 +391,11 @@ func (ts *Tasks) supervise(ctx context.Context, t *task) {
 // start starts the task's definition: the rule's, narrowed to the task's
 // partition of the stream the split names.
 func (ts *Tasks) start(ctx context.Context, t *task) (rulemgr.Running, error) {
-	def, _, err := ts.cfg.Rule(t.rule)
+	raw, err := ts.cfg.Rule(t.rule)
+	if err != nil {
+		return nil, err
+	}
+	def, err := ts.cfg.Parse(raw)
 	if err != nil {
 		return nil, err
 	}

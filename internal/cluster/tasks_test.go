@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -46,14 +47,18 @@ func newTestTasks(t *testing.T, vc clock.Clock) (*Tasks, *fakeSplits, *rulemgrte
 	var mu sync.Mutex
 	ts := NewTasks(TasksConfig{
 		Node: "n1", Runner: runner, Split: fs.split, Clock: vc, Recheck: 30 * time.Second,
-		Rule: func(id string) (*rule.Def, catalog.RuleState, error) {
+		Rule: func(id string) ([]byte, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			raw, ok := raws[id]
 			if !ok {
-				return nil, "", catalog.ErrNotFound
+				return nil, catalog.ErrNotFound
 			}
-			return &rule.Def{ID: id, SQL: "SELECT 1", Raw: []byte(raw)}, catalog.RuleRunning, nil
+			return []byte(id + raw), nil
+		},
+		Parse: func(raw []byte) (*rule.Def, error) {
+			id, _, _ := strings.Cut(string(raw), "{")
+			return &rule.Def{ID: id, SQL: "SELECT 1", Raw: raw}, nil
 		},
 	})
 	t.Cleanup(func() { ts.Close(context.Background()) })
