@@ -217,9 +217,10 @@ func TestClusterPartitionedRule(t *testing.T) {
 		return len(nodes) == partTopicPartitions && per[a.id] == 3 && per[b.id] == 3
 	})
 	t.Logf("tasks: %v", nodes)
-	if st := ruleStatus(a.daemon); st["status"] != "running" {
-		t.Errorf("status of the split rule: %v, want running", st["status"])
-	}
+	// Each node sees the other's tasks as of its last placement pass.
+	waitFor(t, "the split rule running, as each node answers", 10*time.Second, func() bool {
+		return ruleStatus(a.daemon)["status"] == "running" && ruleStatus(b.daemon)["status"] == "running"
+	})
 	var wst map[string]any
 	if wst = ruleStatus(whole); wst["tasks"] != nil || wst["status"] != "running" {
 		t.Fatalf("single node: status %v, tasks %v: want running whole", wst["status"], wst["tasks"])
