@@ -143,7 +143,6 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	logInvalidNames(cat, logger)
 	members := newMembership(cfg, store, nodeID, opts.Version, logger)
-	placer := newPlacer(cfg, store, cat, members, logger)
 	runner, releaseRunner, err := opts.NewRunner(cfg, cat, logger)
 	if err != nil {
 		return fmt.Errorf("start engine: %w", err)
@@ -151,6 +150,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if releaseRunner != nil {
 		defer releaseRunner()
 	}
+	tasks := newTasks(store, cat, runner, nodeID, defaults, logger)
+	placer := newPlacer(cfg, store, cat, members, tasks, logger)
 	mgr := rulemgr.New(rulemgr.Config{
 		Catalog:  cat,
 		Runner:   runner,
@@ -158,13 +159,16 @@ func Run(ctx context.Context, opts Options) (err error) {
 		Defaults: defaults,
 		Crashed:  crashed,
 		Cleanup: func(ctx context.Context, id string) error {
-			return removeRuleData(cfg.Paths.Data, id)
+			if tasks != nil {
+				tasks.StopRule(ctx, id)
+			}
+			return errors.Join(removeRuleData(cfg.Paths.Data, id), removeTaskData(cfg.Paths.Data, id))
 		},
 		NodeID:    nodeID,
-		Placement: placement(placer),
+		Placement: placement(placer, tasks),
 	})
 	fenceCheckpoints(runner, placer, cfg)
-	stopCluster := runCluster(ctx, cat, members, mgr, placer, logger)
+	stopCluster := runCluster(ctx, cat, members, mgr, placer, tasks, logger)
 	defer stopCluster()
 	var conns *connection.Registry
 	if r, ok := runner.(interface{ Connections() *connection.Registry }); ok {
@@ -257,7 +261,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		srv.Close()
 		return err
 	}
-	stopPlacer := runPlacer(ctx, placer, mgr)
+	stopPlacer := runPlacer(ctx, placer, placed(mgr, tasks))
 	defer stopPlacer()
 	url := scheme + "://" + ln.Addr().String()
 	fmt.Fprintf(opts.Stdout, "Serving kuiper (version - %s), restful api on %s\n", opts.Version, url)
@@ -279,6 +283,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	if err := mgr.Close(sctx); err != nil {
 		logger.Warn("stop rules", "err", err)
+	}
+	if tasks != nil {
+		tasks.Close(sctx)
 	}
 	stopPlacer() // the rules stopped: give their leases up
 	logger.Info("stopped")

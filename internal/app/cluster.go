@@ -2,8 +2,11 @@ package app
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,6 +14,8 @@ import (
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/cluster"
 	"github.com/rekuiper/rekuiper/internal/config"
+	"github.com/rekuiper/rekuiper/internal/guard"
+	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 )
 
@@ -49,7 +54,7 @@ func newMembership(cfg *config.Config, store catalog.Store, nodeID, version stri
 
 // newPlacer returns, for a shared catalog, the placer that decides which
 // rules this node runs; nil for a catalog of this node alone.
-func newPlacer(cfg *config.Config, store catalog.Store, cat *catalog.Catalog, members *cluster.Membership, logger *slog.Logger) *cluster.Placer {
+func newPlacer(cfg *config.Config, store catalog.Store, cat *catalog.Catalog, members *cluster.Membership, tasks *cluster.Tasks, logger *slog.Logger) *cluster.Placer {
 	ls, ok := store.(catalog.Leaser)
 	if !ok {
 		return nil
@@ -63,24 +68,82 @@ func newPlacer(cfg *config.Config, store catalog.Store, cat *catalog.Catalog, me
 					ids = append(ids, r.ID)
 				}
 			}
+			if tasks != nil {
+				ids = tasks.Expand(context.Background(), ids)
+			}
 			return ids
 		},
 	})
 }
 
-// placement is placer as the rule manager's Placement: nil without one.
-func placement(placer *cluster.Placer) rulemgr.Placement {
-	if placer == nil {
+// splitter is implemented by the engine's runner: it tells whether a rule
+// runs as one task per partition of its stream.
+type splitter interface {
+	Split(ctx context.Context, def *rule.Def) (rule.Split, error)
+}
+
+// newTasks returns, for a shared catalog and a runner that can split
+// rules, what runs the tasks of partitioned rules on this node; nil
+// otherwise.
+func newTasks(store catalog.Store, cat *catalog.Catalog, runner rulemgr.Runner, nodeID string, defaults rule.Options, logger *slog.Logger) *cluster.Tasks {
+	sp, ok := runner.(splitter)
+	if _, shared := store.(catalog.Leaser); !ok || !shared {
 		return nil
 	}
+	return cluster.NewTasks(cluster.TasksConfig{
+		Node: nodeID, Runner: runner, Split: sp.Split, Logger: logger,
+		Rule: func(id string) ([]byte, error) {
+			r, err := cat.Rule(id)
+			return r.Definition, err
+		},
+		Parse: func(raw []byte) (*rule.Def, error) { return rule.ParseDef(raw, defaults) },
+	})
+}
+
+// placement is placer as the rule manager's Placement: nil without one.
+func placement(placer *cluster.Placer, tasks *cluster.Tasks) rulemgr.Placement {
+	switch {
+	case placer == nil:
+		return nil
+	case tasks != nil:
+		return cluster.NewSplitPlacement(placer, tasks)
+	}
 	return placer
+}
+
+// placed is what the placer starts and stops: the rule manager's rules,
+// and the tasks of split rules when there are any.
+func placed(mgr *rulemgr.Manager, tasks *cluster.Tasks) cluster.RuleRunner {
+	if tasks == nil {
+		return mgr
+	}
+	return cluster.Router{Rules: mgr, Tasks: tasks}
+}
+
+// removeTaskData removes what the tasks of rule id left in the data
+// folder (data/rule_<id>#p<n>, data/cache/<id>#p<n>).
+func removeTaskData(dataDir, id string) error {
+	if dataDir == "" {
+		return nil
+	}
+	// Task ids are never valid names, so PathElem encodes them byte by
+	// byte and the prefix of every task of id is the encoded prefix.
+	prefix := guard.PathElem(id + "#p")
+	var errs []error
+	for _, pat := range []string{filepath.Join(dataDir, "rule_"+prefix+"*"), filepath.Join(dataDir, "cache", prefix+"*")} {
+		dirs, _ := filepath.Glob(pat)
+		for _, d := range dirs {
+			errs = append(errs, os.RemoveAll(d))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // runCluster starts, for a shared catalog, the heartbeat and the goroutine
 // that applies other nodes' catalog writes to memory and hands their rule
 // changes to the rule manager; the returned func stops both and waits for
 // them.
-func runCluster(ctx context.Context, cat *catalog.Catalog, members *cluster.Membership, mgr *rulemgr.Manager, placer *cluster.Placer, logger *slog.Logger) func() {
+func runCluster(ctx context.Context, cat *catalog.Catalog, members *cluster.Membership, mgr *rulemgr.Manager, placer *cluster.Placer, tasks *cluster.Tasks, logger *slog.Logger) func() {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { members.Run(ctx) })
@@ -94,6 +157,9 @@ func runCluster(ctx context.Context, cat *catalog.Catalog, members *cluster.Memb
 				mgr.AdoptDelete(ch.Key[0])
 			} else if r, err := cat.Rule(ch.Key[0]); err == nil {
 				mgr.Adopt(r)
+			}
+			if tasks != nil {
+				tasks.Changed(ch.Key[0])
 			}
 			if placer != nil {
 				placer.Kick()
@@ -112,7 +178,7 @@ func runCluster(ctx context.Context, cat *catalog.Catalog, members *cluster.Memb
 // runPlacer runs placer, if any, on a context of its own: the returned
 // func, called once the rules stopped, ends it (giving up its leases) and
 // waits. It may be called more than once.
-func runPlacer(ctx context.Context, placer *cluster.Placer, mgr *rulemgr.Manager) func() {
+func runPlacer(ctx context.Context, placer *cluster.Placer, rules cluster.RuleRunner) func() {
 	if placer == nil {
 		return func() {}
 	}
@@ -120,7 +186,7 @@ func runPlacer(ctx context.Context, placer *cluster.Placer, mgr *rulemgr.Manager
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		placer.Run(ctx, mgr)
+		placer.Run(ctx, rules)
 	}()
 	return func() {
 		cancel()

@@ -83,6 +83,9 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 		if err != nil {
 			return err
 		}
+		if t := rr.def.Task; t != nil && !in.Table && in.Name == t.Stream {
+			props = taskProps(props, t)
+		}
 		conn := ""
 		if sel != "" {
 			ds, _ := props["datasource"].(string)

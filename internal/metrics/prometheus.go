@@ -50,8 +50,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	running, stopped := 0, 0
 	for _, brief := range c.rules.List() {
 		st, err := c.rules.Status(brief.ID)
-		if err != nil || st.Node != "" {
-			continue // gone, or another node runs it and reports it
+		if err != nil || st.Node != "" && (st.Tasks == nil || st.Metrics == nil) {
+			// Gone, or another node runs it (or every task of a rule
+			// split into tasks) and reports it. A node running some tasks
+			// of a split rule reports the sums of their counters.
+			continue
 		}
 		v := 0.0
 		switch {

@@ -103,3 +103,26 @@ func TestCollectorMasksExceptionSecrets(t *testing.T) {
 		t.Errorf("the exception label is missing: %s", all)
 	}
 }
+
+// TestCollectorSplitRules: a node reports a rule split into tasks with the
+// summed counters of the tasks it runs, and not at all when it runs none.
+func TestCollectorSplitRules(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(fakeRules{st: []rulemgr.Status{
+		{ID: "mine", State: rulemgr.StateRunning, Node: "a,b", Tasks: []rulemgr.TaskStatus{{ID: "mine#p0", Node: "a"}},
+			Metrics: map[string]any{"source_s_0_records_in_total": int64(7)}},
+		{ID: "theirs", State: rulemgr.StateRunning, Node: "b", Tasks: []rulemgr.TaskStatus{{ID: "theirs#p0", Node: "b"}}},
+		{ID: "remote", State: rulemgr.StateRunning, Node: "b"},
+	}}))
+	want := `
+# HELP kuiper_source_records_in_total rekuiper source metric records_in_total.
+# TYPE kuiper_source_records_in_total counter
+kuiper_source_records_in_total{op="s",op_instance="0",rule="mine",type="source"} 7
+# HELP kuiper_rule_status Rule status: 1 running, 0 stopped, -1 stopped by error.
+# TYPE kuiper_rule_status gauge
+kuiper_rule_status{rule="mine"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kuiper_source_records_in_total", "kuiper_rule_status"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -61,6 +61,9 @@ type Def struct {
 	// Raw is the JSON as given; methods that change a field (tags, secrets)
 	// return a Def whose Raw reflects the change.
 	Raw json.RawMessage
+	// Task is set on the definition of one task of a partitioned rule
+	// (ForTask); it is not part of the JSON.
+	Task *Task
 }
 
 var knownFields = []string{"id", "name", "sql", "actions", "options", "triggered", "tags", "version", "graph", "temp"}

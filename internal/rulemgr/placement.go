@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/rule"
@@ -23,6 +24,13 @@ type Placement interface {
 	Remote(id string) (node string, sum catalog.RuleSummary, ok bool)
 	// Kick asks for a placement pass soon: wanted states changed.
 	Kick()
+}
+
+// TaskLister is implemented by a Placement that runs some rules as one
+// task per input partition, spread over the nodes. Tasks returns the
+// tasks of rule id, with ok false when the rule is not split.
+type TaskLister interface {
+	Tasks(id string) (tasks []TaskStatus, ok bool)
 }
 
 // Place tells the manager that this node now holds rule id's lease: the
@@ -153,6 +161,11 @@ func (m *Manager) overlay(s Status) Status {
 	if p == nil || p.Holds(s.ID) {
 		return s
 	}
+	if tl, ok := p.(TaskLister); ok {
+		if tasks, ok := tl.Tasks(s.ID); ok {
+			return withTasks(s, tasks)
+		}
+	}
 	node, sum, ok := p.Remote(s.ID)
 	if !ok {
 		return s
@@ -173,4 +186,58 @@ func parseState(text string) State {
 		}
 	}
 	return StateStopped
+}
+
+// withTasks answers for a rule split into tasks: running once every task
+// runs, stopped by error when one is (with its message), else starting
+// while the rule is wanted running. Its metrics are the sums of the
+// counters (*_total) of the tasks this node runs.
+func withTasks(s Status, tasks []TaskStatus) Status {
+	s.Tasks, s.Message, s.NextStart, s.Metrics = tasks, "", 0, nil
+	if s.Wanted != catalog.RuleRunning {
+		return s
+	}
+	nodes := map[string]bool{}
+	running := 0
+	s.State = StateStarting
+	for _, t := range tasks {
+		if t.Node != "" && !nodes[t.Node] {
+			nodes[t.Node] = true
+			if s.Node != "" {
+				s.Node += ","
+			}
+			s.Node += t.Node
+		}
+		switch parseState(t.State) {
+		case StateRunning:
+			running++
+		case StateStoppedByError:
+			if s.Message == "" {
+				s.State, s.Message = StateStoppedByError, t.ID+": "+t.Message
+			}
+		}
+		if t.LastStart > s.LastStart {
+			s.LastStart = t.LastStart
+		}
+		for k, v := range t.Metrics {
+			if !strings.HasSuffix(k, "_total") {
+				continue
+			}
+			if s.Metrics == nil {
+				s.Metrics = map[string]any{}
+			}
+			switch x := v.(type) {
+			case int64:
+				n, _ := s.Metrics[k].(int64)
+				s.Metrics[k] = n + x
+			case float64:
+				n, _ := s.Metrics[k].(float64)
+				s.Metrics[k] = n + x
+			}
+		}
+	}
+	if running == len(tasks) && len(tasks) > 0 {
+		s.State = StateRunning
+	}
+	return s
 }

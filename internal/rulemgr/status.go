@@ -57,8 +57,24 @@ type Status struct {
 	Restarts int
 	// Node is the node that runs the rule when another node does (the
 	// status is then the summary it published, without metrics); empty
-	// when this node answers for it.
+	// when this node answers for it. For a rule split into tasks, the
+	// nodes that run them, comma-separated.
 	Node string
+	// Tasks lists the tasks of a rule that runs as one task per input
+	// partition (a cluster's partitioned rule); nil otherwise.
+	Tasks []TaskStatus
+}
+
+// TaskStatus is one task of a partitioned rule: the node running it and
+// the state it published (metrics only for tasks this node runs).
+type TaskStatus struct {
+	ID        string         `json:"id"`
+	Partition int            `json:"partition"`
+	Node      string         `json:"node"`
+	State     string         `json:"status"`
+	Message   string         `json:"message,omitempty"`
+	LastStart int64          `json:"lastStartTimestamp"`
+	Metrics   map[string]any `json:"metrics,omitempty"`
 }
 
 // backoff returns the delay before automatic restart number n (0-based):

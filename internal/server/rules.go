@@ -156,6 +156,13 @@ func (s *Server) statusFields(st rulemgr.Status) ([]string, map[string]any) {
 		m["node"] = id
 		keys = append(keys, "node")
 	}
+	if st.Tasks != nil {
+		for i := range st.Tasks {
+			st.Tasks[i].Message = rule.MaskText(st.Tasks[i].Message)
+		}
+		m["tasks"] = st.Tasks
+		keys = append(keys, "tasks")
+	}
 	mk := make([]string, 0, len(st.Metrics))
 	for k := range st.Metrics {
 		if _, dup := m[k]; !dup {

@@ -29,6 +29,7 @@ func SourceSpec() connector.Spec {
 		connector.Prop{Name: "datasource", Type: connector.TypeString, Required: true, Target: true, Doc: "topic"},
 		connector.Prop{Name: "groupID", Type: connector.TypeString, Doc: "consumer group; offsets are committed to it every 5s and on stop, or with checkpoints (qos >= 1) when a checkpoint is committed"},
 		connector.Prop{Name: "partition", Type: connector.TypeInt, Default: -1, Doc: "read only this partition (no group); -1 reads all"},
+		connector.Prop{Name: "keyField", Type: connector.TypeString, Doc: "payload field whose value every record carries as its Kafka key; lets a rule grouped by it run as one task per partition in a cluster"},
 		connector.Prop{Name: "maxBytes", Type: connector.TypeInt, Default: 1 << 20, Max: 256 << 20, Doc: "maximum bytes of one fetch"},
 		connector.Prop{Name: "maxAttempts", Type: connector.TypeInt, Default: 3, Doc: "retries of one request"},
 	), Ping: true}
@@ -52,6 +53,7 @@ type Source struct {
 	group     string
 	partition int32
 	opts      []kgo.Opt
+	base      []kgo.Opt // connection options only: no group, no consuming
 	connectTO time.Duration
 	logger    *slog.Logger
 	reg       *connection.Registry
@@ -82,6 +84,7 @@ func NewSource(props map[string]any, deps connector.Deps) (api.Source, error) {
 		return nil, err
 	}
 	s := &Source{
+		base:      slices.Clip(opts),
 		topic:     connector.Get[string](props, "datasource"),
 		group:     connector.Get[string](props, "groupID"),
 		partition: int32(connector.Get[int64](props, "partition")),

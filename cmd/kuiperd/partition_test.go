@@ -1,0 +1,319 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rekuiper/rekuiper/internal/connector/sqldb/pgtest"
+)
+
+// Partitioned rules: the input topic's partitions and the devices keyed
+// into them (device i in partition i % partitions).
+const (
+	partTopicPartitions = 6
+	partDevices         = 12
+	partWindows         = 10 // one-second event-time windows per phase
+	partPerWindow       = 4  // records per device and window
+)
+
+// partBase is the event time of the first window (a whole second).
+var partBase = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+
+// partKafka is a kfake broker with the input topic (6 partitions) and one
+// output topic per run.
+type partKafka struct {
+	c    *kfake.Cluster
+	addr string
+	prod *kgo.Client
+}
+
+func newPartKafka(t *testing.T) *partKafka {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partTopicPartitions, "in"), kfake.SeedTopics(1, "out_split", "out_whole"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	addr := c.ListenAddrs()[0]
+	prod, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prod.Close)
+	return &partKafka{c: c, addr: addr, prod: prod}
+}
+
+// produce writes the records of every device in the windows starting at
+// event time from, keyed by device; with flush, one record per device at
+// from instead, which closes the windows before it.
+func (k *partKafka) produce(t *testing.T, from int64, flush bool) int {
+	t.Helper()
+	var recs []*kgo.Record
+	add := func(dev int, ts int64, v int) {
+		b, _ := json.Marshal(map[string]any{"device": fmt.Sprintf("d%02d", dev), "v": v, "ts": ts})
+		recs = append(recs, &kgo.Record{Topic: "in", Partition: int32(dev % partTopicPartitions), Key: fmt.Appendf(nil, "d%02d", dev), Value: b})
+	}
+	for dev := range partDevices {
+		if flush {
+			add(dev, from, 0)
+			continue
+		}
+		for w := range partWindows {
+			for i := range partPerWindow {
+				add(dev, from+int64(w)*1000+int64(i)*200, dev*100+w*10+i+int(from%7))
+			}
+		}
+	}
+	if err := k.prod.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	return len(recs)
+}
+
+// rows reads every record of topic so far (read_committed) as canonical
+// row strings.
+func (k *partKafka) rows(t *testing.T, topic string) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ends, err := endOffset(ctx, cl, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	var read int64
+	for read < ends {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("read %s: %v (read %d of %d)", topic, err, read, ends)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			read = r.Offset + 1
+			var m map[string]any
+			dec := json.NewDecoder(bytes.NewReader(r.Value))
+			dec.UseNumber()
+			if err := dec.Decode(&m); err != nil {
+				t.Fatalf("%s: %v: %s", topic, err, r.Value)
+			}
+			out = append(out, fmt.Sprintf("%v|%v|%v|%v", m["device"], m["ws"], m["n"], m["total"]))
+		})
+	}
+	return out
+}
+
+// endOffset is the end offset of the one-partition topic.
+func endOffset(ctx context.Context, cl *kgo.Client, topic string) (int64, error) {
+	offs, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	o, ok := offs.Lookup(topic, 0)
+	if !ok {
+		return 0, fmt.Errorf("no end offset of %s", topic)
+	}
+	return o.Offset, o.Err
+}
+
+// setupPartRule creates, through d, the kafka confKey, the stream over
+// the input topic (keyed by device) and the windowed GROUP BY rule writing
+// to out.
+func setupPartRule(t *testing.T, d *daemon, brokers, out string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := d.c.JSON(ctx, "PUT", "/metadata/sources/kafka/confKeys/k", map[string]any{"brokers": brokers, "keyField": "device"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.c.CreateStream(ctx, "stream", `CREATE STREAM s (device STRING, v BIGINT, ts BIGINT) WITH (TYPE="kafka", DATASOURCE="in", FORMAT="json", CONF_KEY="k", TIMESTAMP="ts")`); err != nil {
+		t.Fatal(err)
+	}
+	rule := map[string]any{
+		"id":      "agg",
+		"sql":     "SELECT device, count(*) AS n, sum(v) AS total, window_start() AS ws FROM s WHERE v >= 0 GROUP BY device, TUMBLINGWINDOW(ss, 1)",
+		"actions": []any{map[string]any{"kafka": map[string]any{"brokers": brokers, "topic": out, "sendSingle": true}}},
+		"options": map[string]any{"isEventTime": true, "lateTolerance": "60s", "qos": 1, "checkpointInterval": "500ms"},
+	}
+	b, _ := json.Marshal(rule)
+	if _, err := d.c.CreateRule(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ruleStatus returns rule agg's status as d answers it.
+func ruleStatus(d *daemon) map[string]any {
+	var st map[string]any
+	d.c.JSON(context.Background(), "GET", "/rules/agg/status", nil, &st) //nolint:errcheck // polled
+	return st
+}
+
+// recordsIn sums the source records counted in a status.
+func recordsIn(st map[string]any) int64 {
+	var n int64
+	for k, v := range st {
+		if strings.HasPrefix(k, "source_") && strings.HasSuffix(k, "_records_in_total") {
+			f, _ := v.(float64)
+			n += int64(f)
+		}
+	}
+	return n
+}
+
+// taskNodes returns, from a status, the node of each running task.
+func taskNodes(st map[string]any) map[string]string {
+	out := map[string]string{}
+	tasks, _ := st["tasks"].([]any)
+	for _, x := range tasks {
+		m, _ := x.(map[string]any)
+		if m["status"] == "running" {
+			out[fmt.Sprint(m["id"])] = fmt.Sprint(m["node"])
+		}
+	}
+	return out
+}
+
+// TestClusterPartitionedRule: a windowed GROUP BY rule over a 6-partition
+// Kafka topic keyed by its group key runs on two nodes as six tasks, three
+// per node, and writes exactly the windows the same rule writes on a
+// single node. Once a node is killed, its tasks resume on the other node
+// after their leases expire, and every window is written again with the
+// same values (without checkpoints shared between nodes, a moved task
+// starts its partition over: at qos 1 its windows are written twice).
+func TestClusterPartitionedRule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs kuiperd")
+	}
+	k := newPartKafka(t)
+	db := pgtest.Start(t).NewDatabase(t)
+	bin := buildDaemon(t)
+	whole := startDaemon(t, bin, t.TempDir())
+	a, b := startNode(t, bin, db), startNode(t, bin, db)
+	setupPartRule(t, whole, k.addr, "out_whole")
+	setupPartRule(t, a.daemon, k.addr, "out_split")
+
+	var nodes map[string]string
+	waitFor(t, "six tasks running, three on each node", 30*time.Second, func() bool {
+		nodes = taskNodes(ruleStatus(b.daemon))
+		per := map[string]int{}
+		for _, n := range nodes {
+			per[n]++
+		}
+		return len(nodes) == partTopicPartitions && per[a.id] == 3 && per[b.id] == 3
+	})
+	t.Logf("tasks: %v", nodes)
+	// Each node sees the other's tasks as of its last placement pass.
+	waitFor(t, "the split rule running, as each node answers", 10*time.Second, func() bool {
+		return ruleStatus(a.daemon)["status"] == "running" && ruleStatus(b.daemon)["status"] == "running"
+	})
+	var wst map[string]any
+	if wst = ruleStatus(whole); wst["tasks"] != nil || wst["status"] != "running" {
+		t.Fatalf("single node: status %v, tasks %v: want running whole", wst["status"], wst["tasks"])
+	}
+
+	n1 := k.produce(t, partBase, false)
+	// The single node reads the partitions interleaved: the windows may
+	// close only once it has read them all.
+	waitFor(t, "the single node read phase 1", 30*time.Second, func() bool { return recordsIn(ruleStatus(whole)) == int64(n1) })
+	waitFor(t, "the tasks read phase 1", 30*time.Second, func() bool {
+		return recordsIn(ruleStatus(a.daemon))+recordsIn(ruleStatus(b.daemon)) == int64(n1)
+	})
+	k.produce(t, partBase+3_600_000, true)
+	want1 := partDevices * partWindows
+	var split, single []string
+	waitFor(t, "phase 1 windows written by both runs", 30*time.Second, func() bool {
+		split, single = k.rows(t, "out_split"), k.rows(t, "out_whole")
+		return len(split) >= want1 && len(single) >= want1
+	})
+	slices.Sort(split)
+	slices.Sort(single)
+	if len(single) != want1 || !slices.Equal(split, single) {
+		t.Fatalf("phase 1: split run wrote %d windows, single node %d (want %d); equal: %v", len(split), len(single), want1, slices.Equal(split, single))
+	}
+	checkWindows(t, single, partBase)
+
+	// kill -9 the node that runs task agg#p0: its tasks move.
+	victim, survivor := a, b
+	if nodes["agg#p0"] == b.id {
+		victim, survivor = b, a
+	}
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	victim.cmd.Wait() //nolint:errcheck // killed
+	waitFor(t, "every task running on the survivor", 30*time.Second, func() bool {
+		nodes = taskNodes(ruleStatus(survivor.daemon))
+		for _, n := range nodes {
+			if n != survivor.id {
+				return false
+			}
+		}
+		return len(nodes) == partTopicPartitions
+	})
+	t.Logf("tasks of %s running on %s %s after kill -9 (lease time %s)", victim.id, survivor.id, time.Since(killed).Round(100*time.Millisecond), testLeaseTime)
+
+	n2 := k.produce(t, partBase+3_600_000+1000, false)
+	waitFor(t, "the single node read phase 2", 30*time.Second, func() bool {
+		return recordsIn(ruleStatus(whole)) == int64(n1+partDevices+n2)
+	})
+	k.produce(t, partBase+7_200_000, true)
+	// Phase 2: the flush windows of phase 1 and the data windows.
+	want := want1 + partDevices + partDevices*partWindows
+	waitFor(t, "phase 2 windows written by both runs", 60*time.Second, func() bool {
+		split, single = k.rows(t, "out_split"), k.rows(t, "out_whole")
+		return len(distinct(split)) >= want && len(single) >= want
+	})
+	slices.Sort(single)
+	got := distinct(split)
+	if len(single) != want || !slices.Equal(got, single) {
+		t.Fatalf("after the kill: split run wrote %d distinct windows (%d in all), single node %d (want %d)", len(got), len(split), len(single), want)
+	}
+	t.Logf("after the kill: %d windows, %d written twice by the moved tasks", want, len(split)-len(got))
+}
+
+// checkWindows checks the single node's phase 1 windows against the input:
+// each device has partWindows windows of partPerWindow records.
+func checkWindows(t *testing.T, rows []string, from int64) {
+	t.Helper()
+	want := map[string]bool{}
+	for dev := range partDevices {
+		for w := range partWindows {
+			total := 0
+			for i := range partPerWindow {
+				total += dev*100 + w*10 + i + int(from%7)
+			}
+			want[fmt.Sprintf("d%02d|%d|%d|%d", dev, from+int64(w)*1000, partPerWindow, total)] = true
+		}
+	}
+	for _, r := range rows {
+		if !want[r] {
+			t.Errorf("unexpected window %s", r)
+		}
+		delete(want, r)
+	}
+	if len(want) > 0 {
+		t.Errorf("missing windows: %v", slices.Sorted(maps.Keys(want)))
+	}
+}
+
+func distinct(rows []string) []string {
+	out := slices.Clone(rows)
+	slices.Sort(out)
+	return slices.Compact(out)
+}

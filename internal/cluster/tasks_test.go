@@ -1,0 +1,171 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/rule"
+	"github.com/rekuiper/rekuiper/internal/rulemgr/rulemgrtest"
+)
+
+// fakeSplits answers splits from a table and counts the questions.
+type fakeSplits struct {
+	mu    sync.Mutex
+	parts map[string]int   // by rule id
+	errs  map[string]error // by rule id
+	asked map[string]int
+}
+
+func (f *fakeSplits) split(_ context.Context, def *rule.Def) (rule.Split, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked[def.ID]++
+	if err := f.errs[def.ID]; err != nil {
+		return rule.Split{}, err
+	}
+	return rule.Split{Stream: "s", Partitions: f.parts[def.ID], Keyed: true}, nil
+}
+
+func (f *fakeSplits) set(id string, parts int, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.parts[id], f.errs[id] = parts, err
+}
+
+func newTestTasks(t *testing.T, vc clock.Clock) (*Tasks, *fakeSplits, *rulemgrtest.Runner, map[string]string) {
+	t.Helper()
+	fs := &fakeSplits{parts: map[string]int{}, errs: map[string]error{}, asked: map[string]int{}}
+	runner := rulemgrtest.New()
+	raws := map[string]string{"a": `{"v":1}`, "b": `{"v":1}`, "c": `{"v":1}`}
+	var mu sync.Mutex
+	ts := NewTasks(TasksConfig{
+		Node: "n1", Runner: runner, Split: fs.split, Clock: vc, Recheck: 30 * time.Second,
+		Rule: func(id string) ([]byte, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			raw, ok := raws[id]
+			if !ok {
+				return nil, catalog.ErrNotFound
+			}
+			return []byte(id + raw), nil
+		},
+		Parse: func(raw []byte) (*rule.Def, error) {
+			id, _, _ := strings.Cut(string(raw), "{")
+			return &rule.Def{ID: id, SQL: "SELECT 1", Raw: raw}, nil
+		},
+	})
+	t.Cleanup(func() { ts.Close(context.Background()) })
+	return ts, fs, runner, raws
+}
+
+func TestTasksExpand(t *testing.T) {
+	vc := clock.NewVirtual(0)
+	ts, fs, _, raws := newTestTasks(t, vc)
+	ctx := context.Background()
+	fs.set("a", 3, nil)
+	fs.set("c", 0, errors.New("brokers down"))
+	got := ts.Expand(ctx, []string{"a", "b", "c"})
+	want := []string{"a#p0", "a#p1", "a#p2", "b"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("expand: %v, want %v (c undecided is left out)", got, want)
+	}
+	// Decisions are kept until Recheck; an undecided rule is asked again.
+	ts.Expand(ctx, []string{"a", "b", "c"})
+	if fs.asked["a"] != 1 || fs.asked["c"] != 2 {
+		t.Errorf("asked a %d times (want 1), c %d times (want 2)", fs.asked["a"], fs.asked["c"])
+	}
+	// The brokers failing once a rule was decided keep the decision.
+	vc.AdvanceTo(31_000, nil)
+	fs.set("a", 0, errors.New("brokers down"))
+	fs.set("c", 2, nil)
+	got = ts.Expand(ctx, []string{"a", "b", "c"})
+	want = []string{"a#p0", "a#p1", "a#p2", "b", "c#p0", "c#p1"}
+	if !slices.Equal(got, want) || fs.asked["a"] != 2 {
+		t.Fatalf("expand after recheck: %v (asked a %d times), want %v", got, fs.asked["a"], want)
+	}
+	// A split never shrinks for the same definition; a new one is decided anew.
+	vc.AdvanceTo(62_000, nil)
+	fs.set("a", 2, nil)
+	if got = ts.Expand(ctx, []string{"a"}); !slices.Equal(got, []string{"a#p0", "a#p1", "a#p2"}) {
+		t.Fatalf("expand with fewer partitions: %v", got)
+	}
+	raws["a"] = `{"v":2}`
+	if got = ts.Expand(ctx, []string{"a"}); !slices.Equal(got, []string{"a#p0", "a#p1"}) {
+		t.Fatalf("expand of a changed rule: %v", got)
+	}
+	if _, ok := ts.Split("b"); ok {
+		t.Error("a rule no longer wanted keeps its split")
+	}
+}
+
+func TestTasksRunAndRestart(t *testing.T) {
+	vc := clock.NewVirtual(0)
+	ts, fs, runner, _ := newTestTasks(t, vc)
+	ctx := context.Background()
+	fs.set("a", 3, nil)
+	ts.Expand(ctx, []string{"a"})
+	ts.Place("a#p1")
+	ts.Place("a#p1") // once
+	waitTrue(t, "task started", func() bool { return runner.Starts("a#p1") == 1 && summary(ts, "a#p1") == "running" })
+	first := runner.Current("a#p1")
+	first.Fail(errors.New("broker gone"))
+	waitTrue(t, "task stopped by error, waiting to restart", func() bool { return summary(ts, "a#p1") == "stopped by error" && vc.Pending() == 1 })
+	vc.AdvanceTo(1000, nil)
+	waitTrue(t, "task restarted after 1s", func() bool { return runner.Starts("a#p1") == 2 && summary(ts, "a#p1") == "running" })
+	second := runner.Current("a#p1")
+	ts.Changed("a")
+	waitTrue(t, "task restarted for a changed rule", func() bool { return runner.Starts("a#p1") == 3 && second.Stopped() })
+
+	p := NewPlacer(PlacerConfig{Node: "n1"})
+	sp := NewSplitPlacement(p, ts)
+	tasks, ok := sp.Tasks("a")
+	if !ok || len(tasks) != 3 {
+		t.Fatalf("tasks of a: %v, %v", tasks, ok)
+	}
+	if tasks[1].ID != "a#p1" || tasks[1].Node != "n1" || tasks[1].State != "running" || tasks[1].Metrics["source_demo_0_records_in_total"] != int64(3) {
+		t.Errorf("local task: %+v", tasks[1])
+	}
+	if tasks[0].Node != "" || tasks[0].State != "stopped" {
+		t.Errorf("unplaced task: %+v", tasks[0])
+	}
+	if _, ok := tasks[1].Metrics["sink_log_0_0_last_exception"]; ok {
+		t.Error("a task's status carries more than its counters")
+	}
+	if _, ok := sp.Tasks("b"); ok {
+		t.Error("rule b is not split but has tasks")
+	}
+
+	third := runner.Current("a#p1")
+	if err := ts.Unplace(ctx, "a#p1"); err != nil {
+		t.Fatal(err)
+	}
+	if !third.Stopped() {
+		t.Error("Unplace did not stop the task")
+	}
+	if _, ok := ts.Summary("a#p1"); ok {
+		t.Error("an unplaced task still has a summary")
+	}
+}
+
+func summary(ts *Tasks, id string) string {
+	s, _ := ts.Summary(id)
+	return s.State
+}
+
+func waitTrue(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 5s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

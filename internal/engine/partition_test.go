@@ -1,0 +1,169 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/rule"
+)
+
+// TestSplit: which rules over kafka streams run as one task per partition,
+// and why the others run whole.
+func TestSplit(t *testing.T) {
+	e := newTestEnv(t)
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, "six"), kfake.SeedTopics(1, "one"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	ctx := context.Background()
+	cat := e.runner.Catalog
+	for key, props := range map[string]map[string]any{
+		"keyed":   {"brokers": kc.ListenAddrs()[0], "keyField": "dev"},
+		"plain":   {"brokers": kc.ListenAddrs()[0]},
+		"pinned":  {"brokers": kc.ListenAddrs()[0], "keyField": "dev", "partition": 2},
+		"unknown": {"brokers": kc.ListenAddrs()[0], "keyField": "dev"},
+	} {
+		if _, err := cat.PutConfKey(ctx, catalog.ConfKey{Category: catalog.ConfSource, Type: "kafka", Key: key, Props: props}, catalog.Create); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, sql := range map[string]string{
+		"k":  `CREATE STREAM k (dev STRING, v BIGINT) WITH (TYPE="kafka", DATASOURCE="six", CONF_KEY="keyed")`,
+		"p":  `CREATE STREAM p (dev STRING, v BIGINT) WITH (TYPE="kafka", DATASOURCE="six", CONF_KEY="plain")`,
+		"o":  `CREATE STREAM o (dev STRING, v BIGINT) WITH (TYPE="kafka", DATASOURCE="one", CONF_KEY="keyed")`,
+		"x":  `CREATE STREAM x (dev STRING, v BIGINT) WITH (TYPE="kafka", DATASOURCE="six", CONF_KEY="pinned")`,
+		"nt": `CREATE STREAM nt (dev STRING, v BIGINT) WITH (TYPE="kafka", DATASOURCE="missing", CONF_KEY="unknown")`,
+	} {
+		if _, err := cat.PutStream(ctx, catalog.Stream{Name: name, Kind: catalog.KindStream, SQL: sql}, catalog.Create); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name, sql string
+		parts     int
+		keyed     bool
+		reason    string // a part of the reason, when whole
+	}{
+		{"keyField", "SELECT dev, count(*) FROM k GROUP BY dev, TUMBLINGWINDOW(ss, 1)", 6, true, ""},
+		{"keyField among others", "SELECT count(*) FROM k GROUP BY v, dev, HOPPINGWINDOW(ss, 2, 1)", 6, true, ""},
+		{"meta key", "SELECT count(*) FROM p GROUP BY meta(key), TUMBLINGWINDOW(ss, 1)", 6, true, ""},
+		{"analytic partitioned by key", "SELECT lag(v) OVER (PARTITION BY meta(key)) AS l FROM p GROUP BY meta(key), TUMBLINGWINDOW(ss, 1)", 6, true, ""},
+		{"no key", "SELECT count(*) FROM p GROUP BY dev, TUMBLINGWINDOW(ss, 1)", 0, true, "does not include meta(key)"},
+		{"other field", "SELECT count(*) FROM k GROUP BY v, TUMBLINGWINDOW(ss, 1)", 0, true, `keyField "dev"`},
+		{"count window", "SELECT count(*) FROM k GROUP BY dev, COUNTWINDOW(5)", 0, true, "spans the records of every key"},
+		{"sliding window", "SELECT count(*) FROM k GROUP BY dev, SLIDINGWINDOW(ss, 5)", 0, true, "spans the records of every key"},
+		{"limit", "SELECT dev, count(*) FROM k GROUP BY dev, TUMBLINGWINDOW(ss, 1) LIMIT 3", 0, true, "LIMIT"},
+		{"analytic across keys", "SELECT lag(v) AS l FROM k GROUP BY dev, TUMBLINGWINDOW(ss, 1)", 0, true, "analytic function lag"},
+		{"one partition", "SELECT count(*) FROM o GROUP BY dev, TUMBLINGWINDOW(ss, 1)", 0, true, "one partition"},
+		{"pinned partition", "SELECT count(*) FROM x GROUP BY dev, TUMBLINGWINDOW(ss, 1)", 0, true, "one partition already"},
+		{"no window", "SELECT dev FROM k", 0, false, "not a windowed GROUP BY"},
+		{"not kafka", "SELECT count(*) FROM s GROUP BY v, TUMBLINGWINDOW(ss, 1)", 0, false, "not a windowed GROUP BY"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			def := &rule.Def{ID: "r", SQL: tc.sql}
+			sp, err := e.runner.Split(ctx, def)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sp.Partitions != tc.parts || sp.Keyed != tc.keyed {
+				t.Fatalf("split %+v, want %d partitions, keyed %v", sp, tc.parts, tc.keyed)
+			}
+			if tc.parts == 0 && !strings.Contains(sp.Reason, tc.reason) {
+				t.Errorf("reason %q does not say %q", sp.Reason, tc.reason)
+			}
+			if tc.parts > 0 && sp.Stream == "" {
+				t.Errorf("split names no stream: %+v", sp)
+			}
+		})
+	}
+	t.Run("missing topic", func(t *testing.T) {
+		_, err := e.runner.Split(ctx, &rule.Def{ID: "r", SQL: "SELECT count(*) FROM nt GROUP BY dev, TUMBLINGWINDOW(ss, 1)"})
+		if err == nil || !strings.Contains(err.Error(), "missing") {
+			t.Fatalf("split of a rule over a missing topic: %v, want an error naming it", err)
+		}
+	})
+}
+
+// TestTaskReadsItsPartition: the task of a rule reads only its partition
+// of the stream, checkpoints under its own id and, started again, resumes
+// after the records of its last checkpoint.
+func TestTaskReadsItsPartition(t *testing.T) {
+	e := newTestEnv(t)
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "three"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	ctx := context.Background()
+	cat := e.runner.Catalog
+	if _, err := cat.PutConfKey(ctx, catalog.ConfKey{Category: catalog.ConfSource, Type: "kafka", Key: "k",
+		Props: map[string]any{"brokers": kc.ListenAddrs()[0], "groupID": "g"}}, catalog.Create); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cat.PutStream(ctx, catalog.Stream{Name: "k", Kind: catalog.KindStream,
+		SQL: `CREATE STREAM k (v BIGINT) WITH (TYPE="kafka", DATASOURCE="three", CONF_KEY="k")`}, catalog.Create); err != nil {
+		t.Fatal(err)
+	}
+	prod, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()[0]), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	produce := func(from, to int) {
+		t.Helper()
+		var recs []*kgo.Record
+		for v := from; v < to; v++ {
+			recs = append(recs, &kgo.Record{Topic: "three", Partition: int32(v % 3), Value: fmt.Appendf(nil, `{"v":%d}`, v)})
+		}
+		if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	whole, err := rule.ParseDef([]byte(`{"id":"r","sql":"SELECT v FROM k","actions":[{"counting":{"sendSingle":true}}],
+		"options":{"qos":1,"checkpointInterval":"50ms"}}`), rule.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := whole.ForTask("k", 1)
+	if def.ID != "r#p1" {
+		t.Fatalf("task id %q", def.ID)
+	}
+	produce(0, 30)
+	run, err := e.runner.Start(ctx, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, _ := e.out.wait(t, 10)
+	waitCheckpoint(t, run, 2)
+	if err := run.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := e.runner.Checkpoints.Committed("r#p1"); n == 0 {
+		t.Fatal("no checkpoint committed under the task's id r#p1")
+	}
+	if n, _ := e.runner.Checkpoints.Committed("r"); n != 0 {
+		t.Fatalf("checkpoint %d committed under the rule's id", n)
+	}
+	produce(30, 60)
+	run, err = e.runner.Start(ctx, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Stop(ctx) //nolint:errcheck // test end
+	msgs, _ = e.out.wait(t, 20)
+	var want []string
+	for v := 1; v < 60; v += 3 {
+		want = append(want, fmt.Sprintf(`{"v":%d}`, v))
+	}
+	if !slices.Equal(msgs, want) {
+		t.Fatalf("task of partition 1 wrote %v, want %v (each record of its partition once)", msgs, want)
+	}
+}
