@@ -158,12 +158,14 @@ func Run(ctx context.Context, opts Options) (err error) {
 		Defaults: defaults,
 		Crashed:  crashed,
 		Cleanup: func(ctx context.Context, id string) error {
+			dropSharedCheckpoints(ctx, store, cat, id, logger)
 			return removeRuleData(cfg.Paths.Data, id)
 		},
 		NodeID:    nodeID,
 		Placement: placement(placer),
 	})
 	fenceCheckpoints(runner, placer, cfg)
+	shareCheckpoints(runner, store, placer, cfg, logger)
 	stopCluster := runCluster(ctx, cat, members, mgr, placer, logger)
 	defer stopCluster()
 	var conns *connection.Registry

@@ -47,7 +47,9 @@ type Runner struct {
 	Logger      *slog.Logger
 	Funcs       *function.Registry
 	Streams     *stream.Manager
-	Checkpoints *checkpoint.Store
+	// Checkpoints keeps the checkpoints of rules at qos >= 1: the local
+	// files of the data folder, or the cluster's shared database.
+	Checkpoints checkpoint.Storage
 	// DefaultCheckpointInterval applies when a rule's is zero.
 	DefaultCheckpointInterval time.Duration
 	// SinkDefaults are the sink cache defaults of kuiper.yaml `sink:`.
@@ -56,6 +58,16 @@ type Runner struct {
 	// derived MQTT client id of a rule at qos >= 1); it must be the same
 	// after a restart. Empty uses the data folder's path.
 	NodeID string
+	// ClusterNode is set when several nodes share the rules and their
+	// checkpoints: the offsets of local source logs are then recorded
+	// under this node's id, so that another node does not rewind its own
+	// log to them.
+	ClusterNode string
+	// SessionScope, when set, replaces NodeID in the derived MQTT client
+	// id of a rule at qos >= 1: on a cluster it names the cluster, so the
+	// node that takes a rule over resumes the broker session its
+	// previous node left.
+	SessionScope string
 	// Schemas resolves the SCHEMAID of protobuf streams and sinks; nil
 	// refuses FORMAT="protobuf".
 	Schemas format.Schemas
@@ -205,8 +217,20 @@ func (rn *Runner) Start(ctx context.Context, def *rule.Def) (rulemgr.Running, er
 	var coord *checkpoint.Coordinator
 	var restored *checkpoint.Checkpoint
 	if def.Options.Qos > 0 && rn.Checkpoints != nil {
+		if c, ok := rn.Checkpoints.(interface{ Check(ruleID string) error }); ok {
+			// Shared storage that does not answer: fail the start (it is
+			// retried) rather than start without the rule's state.
+			if err := c.Check(def.ID); err != nil {
+				rr.closeSinks()
+				return nil, fmt.Errorf("restore rule %s: %w", def.ID, err)
+			}
+		}
 		var first uint64
-		restored, first = rn.restorePoint(ctx, def.ID, p.fp, p.sinks, rr.logger)
+		restored, first, err = rn.restorePoint(ctx, def.ID, p.fp, p.sinks, rr.logger)
+		if err != nil {
+			rr.closeSinks()
+			return nil, fmt.Errorf("restore rule %s: %w", def.ID, err)
+		}
 		interval := time.Duration(def.Options.CheckpointInterval)
 		if interval <= 0 {
 			interval = rn.DefaultCheckpointInterval
@@ -255,11 +279,13 @@ func (rn *Runner) Start(ctx context.Context, def *rule.Def) (rulemgr.Running, er
 // latestCheckpoint loads the rule's newest checkpoint; a checkpoint of an
 // earlier definition of the rule is discarded (state does not survive a
 // change of the rule or its streams).
-func (rn *Runner) latestCheckpoint(id, fp string, logger *slog.Logger) *checkpoint.Checkpoint {
+func (rn *Runner) latestCheckpoint(id, fp string, logger *slog.Logger) (*checkpoint.Checkpoint, error) {
 	cp, err := rn.Checkpoints.Latest(id, fp)
 	switch {
 	case err == nil:
-		return cp
+		return cp, nil
+	case errors.Is(err, checkpoint.ErrUnavailable):
+		return nil, err
 	case errors.Is(err, checkpoint.ErrMismatch):
 		logger.Info("rule definition changed: discarding its checkpoints")
 		if err := rn.Checkpoints.Delete(id); err != nil {
@@ -268,7 +294,7 @@ func (rn *Runner) latestCheckpoint(id, fp string, logger *slog.Logger) *checkpoi
 	case !errors.Is(err, checkpoint.ErrNotFound):
 		logger.Warn("checkpoint unreadable; starting without state", "err", err)
 	}
-	return nil
+	return nil, nil
 }
 
 // restorePoint picks the checkpoint to restore, and the id checkpoint
@@ -287,7 +313,10 @@ func (rn *Runner) latestCheckpoint(id, fp string, logger *slog.Logger) *checkpoi
 // nothing is restored (a checkpoint lost or of another definition, a rule
 // re-created with the same id): a sink's bookkeeping then never meets an
 // id it has already committed.
-func (rn *Runner) restorePoint(ctx context.Context, id, fp string, sinks []*sinkNode, logger *slog.Logger) (*checkpoint.Checkpoint, uint64) {
+//
+// Storage that does not answer (checkpoint.ErrUnavailable) is an error:
+// the rule does not start rather than start without its state.
+func (rn *Runner) restorePoint(ctx context.Context, id, fp string, sinks []*sinkNode, logger *slog.Logger) (*checkpoint.Checkpoint, uint64, error) {
 	marker, _ := rn.Checkpoints.Committed(id)
 	floor := marker
 	txn := false
@@ -313,22 +342,25 @@ func (rn *Runner) restorePoint(ctx context.Context, id, fp string, sinks []*sink
 		txn = true
 	}
 	if !txn {
-		cp := rn.latestCheckpoint(id, fp, logger)
+		cp, err := rn.latestCheckpoint(id, fp, logger)
 		if cp != nil {
 			floor = max(floor, cp.ID)
 		}
-		return cp, floor
+		return cp, floor, err
 	}
 	if target == 0 {
 		logger.Info("no committed checkpoint: starting without state")
-		return nil, floor
+		return nil, floor, nil
 	}
 	cp, err := rn.Checkpoints.Load(id, fp, target)
+	if errors.Is(err, checkpoint.ErrUnavailable) {
+		return nil, floor, err
+	}
 	if err != nil {
 		logger.Warn("committed checkpoint not restorable; starting without state", "id", target, "err", err)
-		return nil, floor
+		return nil, floor, nil
 	}
-	return cp, floor
+	return cp, floor, nil
 }
 
 // Cleanup removes what a deleted rule leaves on disk (its checkpoints).
