@@ -43,10 +43,10 @@ type Runner struct {
 	Location *time.Location
 	// IgnoreCase matches column names case-insensitively (kuiper.yaml
 	// basic.ignoreCase).
-	IgnoreCase  bool
-	Logger      *slog.Logger
-	Funcs       *function.Registry
-	Streams     *stream.Manager
+	IgnoreCase bool
+	Logger     *slog.Logger
+	Funcs      *function.Registry
+	Streams    *stream.Manager
 	// Checkpoints keeps the checkpoints of rules at qos >= 1: the local
 	// files of the data folder, or the cluster's shared database.
 	Checkpoints checkpoint.Storage
