@@ -225,6 +225,13 @@ func (rn *Runner) Start(ctx context.Context, def *rule.Def) (rulemgr.Running, er
 				return nil, fmt.Errorf("restore rule %s: %w", def.ID, err)
 			}
 		}
+		if rn.ClusterNode != "" {
+			for _, s := range p.sinks {
+				if s.cache != nil {
+					rr.logger.Warn("sink cache is local: on a cluster, what it holds when this node dies is delivered only once the rule runs here again (see docs/cluster.md)", "sink", s.name)
+				}
+			}
+		}
 		var first uint64
 		restored, first, err = rn.restorePoint(ctx, def.ID, p.fp, p.sinks, rr.logger)
 		if err != nil {
