@@ -161,10 +161,11 @@ func runClusterFailover(t *testing.T, bin string, qos, kills int, seed uint64) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Let the owner complete a checkpoint of its own, then run on.
+		// Let the owner complete two checkpoints of its own (so that a
+		// node starting from nothing would number below it), then run on.
 		floor := owner.checkpointID("win")
-		waitUntil(t, fmt.Sprintf("kill %d: %s completes a checkpoint", i+1, owner.id), 30*time.Second, func() bool {
-			return owner.checkpointID("win") > floor
+		waitUntil(t, fmt.Sprintf("kill %d: %s completes two checkpoints", i+1, owner.id), 30*time.Second, func() bool {
+			return owner.checkpointID("win") >= floor+2
 		})
 		time.Sleep(time.Duration(300+rng.IntN(1000)) * time.Millisecond)
 		last := owner.checkpointID("win")
@@ -182,11 +183,17 @@ func runClusterFailover(t *testing.T, bin string, qos, kills int, seed uint64) {
 		}
 		failover := time.Since(killed)
 		failovers = append(failovers, failover)
-		// The new owner continues the killed node's checkpoints: it
-		// restored them from the shared store.
-		waitUntil(t, fmt.Sprintf("kill %d: %s checkpoints after %s's checkpoint %d", i+1, next.id, owner.id, last), 30*time.Second, func() bool {
-			return next.checkpointID("win") > last
+		// The new owner continues the killed node's checkpoints: its
+		// first one is numbered after the killed node's last, as only a
+		// restore from the shared store makes it.
+		var first int64
+		waitUntil(t, fmt.Sprintf("kill %d: %s completes a checkpoint", i+1, next.id), 30*time.Second, func() bool {
+			first = next.checkpointID("win")
+			return first > 0
 		})
+		if first <= last {
+			t.Fatalf("kill %d: %s's first checkpoint is %d, not after %s's %d: it did not restore the shared checkpoint", i+1, next.id, first, owner.id, last)
+		}
 		t.Logf("kill %d: %s killed after its checkpoint %d; %s runs the rule %s later", i+1, owner.id, last, next.id, failover.Round(time.Millisecond))
 		if err := owner.Start(ctx); err != nil {
 			t.Fatalf("restart %s: %v", owner.id, err)
