@@ -164,7 +164,6 @@ func Run(ctx context.Context, opts Options) (err error) {
 		NodeID:    nodeID,
 		Placement: placement(placer),
 	})
-	fenceCheckpoints(runner, placer, cfg)
 	shareCheckpoints(runner, store, placer, cfg, logger)
 	stopCluster := runCluster(ctx, cat, members, mgr, placer, logger)
 	defer stopCluster()

@@ -130,21 +130,6 @@ func runPlacer(ctx context.Context, placer *cluster.Placer, mgr *rulemgr.Manager
 	}
 }
 
-// fenceCheckpoints makes the runner's checkpoint saves check that this
-// node still holds the rule's lease.
-func fenceCheckpoints(runner rulemgr.Runner, placer *cluster.Placer, cfg *config.Config) {
-	r, ok := runner.(interface{ SetCheckpointFence(func(string) error) })
-	if placer == nil || !ok {
-		return
-	}
-	timeout := cfg.Cluster.LeaseTime.Std() / 3
-	r.SetCheckpointFence(func(id string) error {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		return placer.Fence(ctx, id)
-	})
-}
-
 // shareCheckpoints makes, for a shared catalog, the runner keep the
 // rules' checkpoints in the shared database, written under the rule's
 // lease (fenced by the database), so that the node that takes a rule
@@ -154,7 +139,11 @@ func shareCheckpoints(runner rulemgr.Runner, store catalog.Store, placer *cluste
 		JoinCluster(s checkpoint.Storage, node, scope string)
 	})
 	cs, isCS := store.(catalog.CheckpointStore)
-	if placer == nil || !ok || !isCS {
+	if placer == nil || !isCS {
+		return
+	}
+	if !ok {
+		logger.Warn("this runner keeps checkpoints in the data folder: a rule that moves to another node starts there without its state")
 		return
 	}
 	scope := "rekuiper-cluster"

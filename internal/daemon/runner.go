@@ -44,14 +44,6 @@ type Runner struct {
 // the REST server for GET /connections).
 func (r *Runner) Connections() *connection.Registry { return r.conns }
 
-// SetCheckpointFence makes every checkpoint save ask fence first (see
-// checkpoint.Store.Fence). Call it before any rule starts.
-func (r *Runner) SetCheckpointFence(fence func(ruleID string) error) {
-	if s, ok := r.Checkpoints.(*checkpoint.Store); ok {
-		s.Fence = fence
-	}
-}
-
 // JoinCluster makes the rules' checkpoints go to the cluster's shared
 // storage instead of the data folder, records the offsets of local source
 // logs under node, and derives the MQTT session of a rule at qos >= 1
