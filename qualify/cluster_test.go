@@ -45,6 +45,30 @@ func TestClusterFailoverKafka(t *testing.T) {
 	}
 }
 
+// TestClusterFailoverKafkaToPostgres is the same at qos 2 with the sql
+// sink writing to a PostgreSQL table: each checkpoint's rows commit in one
+// transaction with its id, so across the take-overs no window row may be
+// missing or appear twice.
+func TestClusterFailoverKafkaToPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level cluster crash test; run without -short")
+	}
+	res, err := RunCluster(context.Background(), Env{Bin: kuiperd(t), Dir: t.TempDir(), Logf: t.Logf},
+		ClusterParams{Qos: []int{2}, Kills: 3, Rate: 200, Records: 4000, Seed: 7, CatalogURL: pgtest.Start(t).URL, SQLSink: true})
+	for _, r := range res {
+		t.Logf("qos %d, %s sink: %d kills, failover %+v, not restored %d, windows %+v", r.Qos, r.Sink, r.Kills, r.Failover, r.NotRestored, r.Windows)
+		if !r.Windows.OK() || r.NotRestored > 0 || r.Windows.Duplicates > 0 {
+			t.Errorf("%v", r.Violations())
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || res[0].Kills != 3 || res[0].Sink != "sql" {
+		t.Fatalf("ran %+v, want 3 kills at qos 2 with the sql sink", res)
+	}
+}
+
 // TestClusterFailoverMQTT: three kuiperd on one PostgreSQL catalog run a
 // qos 1 rule over an MQTT stream with no session settings (a persistent
 // session derived from the rule); the node running it is killed, then the

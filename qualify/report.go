@@ -153,9 +153,9 @@ func (r *Report) Summary(w io.Writer) {
 		p("%s", line)
 	}
 	if len(r.Cluster) > 0 {
-		p("cluster (kill -9 of the owner): qos  nodes  kills  windows  exact  missing  dup  not-restored  failover(mean/p99/max)")
+		p("cluster (kill -9 of the owner): qos  sink   nodes  kills  windows  exact  missing  dup  not-restored  failover(mean/p99/max)")
 		for _, c := range r.Cluster {
-			p("                                %3d  %5d  %5d  %7d  %5d  %7d  %3d  %12d  %.2fs/%.2fs/%.2fs (lease %.0fs)", c.Qos, c.Nodes, c.Kills,
+			p("                                %3d  %-5s  %5d  %5d  %7d  %5d  %7d  %3d  %12d  %.2fs/%.2fs/%.2fs (lease %.0fs)", c.Qos, c.Sink, c.Nodes, c.Kills,
 				c.Windows.Expected, c.Windows.Exact, c.Windows.Missing, c.Windows.Duplicates, c.NotRestored, c.Failover.Mean, c.FailoverP99, c.Failover.Max, c.LeaseSeconds)
 		}
 	}

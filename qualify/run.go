@@ -141,9 +141,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		// Each kill takes about lease time + two checkpoints: feed the
 		// input long enough for every kill to fall on it.
 		feed := max(cfg.Duration, time.Duration(max(cfg.Kills, 1))*5*time.Second)
-		r, err := RunCluster(ctx, env("cluster"), ClusterParams{Kills: cfg.Kills, Rate: cfg.Rate,
-			Records: int(cfg.Rate * feed.Seconds()), Seed: uint64(time.Now().UnixNano())})
+		p := ClusterParams{Kills: cfg.Kills, Rate: cfg.Rate, Records: int(cfg.Rate * feed.Seconds()), Seed: uint64(time.Now().UnixNano())}
+		r, err := RunCluster(ctx, env("cluster"), p)
 		rep.Cluster = r
+		if err != nil {
+			return err
+		}
+		p.Qos, p.SQLSink = []int{2}, true
+		r, err = RunCluster(ctx, env("cluster-sql"), p)
+		rep.Cluster = append(rep.Cluster, r...)
 		return err
 	})
 	rep.Finish()

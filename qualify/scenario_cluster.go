@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for the results table
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/rekuiper/rekuiper/internal/connector/sqldb/pgtest"
@@ -35,6 +36,9 @@ type ClusterParams struct {
 	// databases on (postgres://…); empty starts a throwaway one with
 	// initdb and pg_ctl.
 	CatalogURL string
+	// SQLSink writes the results to a PostgreSQL table (the sql sink, a
+	// database of its own on the same server) instead of a Kafka topic.
+	SQLSink bool
 }
 
 func (p ClusterParams) withDefaults() ClusterParams {
@@ -61,7 +65,9 @@ func (p ClusterParams) withDefaults() ClusterParams {
 
 // ClusterResult is the account of one qos level of the cluster scenario.
 type ClusterResult struct {
-	Qos          int     `json:"qos"`
+	Qos int `json:"qos"`
+	// Sink is "kafka" or "sql".
+	Sink         string  `json:"sink"`
 	Nodes        int     `json:"nodes"`
 	Kills        int     `json:"kills"`
 	Records      int     `json:"records"`
@@ -83,7 +89,7 @@ type ClusterResult struct {
 // lease time plus 2 s.
 func (r ClusterResult) Violations() []string {
 	var v []string
-	name := fmt.Sprintf("cluster qos %d", r.Qos)
+	name := fmt.Sprintf("cluster qos %d (%s sink)", r.Qos, r.Sink)
 	w := r.Windows
 	if !w.OK() {
 		v = append(v, fmt.Sprintf("%s: %d of %d windows exact, %d missing, %d wrong, %d unexpected after %d kills (first %v)",
@@ -131,7 +137,13 @@ func RunCluster(ctx context.Context, env Env, p ClusterParams) ([]ClusterResult,
 		if err != nil {
 			return out, err
 		}
-		r, err := runClusterQos(ctx, env, p, qos, dir, db)
+		var sinkDB string
+		if p.SQLSink {
+			if sinkDB, err = newDatabase(ctx, server, fmt.Sprintf("rekuiper_results_%d_%d", qos, time.Now().UnixNano())); err != nil {
+				return out, err
+			}
+		}
+		r, err := runClusterQos(ctx, env, p, qos, dir, db, sinkDB)
 		out = append(out, r)
 		if err != nil {
 			return out, fmt.Errorf("cluster qos %d: %w", qos, err)
@@ -248,15 +260,26 @@ func poll(ctx context.Context, limit time.Duration, cond func() bool) error {
 	return nil
 }
 
-func runClusterQos(ctx context.Context, env Env, p ClusterParams, qos int, dir, db string) (ClusterResult, error) {
+func runClusterQos(ctx context.Context, env Env, p ClusterParams, qos int, dir, db, sinkDB string) (ClusterResult, error) {
 	t0 := time.Now()
-	res := ClusterResult{Qos: qos, Nodes: p.Nodes, Records: p.Records, LeaseSeconds: p.LeaseTime.Seconds()}
+	res := ClusterResult{Qos: qos, Sink: "kafka", Nodes: p.Nodes, Records: p.Records, LeaseSeconds: p.LeaseTime.Seconds()}
+	action := map[string]any{"kafka": nil}
+	if sinkDB != "" {
+		res.Sink = "sql"
+		if err := execSQL(ctx, sinkDB, `CREATE TABLE out (key TEXT, c BIGINT, s BIGINT, ws BIGINT)`); err != nil {
+			return res, err
+		}
+		action = map[string]any{"sql": map[string]any{"url": sinkDB, "table": "out"}}
+	}
 	broker, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "out"))
 	if err != nil {
 		return res, fmt.Errorf("start kfake: %w", err)
 	}
 	defer broker.Close()
 	brokers := strings.Join(broker.ListenAddrs(), ",")
+	if sinkDB == "" {
+		action = map[string]any{"kafka": map[string]any{"brokers": brokers, "topic": "out"}}
+	}
 	var nodes []*clusterNode
 	defer func() {
 		for _, n := range nodes {
@@ -293,7 +316,7 @@ func runClusterQos(ctx context.Context, env Env, p ClusterParams, qos int, dir, 
 		{"/rules", map[string]any{
 			"id":      "win",
 			"sql":     "SELECT key, count(*) AS c, sum(v) AS s, window_start() AS ws FROM src GROUP BY key, TUMBLINGWINDOW(ss, 1)",
-			"actions": []any{map[string]any{"kafka": map[string]any{"brokers": brokers, "topic": "out"}}},
+			"actions": []any{action},
 			"options": map[string]any{"qos": qos, "checkpointInterval": "500ms", "isEventTime": true, "lateTolerance": "0s"},
 		}},
 	} {
@@ -358,7 +381,12 @@ func runClusterQos(ctx context.Context, env Env, p ClusterParams, qos int, dir, 
 	res.Failover = summarize(failovers)
 	res.FailoverP99 = percentile(failovers, 0.99)
 	expected := ExpectedWindows(recs, 1000)
-	observed, err := consumeWindows(ctx, brokers, qos >= 2, len(expected), 60*time.Second)
+	var observed map[WindowKey][]WindowValue
+	if sinkDB != "" {
+		observed, err = tableWindows(ctx, sinkDB, len(expected), 60*time.Second)
+	} else {
+		observed, err = consumeWindows(ctx, brokers, qos >= 2, len(expected), 60*time.Second)
+	}
 	if err != nil {
 		return res, err
 	}
@@ -376,4 +404,64 @@ func percentile(xs []float64, q float64) float64 {
 	slices.Sort(s)
 	i := int(float64(len(s))*q+0.999999) - 1
 	return s[min(max(i, 0), len(s)-1)]
+}
+
+// execSQL runs one statement on the database at dbURL.
+func execSQL(ctx context.Context, dbURL, stmt string) error {
+	db, err := sql.Open("pgx", dbURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, stmt); err != nil {
+		return fmt.Errorf("%s: %w", firstLine(stmt), err)
+	}
+	return nil
+}
+
+// tableWindows reads the window results of table out at dbURL until want
+// distinct windows are there and the row count stayed the same for 5 s,
+// or limit passed.
+func tableWindows(ctx context.Context, dbURL string, want int, limit time.Duration) (map[WindowKey][]WindowValue, error) {
+	db, err := sql.Open("pgx", dbURL)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	var out map[WindowKey][]WindowValue
+	read := func() (int, error) {
+		rows, err := db.QueryContext(ctx, `SELECT key, c, s, ws FROM out`)
+		if err != nil {
+			return 0, err
+		}
+		defer rows.Close()
+		out = map[WindowKey][]WindowValue{}
+		n := 0
+		for rows.Next() {
+			var k string
+			var c, s, ws int64
+			if err := rows.Scan(&k, &c, &s, &ws); err != nil {
+				return 0, err
+			}
+			out[WindowKey{Key: k, Start: ws}] = append(out[WindowKey{Key: k, Start: ws}], WindowValue{Count: c, Sum: s})
+			n++
+		}
+		return n, rows.Err()
+	}
+	deadline := time.Now().Add(limit)
+	last, stable := -1, time.Now()
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		n, err := read()
+		if err != nil {
+			return nil, fmt.Errorf("read results: %w", err)
+		}
+		if n != last {
+			last, stable = n, time.Now()
+		}
+		if len(out) >= want && time.Since(stable) > 5*time.Second {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return out, ctx.Err()
 }
