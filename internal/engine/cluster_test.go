@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rekuiper/rekuiper/internal/checkpoint"
 	"github.com/rekuiper/rekuiper/internal/rule"
@@ -28,8 +30,8 @@ func (u unreachable) Latest(string, string) (*checkpoint.Checkpoint, error) {
 }
 
 // TestRunnerUnavailableStorage: a rule at qos 1 whose checkpoint storage
-// does not answer does not start (to be retried) rather than start
-// without its state.
+// does not answer does not start without its state: its start waits for
+// the storage until its context ends, then fails.
 func TestRunnerUnavailableStorage(t *testing.T) {
 	def, err := rule.ParseDef([]byte(`{"id":"r","sql":"SELECT count(*) AS c FROM s GROUP BY COUNTWINDOW(3)",
 		"actions":[{"counting":{}}],"options":{"qos":1}}`), rule.Options{})
@@ -40,7 +42,9 @@ func TestRunnerUnavailableStorage(t *testing.T) {
 		t.Run(fmt.Sprintf("check_answers=%v", checkOK), func(t *testing.T) {
 			e := newTestEnv(t)
 			e.runner.Checkpoints = unreachable{Storage: e.runner.Checkpoints, check: checkOK}
-			run, err := e.runner.Start(context.Background(), def)
+			ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+			defer cancel()
+			run, err := e.runner.Start(ctx, def)
 			if err == nil {
 				run.Stop(context.Background()) //nolint:errcheck // failing anyway
 				t.Fatal("rule started without its checkpoints")
@@ -111,3 +115,40 @@ func mustFingerprint(t *testing.T, rn *Runner, def *rule.Def) string {
 }
 
 func keysOf(m map[string][]byte) []string { return sortedKeys(m) }
+
+// flaky is checkpoint storage whose database answers from the third
+// question on.
+type flaky struct {
+	checkpoint.Storage
+	asked atomic.Int32
+}
+
+func (f *flaky) Check(string) error {
+	if f.asked.Add(1) < 3 {
+		return fmt.Errorf("%w: connection refused", checkpoint.ErrUnavailable)
+	}
+	return nil
+}
+
+// TestRunnerWaitsForStorage: a start during a short outage of the
+// checkpoint storage waits for it and then runs.
+func TestRunnerWaitsForStorage(t *testing.T) {
+	def, err := rule.ParseDef([]byte(`{"id":"r","sql":"SELECT count(*) AS c FROM s GROUP BY COUNTWINDOW(3)",
+		"actions":[{"counting":{}}],"options":{"qos":1}}`), rule.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newTestEnv(t)
+	f := &flaky{Storage: e.runner.Checkpoints}
+	e.runner.Checkpoints = f
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run, err := e.runner.Start(ctx, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Stop(context.Background()) //nolint:errcheck // end of test
+	if n := f.asked.Load(); n != 3 {
+		t.Fatalf("storage asked %d times, want 3", n)
+	}
+}

@@ -217,13 +217,9 @@ func (rn *Runner) Start(ctx context.Context, def *rule.Def) (rulemgr.Running, er
 	var coord *checkpoint.Coordinator
 	var restored *checkpoint.Checkpoint
 	if def.Options.Qos > 0 && rn.Checkpoints != nil {
-		if c, ok := rn.Checkpoints.(interface{ Check(ruleID string) error }); ok {
-			// Shared storage that does not answer: fail the start (it is
-			// retried) rather than start without the rule's state.
-			if err := c.Check(def.ID); err != nil {
-				rr.closeSinks()
-				return nil, fmt.Errorf("restore rule %s: %w", def.ID, err)
-			}
+		if err := rn.waitStorage(ctx, def.ID, rr.logger); err != nil {
+			rr.closeSinks()
+			return nil, fmt.Errorf("restore rule %s: %w", def.ID, err)
 		}
 		if rn.ClusterNode != "" {
 			for _, s := range p.sinks {
@@ -281,6 +277,31 @@ func (rn *Runner) Start(ctx context.Context, def *rule.Def) (rulemgr.Running, er
 		coord.Start()
 	}
 	return rr, nil
+}
+
+// waitStorage asks checkpoint storage that can be unreachable (the
+// cluster's database) until it answers or ctx ends, and returns its last
+// error then: a rule does not start without its state. A node that takes
+// a rule over during a short database outage thus waits for it; a long
+// one also costs the node the rule's lease, and the rule is placed again
+// once the database answers.
+func (rn *Runner) waitStorage(ctx context.Context, id string, logger *slog.Logger) error {
+	c, ok := rn.Checkpoints.(interface{ Check(ruleID string) error })
+	if !ok {
+		return nil
+	}
+	for warned := false; ; warned = true {
+		err := c.Check(id)
+		if err == nil {
+			return nil
+		}
+		if !warned {
+			logger.Warn("checkpoint storage does not answer; waiting for it before restoring", "err", err)
+		}
+		if !clock.Sleep(ctx, rn.Clock, 500*time.Millisecond) {
+			return err
+		}
+	}
 }
 
 // latestCheckpoint loads the rule's newest checkpoint; a checkpoint of an
