@@ -91,29 +91,6 @@ func TestKafkaExactlyOnce(t *testing.T) {
 	}
 }
 
-// produce writes the records to topic "in", one every pace.
-func produce(ctx context.Context, brokers string, recs []Record, pace time.Duration) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.DefaultProduceTopic("in"))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	tick := time.NewTicker(pace)
-	defer tick.Stop()
-	for _, r := range recs {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-		b, _ := json.Marshal(r)
-		if err := cl.ProduceSync(ctx, &kgo.Record{Value: b}).FirstErr(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // consumeCommitted reads topic "out" with read_committed isolation until
 // want distinct windows arrived and the topic stays quiet, or the limit.
 func consumeCommitted(t *testing.T, brokers string, want int, limit time.Duration) map[WindowKey][]WindowValue {

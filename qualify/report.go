@@ -51,6 +51,7 @@ type Report struct {
 	Storage    *StorageResult     `json:"storage,omitempty"`
 	Soak       *SoakResult        `json:"soak,omitempty"`
 	Upgrade    *UpgradeResult     `json:"upgrade,omitempty"`
+	Cluster    []ClusterResult    `json:"cluster,omitempty"`
 	Errors     map[string]string  `json:"errors,omitempty"` // scenario → why it could not run to the end
 	Violations []string           `json:"violations"`
 	Pass       bool               `json:"pass"`
@@ -74,6 +75,9 @@ func (r *Report) Finish() {
 	}
 	if r.Upgrade != nil {
 		r.Violations = append(r.Violations, r.Upgrade.Violations()...)
+	}
+	for _, c := range r.Cluster {
+		r.Violations = append(r.Violations, c.Violations()...)
 	}
 	if r.Violations == nil {
 		r.Violations = []string{}
@@ -147,6 +151,13 @@ func (r *Report) Summary(w io.Writer) {
 			line += " (two builds of one tree)"
 		}
 		p("%s", line)
+	}
+	if len(r.Cluster) > 0 {
+		p("cluster (kill -9 of the owner): qos  sink   nodes  kills  windows  exact  missing  dup  not-restored  failover(mean/p99/max)")
+		for _, c := range r.Cluster {
+			p("                                %3d  %-5s  %5d  %5d  %7d  %5d  %7d  %3d  %12d  %.2fs/%.2fs/%.2fs (lease %.0fs)", c.Qos, c.Sink, c.Nodes, c.Kills,
+				c.Windows.Expected, c.Windows.Exact, c.Windows.Missing, c.Windows.Duplicates, c.NotRestored, c.Failover.Mean, c.FailoverP99, c.Failover.Max, c.LeaseSeconds)
+		}
 	}
 	for name, err := range r.Errors {
 		p("ERROR %s: %s", name, firstLine(err))

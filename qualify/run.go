@@ -24,7 +24,7 @@ type Config struct {
 	Outage   time.Duration // broker outage length (default 5 s)
 	Interval time.Duration // soak sampling period (default 1 min in soak mode)
 	// Scenarios limits a short run to these of crash, outage, storage,
-	// soak, upgrade (empty: all).
+	// soak, upgrade, cluster (empty: all).
 	Scenarios []string
 	Logf      func(format string, args ...any)
 }
@@ -35,8 +35,8 @@ type Config struct {
 // is only for a run that could not start at all.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for _, sc := range cfg.Scenarios {
-		if !slices.Contains([]string{"crash", "outage", "storage", "soak", "upgrade"}, sc) {
-			return nil, fmt.Errorf("scenario %q: want crash, outage, storage, soak or upgrade", sc)
+		if !slices.Contains([]string{"crash", "outage", "storage", "soak", "upgrade", "cluster"}, sc) {
+			return nil, fmt.Errorf("scenario %q: want crash, outage, storage, soak, upgrade or cluster", sc)
 		}
 	}
 	if cfg.Mode != "short" && cfg.Mode != "soak" {
@@ -135,6 +135,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		r, err := RunUpgrade(ctx, env("upgrade"), UpgradeParams{OldBin: oldBin, NewBin: newBin, Rate: cfg.Rate, Phase: max(cfg.Duration/3, 2*time.Second)})
 		r.SameBuild = same
 		rep.Upgrade = &r
+		return err
+	})
+	timed("cluster", func() error {
+		// Each kill takes about lease time + two checkpoints: feed the
+		// input long enough for every kill to fall on it.
+		feed := max(cfg.Duration, time.Duration(max(cfg.Kills, 1))*5*time.Second)
+		p := ClusterParams{Kills: cfg.Kills, Rate: cfg.Rate, Records: int(cfg.Rate * feed.Seconds()), Seed: uint64(time.Now().UnixNano())}
+		r, err := RunCluster(ctx, env("cluster"), p)
+		rep.Cluster = r
+		if err != nil {
+			return err
+		}
+		p.Qos, p.SQLSink = []int{2}, true
+		r, err = RunCluster(ctx, env("cluster-sql"), p)
+		rep.Cluster = append(rep.Cluster, r...)
 		return err
 	})
 	rep.Finish()

@@ -4,7 +4,8 @@
 #   ./scripts/run_qualification.sh MODE DURATION RATE [REPORT]
 #
 #   MODE      short  every scenario (crash, broker outage, storage faults,
-#                    soak, upgrade/rollback), each for DURATION
+#                    soak, upgrade/rollback, cluster failover), each for
+#                    DURATION
 #             soak   the soak only, for DURATION, sampled once a minute
 #   DURATION  seconds (10) or a Go duration (90s, 24h)
 #   RATE      records per second
@@ -15,14 +16,15 @@
 #   ./scripts/run_qualification.sh soak 86400 100 /var/log/rekuiper_soak_24h.json
 #
 # Needs Go and mosquitto; the storage scenario needs root (it mounts a
-# tmpfs). REKUIPER_OLD_BIN and REKUIPER_NEW_BIN select the two builds of the
+# tmpfs), the cluster scenario PostgreSQL's initdb and pg_ctl.
+# REKUIPER_OLD_BIN and REKUIPER_NEW_BIN select the two builds of the
 # upgrade scenario. Extra flags for cmd/qualify go in QUALIFY_FLAGS (for
 # example QUALIFY_FLAGS="-outage 30s -keep"). Exit status: 0 pass, 1 a
 # broken promise or a failed scenario, 2 the run could not start.
 set -eu
 
 if [ $# -lt 3 ] || [ $# -gt 4 ]; then
-	sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
 	exit 2
 fi
 mode=$1

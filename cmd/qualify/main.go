@@ -38,7 +38,7 @@ func run() int {
 	kills := fs.Int("kills", 10, "SIGKILLs per qos level in the crash scenario")
 	outage := fs.Duration("outage", 5*time.Second, "broker outage length")
 	interval := fs.Duration("interval", 0, "soak sampling period (default 1m in soak mode, duration/10 in short mode)")
-	only := fs.String("scenarios", "", "short mode: comma-separated subset of crash,outage,storage,soak,upgrade (default all)")
+	only := fs.String("scenarios", "", "short mode: comma-separated subset of crash,outage,storage,soak,upgrade,cluster (default all)")
 	fs.Parse(os.Args[1:]) //nolint:errcheck // ExitOnError
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -162,12 +162,13 @@ func Run(ctx context.Context, opts Options) (err error) {
 			if tasks != nil {
 				tasks.StopRule(ctx, id)
 			}
+			dropSharedCheckpoints(ctx, store, cat, id, logger)
 			return errors.Join(removeRuleData(cfg.Paths.Data, id), removeTaskData(cfg.Paths.Data, id))
 		},
 		NodeID:    nodeID,
 		Placement: placement(placer, tasks),
 	})
-	fenceCheckpoints(runner, placer, cfg)
+	shareCheckpoints(runner, store, placer, cfg, logger)
 	stopCluster := runCluster(ctx, cat, members, mgr, placer, tasks, logger)
 	defer stopCluster()
 	var conns *connection.Registry

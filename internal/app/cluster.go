@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/checkpoint"
 	"github.com/rekuiper/rekuiper/internal/cluster"
 	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/guard"
@@ -194,17 +195,43 @@ func runPlacer(ctx context.Context, placer *cluster.Placer, rules cluster.RuleRu
 	}
 }
 
-// fenceCheckpoints makes the runner's checkpoint saves check that this
-// node still holds the rule's lease.
-func fenceCheckpoints(runner rulemgr.Runner, placer *cluster.Placer, cfg *config.Config) {
-	r, ok := runner.(interface{ SetCheckpointFence(func(string) error) })
-	if placer == nil || !ok {
+// shareCheckpoints makes, for a shared catalog, the runner keep the
+// rules' checkpoints in the shared database, written under the rule's
+// lease (fenced by the database), so that the node that takes a rule
+// over restores its state and rewinds its sources.
+func shareCheckpoints(runner rulemgr.Runner, store catalog.Store, placer *cluster.Placer, cfg *config.Config, logger *slog.Logger) {
+	r, ok := runner.(interface {
+		JoinCluster(s checkpoint.Storage, node, scope string)
+	})
+	cs, isCS := store.(catalog.CheckpointStore)
+	if placer == nil || !isCS {
 		return
 	}
-	timeout := cfg.Cluster.LeaseTime.Std() / 3
-	r.SetCheckpointFence(func(id string) error {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		return placer.Fence(ctx, id)
-	})
+	if !ok {
+		logger.Warn("this runner keeps checkpoints in the data folder: a rule that moves to another node starts there without its state")
+		return
+	}
+	scope := "rekuiper-cluster"
+	if w, ok := store.(interface{ Database() string }); ok {
+		scope += "-" + w.Database()
+	}
+	r.JoinCluster(&checkpoint.Shared{
+		Backend: cs, Lease: placer.Lease, Logger: logger,
+		Timeout: cfg.Cluster.LeaseTime.Std() / 3,
+	}, placer.Node(), scope)
+}
+
+// dropSharedCheckpoints removes a deleted rule's checkpoints from the
+// shared database; not when the rule exists again (re-created since).
+func dropSharedCheckpoints(ctx context.Context, store catalog.Store, cat *catalog.Catalog, id string, logger *slog.Logger) {
+	cs, ok := store.(catalog.CheckpointStore)
+	if !ok {
+		return
+	}
+	if _, err := cat.Rule(id); !errors.Is(err, catalog.ErrNotFound) {
+		return
+	}
+	if err := cs.DeleteCheckpoints(ctx, id); err != nil {
+		logger.Warn("remove the checkpoints of a deleted rule", "rule", id, "err", err)
+	}
 }

@@ -169,6 +169,30 @@ func sqliteMigrations() []migration {
 			) STRICT`,
 			`CREATE INDEX rule_leases_by_node ON rule_leases (node_id)`,
 		},
+	}, {
+		version: 8,
+		name:    "shared checkpoints",
+		stmts: []string{
+			// Checkpoints of rules placed on a cluster (see
+			// checkpoints.go). Only a shared catalog uses them; the
+			// tables keep both histories equal.
+			`CREATE TABLE rule_checkpoints (
+				rule_id  TEXT NOT NULL,
+				task     TEXT NOT NULL DEFAULT '',
+				id       INTEGER NOT NULL,
+				node_id  TEXT NOT NULL,
+				token    INTEGER NOT NULL,
+				saved_at INTEGER NOT NULL,
+				data     BLOB NOT NULL,
+				PRIMARY KEY (rule_id, task, id)
+			) STRICT`,
+			`CREATE TABLE rule_checkpoint_commits (
+				rule_id TEXT NOT NULL,
+				task    TEXT NOT NULL DEFAULT '',
+				id      INTEGER NOT NULL,
+				PRIMARY KEY (rule_id, task)
+			) STRICT`,
+		},
 	}}
 }
 

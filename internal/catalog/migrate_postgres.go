@@ -117,5 +117,24 @@ func postgresMigrations() [][]string {
 			)`,
 			`CREATE INDEX rule_leases_by_node ON rule_leases (node_id)`,
 		},
+		{
+			// saved_at is in ms by the database's clock.
+			`CREATE TABLE rule_checkpoints (
+				rule_id  TEXT NOT NULL,
+				task     TEXT NOT NULL DEFAULT '',
+				id       BIGINT NOT NULL,
+				node_id  TEXT NOT NULL,
+				token    BIGINT NOT NULL,
+				saved_at BIGINT NOT NULL,
+				data     BYTEA NOT NULL,
+				PRIMARY KEY (rule_id, task, id)
+			)`,
+			`CREATE TABLE rule_checkpoint_commits (
+				rule_id TEXT NOT NULL,
+				task    TEXT NOT NULL DEFAULT '',
+				id      BIGINT NOT NULL,
+				PRIMARY KEY (rule_id, task)
+			)`,
+		},
 	}
 }

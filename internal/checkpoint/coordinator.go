@@ -30,7 +30,7 @@ type Config struct {
 	RuleID      string
 	Fingerprint string
 	Interval    time.Duration
-	Store       *Store
+	Store       Storage
 	Clock       clock.Clock
 	Logger      *slog.Logger
 	// Sources lists the barrier injection points by source key.

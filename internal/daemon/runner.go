@@ -44,10 +44,16 @@ type Runner struct {
 // the REST server for GET /connections).
 func (r *Runner) Connections() *connection.Registry { return r.conns }
 
-// SetCheckpointFence makes every checkpoint save ask fence first (see
-// checkpoint.Store.Fence). Call it before any rule starts.
-func (r *Runner) SetCheckpointFence(fence func(ruleID string) error) {
-	r.Checkpoints.Fence = fence
+// JoinCluster makes the rules' checkpoints go to the cluster's shared
+// storage instead of the data folder, records the offsets of local source
+// logs under node, and derives the MQTT session of a rule at qos >= 1
+// from scope (the cluster) instead of the node, so that the node that
+// takes a rule over resumes its state, its offsets and its broker
+// session. Call it before any rule starts.
+func (r *Runner) JoinCluster(s checkpoint.Storage, node, scope string) {
+	r.Checkpoints = s
+	r.ClusterNode = node
+	r.SessionScope = scope
 }
 
 // ConnectorRegistry is the registry of the connector types rules may use

@@ -43,11 +43,13 @@ type Runner struct {
 	Location *time.Location
 	// IgnoreCase matches column names case-insensitively (kuiper.yaml
 	// basic.ignoreCase).
-	IgnoreCase  bool
-	Logger      *slog.Logger
-	Funcs       *function.Registry
-	Streams     *stream.Manager
-	Checkpoints *checkpoint.Store
+	IgnoreCase bool
+	Logger     *slog.Logger
+	Funcs      *function.Registry
+	Streams    *stream.Manager
+	// Checkpoints keeps the checkpoints of rules at qos >= 1: the local
+	// files of the data folder, or the cluster's shared database.
+	Checkpoints checkpoint.Storage
 	// DefaultCheckpointInterval applies when a rule's is zero.
 	DefaultCheckpointInterval time.Duration
 	// SinkDefaults are the sink cache defaults of kuiper.yaml `sink:`.
@@ -56,6 +58,16 @@ type Runner struct {
 	// derived MQTT client id of a rule at qos >= 1); it must be the same
 	// after a restart. Empty uses the data folder's path.
 	NodeID string
+	// ClusterNode is set when several nodes share the rules and their
+	// checkpoints: the offsets of local source logs are then recorded
+	// under this node's id, so that another node does not rewind its own
+	// log to them.
+	ClusterNode string
+	// SessionScope, when set, replaces NodeID in the derived MQTT client
+	// id of a rule at qos >= 1: on a cluster it names the cluster, so the
+	// node that takes a rule over resumes the broker session its
+	// previous node left.
+	SessionScope string
 	// Schemas resolves the SCHEMAID of protobuf streams and sinks; nil
 	// refuses FORMAT="protobuf".
 	Schemas format.Schemas
@@ -205,8 +217,23 @@ func (rn *Runner) Start(ctx context.Context, def *rule.Def) (rulemgr.Running, er
 	var coord *checkpoint.Coordinator
 	var restored *checkpoint.Checkpoint
 	if def.Options.Qos > 0 && rn.Checkpoints != nil {
+		if err := rn.waitStorage(ctx, def.ID, rr.logger); err != nil {
+			rr.closeSinks()
+			return nil, fmt.Errorf("restore rule %s: %w", def.ID, err)
+		}
+		if rn.ClusterNode != "" {
+			for _, s := range p.sinks {
+				if s.cache != nil {
+					rr.logger.Warn("sink cache is local: on a cluster, what it holds when this node dies is delivered only once the rule runs here again (see docs/cluster.md)", "sink", s.name)
+				}
+			}
+		}
 		var first uint64
-		restored, first = rn.restorePoint(ctx, def.ID, p.fp, p.sinks, rr.logger)
+		restored, first, err = rn.restorePoint(ctx, def.ID, p.fp, p.sinks, rr.logger)
+		if err != nil {
+			rr.closeSinks()
+			return nil, fmt.Errorf("restore rule %s: %w", def.ID, err)
+		}
 		interval := time.Duration(def.Options.CheckpointInterval)
 		if interval <= 0 {
 			interval = rn.DefaultCheckpointInterval
@@ -252,14 +279,41 @@ func (rn *Runner) Start(ctx context.Context, def *rule.Def) (rulemgr.Running, er
 	return rr, nil
 }
 
+// waitStorage asks checkpoint storage that can be unreachable (the
+// cluster's database) until it answers or ctx ends, and returns its last
+// error then: a rule does not start without its state. A node that takes
+// a rule over during a short database outage thus waits for it; a long
+// one also costs the node the rule's lease, and the rule is placed again
+// once the database answers.
+func (rn *Runner) waitStorage(ctx context.Context, id string, logger *slog.Logger) error {
+	c, ok := rn.Checkpoints.(interface{ Check(ruleID string) error })
+	if !ok {
+		return nil
+	}
+	for warned := false; ; warned = true {
+		err := c.Check(id)
+		if err == nil {
+			return nil
+		}
+		if !warned {
+			logger.Warn("checkpoint storage does not answer; waiting for it before restoring", "err", err)
+		}
+		if !clock.Sleep(ctx, rn.Clock, 500*time.Millisecond) {
+			return err
+		}
+	}
+}
+
 // latestCheckpoint loads the rule's newest checkpoint; a checkpoint of an
 // earlier definition of the rule is discarded (state does not survive a
 // change of the rule or its streams).
-func (rn *Runner) latestCheckpoint(id, fp string, logger *slog.Logger) *checkpoint.Checkpoint {
+func (rn *Runner) latestCheckpoint(id, fp string, logger *slog.Logger) (*checkpoint.Checkpoint, error) {
 	cp, err := rn.Checkpoints.Latest(id, fp)
 	switch {
 	case err == nil:
-		return cp
+		return cp, nil
+	case errors.Is(err, checkpoint.ErrUnavailable):
+		return nil, err
 	case errors.Is(err, checkpoint.ErrMismatch):
 		logger.Info("rule definition changed: discarding its checkpoints")
 		if err := rn.Checkpoints.Delete(id); err != nil {
@@ -268,7 +322,7 @@ func (rn *Runner) latestCheckpoint(id, fp string, logger *slog.Logger) *checkpoi
 	case !errors.Is(err, checkpoint.ErrNotFound):
 		logger.Warn("checkpoint unreadable; starting without state", "err", err)
 	}
-	return nil
+	return nil, nil
 }
 
 // restorePoint picks the checkpoint to restore, and the id checkpoint
@@ -287,7 +341,10 @@ func (rn *Runner) latestCheckpoint(id, fp string, logger *slog.Logger) *checkpoi
 // nothing is restored (a checkpoint lost or of another definition, a rule
 // re-created with the same id): a sink's bookkeeping then never meets an
 // id it has already committed.
-func (rn *Runner) restorePoint(ctx context.Context, id, fp string, sinks []*sinkNode, logger *slog.Logger) (*checkpoint.Checkpoint, uint64) {
+//
+// Storage that does not answer (checkpoint.ErrUnavailable) is an error:
+// the rule does not start rather than start without its state.
+func (rn *Runner) restorePoint(ctx context.Context, id, fp string, sinks []*sinkNode, logger *slog.Logger) (*checkpoint.Checkpoint, uint64, error) {
 	marker, _ := rn.Checkpoints.Committed(id)
 	floor := marker
 	txn := false
@@ -313,22 +370,25 @@ func (rn *Runner) restorePoint(ctx context.Context, id, fp string, sinks []*sink
 		txn = true
 	}
 	if !txn {
-		cp := rn.latestCheckpoint(id, fp, logger)
+		cp, err := rn.latestCheckpoint(id, fp, logger)
 		if cp != nil {
 			floor = max(floor, cp.ID)
 		}
-		return cp, floor
+		return cp, floor, err
 	}
 	if target == 0 {
 		logger.Info("no committed checkpoint: starting without state")
-		return nil, floor
+		return nil, floor, nil
 	}
 	cp, err := rn.Checkpoints.Load(id, fp, target)
+	if errors.Is(err, checkpoint.ErrUnavailable) {
+		return nil, floor, err
+	}
 	if err != nil {
 		logger.Warn("committed checkpoint not restorable; starting without state", "id", target, "err", err)
-		return nil, floor
+		return nil, floor, nil
 	}
-	return cp, floor
+	return cp, floor, nil
 }
 
 // Cleanup removes what a deleted rule leaves on disk (its checkpoints).

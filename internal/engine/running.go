@@ -133,6 +133,13 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 			return fmt.Errorf("stream %s of rule %s: %w", in.Name, rr.def.ID, err)
 		}
 		ckKey := "source:" + in.Name
+		if logged != nil && rr.rn.ClusterNode != "" {
+			// A source log lives in this node's data folder: its offsets
+			// mean nothing to another node, which reads its own log from
+			// where it is rather than from another node's position.
+			ckKey += "@" + rr.rn.ClusterNode
+			rr.logger.Warn("stream has a local source log: on a cluster, what this node received but no checkpoint covered yet is lost if the node dies (see docs/cluster.md)", "stream", in.Name)
+		}
 		if perRule && restored != nil {
 			if off, ok := restored.Offsets[ckKey]; ok && len(off) > 0 && sub.Rewindable() {
 				if err := sub.Rewind(off); err != nil {
@@ -306,6 +313,9 @@ func (rr *running) fail(err *panics.Error) {
 // a position upstream (connector.Deps.SessionID).
 func (rn *Runner) sessionID(ruleID, streamName string) string {
 	node := rn.NodeID
+	if rn.SessionScope != "" {
+		node = rn.SessionScope
+	}
 	if node == "" {
 		node = rn.Paths.Data
 	}
