@@ -44,7 +44,8 @@ func docPath(p string) string {
 	if p == "/{$}" {
 		return "/"
 	}
-	return p
+	// A {name...} wildcard is the path parameter {name}, slashes allowed.
+	return strings.ReplaceAll(p, "...}", "}")
 }
 
 type recorded struct {
