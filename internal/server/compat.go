@@ -56,11 +56,22 @@ func (s *Server) connectionTypes() []string {
 	}
 	var out []string
 	for _, typ := range s.opts.Connections.Types() {
-		if _, _, ok := s.connectionSpec(typ); ok {
-			out = append(out, typ)
+		if _, kind, ok := s.connectionSpec(typ); ok {
+			out = append(out, s.connectorName(kind, typ))
 		}
 	}
 	return out
+}
+
+// connectorName is typ as its connector is registered ("redisPub" for
+// "redispub"): the connection registry keeps types in lower case.
+func (s *Server) connectorName(kind connector.Kind, typ string) string {
+	for _, name := range s.opts.Connectors.Names(kind) {
+		if strings.EqualFold(name, typ) {
+			return name
+		}
+	}
+	return typ
 }
 
 // connectionSpec is the property spec of a connection type: its source's,
@@ -87,11 +98,12 @@ func (s *Server) listConnectionMeta(w http.ResponseWriter, r *http.Request) erro
 // connectionMeta is GET /metadata/connections/{type}: the properties of a
 // connection type, generated from its connector's spec.
 func (s *Server) connectionMeta(w http.ResponseWriter, r *http.Request) error {
-	typ := strings.ToLower(r.PathValue("type"))
+	typ := r.PathValue("type")
 	for _, t := range s.connectionTypes() {
-		if t != typ {
+		if !strings.EqualFold(t, typ) {
 			continue
 		}
+		typ = t
 		spec, _, _ := s.connectionSpec(typ)
 		return writeJSON(w, http.StatusOK, map[string]any{
 			"about": connectionAbout(typ), "libs": []string{}, "node": nil, "type": "internal",

@@ -112,7 +112,7 @@ func TestCompatRoutes(t *testing.T) {
 func TestConnectionMetadata(t *testing.T) {
 	conns := connection.NewRegistry(nil)
 	key := func(props map[string]any) (string, error) { return "k", nil }
-	for _, typ := range []string{"redis", "nosuchconnector"} {
+	for _, typ := range []string{"redis", "redispub", "nosuchconnector"} {
 		if err := conns.SetKeyFunc(typ, key); err != nil {
 			t.Fatal(err)
 		}
@@ -125,11 +125,14 @@ func TestConnectionMetadata(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &list); code != 200 || err != nil {
 		t.Fatalf("list: %d %s %v", code, body, err)
 	}
-	if len(list) != 1 || list[0].Name != "redis" {
-		t.Fatalf("connection types = %s, want redis alone (a type without a connector is left out)", body)
+	// Named as the connectors are registered; a type without a connector
+	// is left out.
+	if len(list) != 2 || list[0].Name != "redis" || list[1].Name != "redisPub" {
+		t.Fatalf("connection types = %s, want redis and redisPub", body)
 	}
 	s.run([]step{
 		{"redis properties", "GET", "/metadata/connections/redis", "", 200, `"properties":{"default":[`},
+		{"any case", "GET", "/metadata/connections/REDISPUB", "", 200, "redisPub connection"},
 		{"without connector", "GET", "/metadata/connections/nosuchconnector", "", 404, "nosuchconnector"},
 		{"unknown", "GET", "/metadata/connections/nope", "", 404, "nope"},
 	})
