@@ -44,7 +44,8 @@ func docPath(p string) string {
 	if p == "/{$}" {
 		return "/"
 	}
-	return p
+	// A {name...} wildcard is the path parameter {name}, slashes allowed.
+	return strings.ReplaceAll(p, "...}", "}")
 }
 
 type recorded struct {
@@ -247,6 +248,21 @@ var openAPIRun = []step{
 	{"", "POST", "/ruleset/import", `{"content":"{}"}`, 0, ""},
 	{"", "POST", "/data/import?partial=1", `{"content":"{\"streams\":{\"x\":\"CREATE STREAM\"}}"}`, 0, ""},
 	{"", "POST", "/data/import?partial=1", `{"content":"{}"}`, 0, ""},
+	{"", "GET", "/data/import/status", "", 0, ""},
+	{"", "POST", "/async/data/import?partial=1", `{"content":"{}"}`, 0, ""},
+	{"", "POST", "/async/data/import", `{"content":`, 0, ""},
+	{"", "GET", "/async/task/nope", "", 0, ""},
+	{"", "POST", "/async/task/nope/cancel", "", 0, ""},
+	{"", "GET", "/stop", "", 0, ""},
+	{"", "PATCH", "/configs", `{"logLevel":"debug"}`, 0, ""},
+	{"", "PUT", "/rules/r1/reset_state", `{"type":1}`, 0, ""},
+	{"", "GET", "/v2/data/export", "", 0, ""},
+	{"", "GET", "/metrics/dump", "", 0, ""},
+	{"", "GET", "/metrics/dump/check", "", 0, ""},
+	{"", "GET", "/rules/usage/cpu", "", 0, ""},
+	{"", "GET", "/metadata/operators", "", 0, ""},
+	{"", "GET", "/metadata/connections", "", 0, ""},
+	{"", "GET", "/metadata/connections/nope", "", 0, ""},
 	{"", "POST", "/batch/req", `[{"method":"GET","path":"/ping"}]`, 0, ""},
 	{"", "POST", "/config/uploads", `{"name":"u.txt","content":"x"}`, 0, ""},
 	{"", "GET", "/config/uploads", "", 0, ""},

@@ -138,10 +138,14 @@ func TestUploads(t *testing.T) {
 	want, _ := json.Marshal([]string{path, path2, path3})
 	s.run([]step{
 		{"list", "GET", "/config/uploads", "", 200, string(want)},
-		{"separator", "POST", "/config/uploads", `{"name":"../x","content":"x"}`, 400, "path separator"},
+		{"parent folder", "POST", "/config/uploads", `{"name":"../x","content":"x"}`, 400, "must not start with a dot"},
+		{"parent folder inside", "POST", "/config/uploads", `{"name":"a/../../x","content":"x"}`, 400, "must not start with a dot"},
+		{"leading slash", "POST", "/config/uploads", `{"name":"/etc/x","content":"x"}`, 400, "empty path element"},
+		{"doubled slash", "POST", "/config/uploads", `{"name":"a//x","content":"x"}`, 400, "empty path element"},
+		{"trailing slash", "POST", "/config/uploads", `{"name":"a/","content":"x"}`, 400, "empty path element"},
 		{"dot dot", "POST", "/config/uploads", `{"name":"..","content":"x"}`, 400, "dot"},
 		{"hidden", "POST", "/config/uploads", `{"name":".env","content":"x"}`, 400, "dot"},
-		{"backslash", "POST", "/config/uploads", `{"name":"a\\b","content":"x"}`, 400, "path separator"},
+		{"backslash", "POST", "/config/uploads", `{"name":"a\\b","content":"x"}`, 400, "backslash"},
 		{"no name", "POST", "/config/uploads", `{"content":"x"}`, 400, "name is required"},
 		{"both", "POST", "/config/uploads", `{"name":"z","content":"x","file":"file:///etc/hostname"}`, 400, "not both"},
 		{"bad scheme", "POST", "/config/uploads", `{"name":"z","file":"ftp://h/x"}`, 400, "want file://"},
@@ -155,6 +159,29 @@ func TestUploads(t *testing.T) {
 	})
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("deleted upload still on disk: %v", err)
+	}
+
+	// Names with folders, as in eKuiper: the folders are made on upload
+	// and removed with their last file.
+	code, nested := s.do("POST", "/config/uploads", `{"name":"l1/l2/n.txt","content":"deep"}`)
+	if b, err := os.ReadFile(nested); code != 201 || err != nil || string(b) != "deep" ||
+		nested != filepath.Join(filepath.Dir(path), "l1", "l2", "n.txt") {
+		t.Fatalf("nested upload: %d %s %q %v", code, nested, b, err)
+	}
+	code, beside := s.do("POST", "/config/uploads", `{"name":"l1/m.txt","content":"near"}`)
+	if code != 201 {
+		t.Fatalf("second nested upload: %d %s", code, beside)
+	}
+	s.run([]step{
+		{"list nested", "GET", "/config/uploads", "", 200, "n.txt"},
+		{"delete nested", "DELETE", "/config/uploads/l1/l2/n.txt", "", 200, "ok"},
+		{"delete nested again", "DELETE", "/config/uploads/l1/l2/n.txt", "", 404, ""},
+	})
+	if _, err := os.Stat(filepath.Join(filepath.Dir(path), "l1", "l2")); !os.IsNotExist(err) {
+		t.Fatalf("empty folder l1/l2 left behind: %v", err)
+	}
+	if b, err := os.ReadFile(beside); err != nil || string(b) != "near" {
+		t.Fatalf("the folder's other file went too: %q %v", b, err)
 	}
 }
 

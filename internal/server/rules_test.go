@@ -241,7 +241,7 @@ func TestRuleSchema(t *testing.T) {
 	s.run([]step{
 		{"stream", "POST", "/streams", demoDDL, 201, ""},
 		{"rule", "POST", "/rules", `{"id":"r1","sql":"SELECT a, d AS arr, b->c, a + 1 AS n, count(*), * FROM demo GROUP BY a, TUMBLINGWINDOW(ss, 1)","actions":[{"log":{}}]}`, 201, ""},
-		{"schema", "GET", "/rules/r1/schema", "", 200, `{"a":{"type":"bigint"},"arr":{"items":{"type":"float"},"type":"array"},"count":{},"kuiper_field_2":{},"n":{}}`},
+		{"schema", "GET", "/rules/r1/schema", "", 200, `{"a":{"hasIndex":true,"index":0,"type":"bigint"},"arr":{"hasIndex":true,"index":1,"items":{"index":0,"type":"float"},"type":"array"},"count":{"hasIndex":true,"index":4},"kuiper_field_2":{"hasIndex":true,"index":2},"n":{"hasIndex":true,"index":3}}`},
 		{"unknown", "GET", "/rules/nope/schema", "", 404, ""},
 		{"stopped", "POST", "/rules/r1/stop", "", 200, ""},
 		{"not running", "GET", "/rules/r1/schema", "", 409, ""},

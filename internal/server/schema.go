@@ -132,9 +132,11 @@ func sortExprs(sf []ast.SortField) []ast.Expr {
 }
 
 // ruleSchema is GET /rules/{id}/schema: the fields a running rule sends to
-// its sinks (eKuiper's sink schema), field name → type. A field that is a
-// column of a stream with declared fields has that column's type; others
-// (expressions, columns of schemaless streams) are {}. `*` adds nothing.
+// its sinks (eKuiper's sink schema), field name → {"hasIndex": true,
+// "index": its position among the output fields}. A field that is a
+// column of a stream with declared fields also has that column's type;
+// others (expressions, columns of schemaless streams) do not. `*` adds
+// nothing.
 func (s *Server) ruleSchema(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	if _, err := s.rules.Topo(id); err != nil {
@@ -164,6 +166,9 @@ func (s *Server) ruleSchema(w http.ResponseWriter, r *http.Request) error {
 		load(j.Name, j.Alias)
 	}
 	out := map[string]any{}
+	// index is the field's position among the rule's output fields, with
+	// hasIndex, as eKuiper reports its sink schema.
+	index := 0
 	for i, f := range stmt.Fields {
 		if _, star := f.Expr.(*ast.Wildcard); star || f.Invisible {
 			continue
@@ -175,21 +180,22 @@ func (s *Server) ruleSchema(w http.ResponseWriter, r *http.Request) error {
 		if _, dup := out[name]; dup {
 			return fmt.Errorf("%w: duplicate field definition %s", rule.ErrInvalid, name)
 		}
-		out[name] = map[string]any{}
-		ref, ok := f.Expr.(*ast.FieldRef)
-		if !ok {
-			continue
-		}
-		for qual, cs := range streams {
-			if ref.Stream != "" && ref.Stream != qual {
-				continue
-			}
-			for _, sf := range cs.Fields {
-				if sf.Name == ref.Name {
-					out[name] = schemaType(sf.Type)
+		field := map[string]any{}
+		if ref, ok := f.Expr.(*ast.FieldRef); ok {
+			for qual, cs := range streams {
+				if ref.Stream != "" && ref.Stream != qual {
+					continue
+				}
+				for _, sf := range cs.Fields {
+					if sf.Name == ref.Name {
+						field = schemaType(sf.Type)
+					}
 				}
 			}
 		}
+		field["hasIndex"], field["index"] = true, index
+		index++
+		out[name] = field
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

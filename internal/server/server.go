@@ -119,6 +119,8 @@ type Server struct {
 	builtins *function.Registry
 	// trials are the rule test runs of /ruletest.
 	trials *trial.Manager
+	// imports are the latest data import's answer and the async imports.
+	imports *imports
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -156,7 +158,7 @@ func New(opts Options) *Server {
 	s := &Server{
 		opts: opts, cat: opts.Catalog, rules: opts.Rules, log: opts.Logger,
 		access: opts.Config.Guard(), mux: http.NewServeMux(), started: opts.Clock.Now(),
-		builtins: opts.Functions,
+		builtins: opts.Functions, imports: newImports(opts.Clock),
 	}
 	s.guard = guard{audit: opts.Config.Basic.EnableRestAuditLog, cors: map[string]bool{}}
 	for _, o := range opts.Config.Basic.CORS {
@@ -263,6 +265,8 @@ func (s *Server) routes() {
 	s.handle("GET /rules/{id}/schema", s.ruleSchema)
 	s.handle("GET /openapi.json", s.openAPI)
 	s.handle("GET /cluster/nodes", s.clusterNodes)
+	s.importTaskRoutes()
+	s.compatRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, fmt.Errorf("%s %s: %w", r.Method, r.URL.Path, errNoRoute))
 	})

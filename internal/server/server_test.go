@@ -196,7 +196,7 @@ func TestStreams(t *testing.T) {
 		{"describe options", "GET", "/streams/demo", "", 200, `"Options":{"datasource":"t","format":"json","type":"memory","version":"2"}`},
 		{"describe unknown", "GET", "/streams/nope", "", 404, "not found"},
 		{"describe table as stream", "GET", "/tables/demo", "", 404, "not found"},
-		{"schema", "GET", "/streams/demo/schema", "", 200, `"d":{"items":{"type":"float"},"type":"array"}`},
+		{"schema", "GET", "/streams/demo/schema", "", 200, `"d":{"index":0,"items":{"index":0,"type":"float"},"type":"array"}`},
 		{"schema unknown", "GET", "/streams/nope/schema", "", 404, ""},
 		{"replace older version", "PUT", "/streams/demo", `{"sql":"CREATE STREAM demo () WITH (TYPE=\"memory\", VERSION=\"1\")"}`, 409, "not newer"},
 		{"replace name mismatch", "PUT", "/streams/demo", `{"sql":"CREATE STREAM other () WITH (TYPE=\"memory\")"}`, 400, "does not match"},

@@ -379,7 +379,9 @@ func schemaType(t *ast.DataType) map[string]any {
 	if t == nil {
 		return map[string]any{}
 	}
-	m := map[string]any{"type": typeNames[t.Kind]}
+	// "index" is always 0, eKuiper's value outside its experimental slice
+	// tuples, where it numbers the field's slot.
+	m := map[string]any{"type": typeNames[t.Kind], "index": 0}
 	switch t.Kind {
 	case token.ARRAY:
 		m["items"] = schemaType(t.Elem)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rekuiper/rekuiper/internal/server/servertest"
 )
@@ -47,11 +48,20 @@ func mustCall(t *testing.T, method, url, body string, want int) string {
 }
 
 // memoryRule creates a memory stream on topic "in" and a running rule r1
-// reading it.
+// reading it. It returns once the rule's source has subscribed to the
+// topic: rows published before that are not the rule's.
 func memoryRule(t *testing.T, d *servertest.Daemon) {
 	t.Helper()
+	before := d.Memory.Subscribers()
 	mustCall(t, "POST", d.URL+"/streams", `{"sql":"CREATE STREAM demo (v BIGINT) WITH (DATASOURCE=\"in\", TYPE=\"memory\", FORMAT=\"json\")"}`, 201)
 	mustCall(t, "POST", d.URL+"/rules", `{"id":"r1","sql":"SELECT v * 2 AS w FROM demo","actions":[{"nop":{}}]}`, 201)
+	deadline := time.Now().Add(10 * time.Second)
+	for d.Memory.Subscribers() <= before {
+		if time.Now().After(deadline) {
+			t.Fatal("rule r1 did not subscribe to topic in within 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // tapEvents opens the tap of rule id and returns a function reading the
@@ -71,6 +81,9 @@ func tapEvents(t *testing.T, url string) func() map[string]any {
 	}
 	sc := bufio.NewScanner(resp.Body)
 	return func() map[string]any {
+		// A missing event fails the test instead of hanging it.
+		timer := time.AfterFunc(10*time.Second, cancel)
+		defer timer.Stop()
 		for sc.Scan() {
 			line, ok := strings.CutPrefix(sc.Text(), "data: ")
 			if !ok {

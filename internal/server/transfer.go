@@ -370,29 +370,68 @@ func (s *Server) exportConfKeys(c catalog.ConfCategory) (map[string]string, erro
 // function (eKuiper's full import).
 // The response lists per-item errors; stop=1 is accepted and ignored.
 func (s *Server) importData(w http.ResponseWriter, r *http.Request) error {
-	doc, err := s.importContent(r.Context(), r)
+	d, partial, err := s.importRequest(r)
 	if err != nil {
 		return err
 	}
+	resp, err := s.applyImport(r.Context(), d, partial)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"ErrorMsg": "", "ConfigResponse": resp})
+}
+
+// importRequest reads the document and the partial flag of a data import.
+func (s *Server) importRequest(r *http.Request) (*DataExport, bool, error) {
+	doc, err := s.importContent(r.Context(), r)
+	if err != nil {
+		return nil, false, err
+	}
 	var d DataExport
 	if err := json.Unmarshal(doc, &d); err != nil {
-		return badRequest("decode data: %v", err)
+		return nil, false, badRequest("decode data: %v", err)
 	}
 	partial, _ := strconv.ParseBool(r.URL.Query().Get("partial"))
+	return &d, partial, nil
+}
+
+// applyImport checks and applies an import; it returns eKuiper's
+// per-section answer, which GET /data/import/status shows until the next
+// import. A failed item is an importFailed error carrying the same answer.
+func (s *Server) applyImport(ctx context.Context, d *DataExport, partial bool) (map[string]map[string]string, error) {
+	resp, err := s.importItems(ctx, d, partial)
+	if err != nil {
+		var f importFailed
+		if errors.As(err, &f) {
+			s.imports.setStatus(f.resp)
+		}
+		return nil, err
+	}
+	s.imports.setStatus(resp)
+	return resp, nil
+}
+
+func (s *Server) importItems(ctx context.Context, d *DataExport, partial bool) (map[string]map[string]string, error) {
 	// Everything is checked before anything changes: a full import that
 	// would fail leaves the catalog as it was.
-	res, schemas := s.checkImport(&d, partial)
+	res, schemas := s.checkImport(d, partial)
 	if res.first != nil {
-		return res.failure()
+		return nil, res.failure()
 	}
-	ctx := r.Context()
+	// A cancel (a client gone, POST /async/task/{id}/cancel) is honoured
+	// up to here; once the catalog changes, the import is completed so
+	// that it never stops half applied.
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("import cancelled before it changed anything: %w", err)
+	}
+	ctx = context.WithoutCancel(ctx)
 	if !partial {
 		if err := s.resetAll(ctx); err != nil {
-			return fmt.Errorf("reset before import: %w", err)
+			return nil, fmt.Errorf("reset before import: %w", err)
 		}
 	}
 	res = &importResult{errs: map[string]map[string]string{}}
-	for _, sec := range confSections(&d) {
+	for _, sec := range confSections(d) {
 		for _, typ := range sortedKeys(sec.m) {
 			var keys map[string]map[string]any
 			if err := json.Unmarshal([]byte(sec.m[typ]), &keys); err != nil {
@@ -406,7 +445,7 @@ func (s *Server) importData(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
-	s.importJSFunctions(r, d.Scripts, res)
+	s.importJSFunctions(ctx, d.Scripts, res)
 	s.importSchemas(ctx, schemas, res)
 	defs := s.importDefs(ctx, d.Streams, d.Tables, d.Rules)
 	for sec, m := range defs.errs {
@@ -415,9 +454,9 @@ func (s *Server) importData(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if res.first != nil {
-		return res.failure()
+		return nil, res.failure()
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"ErrorMsg": "", "ConfigResponse": res.configResponse()})
+	return res.configResponse(), nil
 }
 
 type confSection struct {
@@ -430,10 +469,12 @@ func confSections(d *DataExport) []confSection {
 	return []confSection{{"sourceConfig", d.SourceConfig, "sources"}, {"sinkConfig", d.SinkConfig, "sinks"}, {"connectionConfig", d.ConnectionConfig, "connections"}}
 }
 
-// configResponse is eKuiper's per-section map of item errors.
+// configResponse is eKuiper's per-section map of item errors, with every
+// section of eKuiper's answer (the plugin, service and upload sections are
+// always empty here).
 func (res *importResult) configResponse() map[string]map[string]string {
 	resp := map[string]map[string]string{}
-	for _, sec := range []string{"streams", "tables", "rules", "sourceConfig", "sinkConfig", "connectionConfig", "scripts", schemaSection} {
+	for _, sec := range []string{"streams", "tables", "rules", "nativePlugins", "portablePlugins", "sourceConfig", "sinkConfig", "connectionConfig", "Service", schemaSection, "uploads", "scripts"} {
 		m := res.errs[sec]
 		if m == nil {
 			m = map[string]string{}

@@ -50,11 +50,11 @@ func (s *Server) listJSFunctions(w http.ResponseWriter, r *http.Request) error {
 
 // checkJSFunction validates f and refuses an id that differs only in case
 // from another function's (SQL names ignore case).
-func (s *Server) checkJSFunction(r *http.Request, f catalog.JSFunction) error {
+func (s *Server) checkJSFunction(ctx context.Context, f catalog.JSFunction) error {
 	if err := jsudf.Check(f, s.builtins, s.opts.JSLimits); err != nil {
 		return badRequest("javascript function %s: %v", f.ID, err)
 	}
-	if other, ok, err := jsudf.Find(r.Context(), s.cat, f.ID); err != nil {
+	if other, ok, err := jsudf.Find(ctx, s.cat, f.ID); err != nil {
 		return err
 	} else if ok && other.ID != f.ID {
 		return fmt.Errorf("javascript function %s: %s exists, and SQL function names ignore case: %w", f.ID, other.ID, catalog.ErrConflict)
@@ -68,7 +68,7 @@ func (s *Server) createJSFunction(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	f := b.function()
-	if err := s.checkJSFunction(r, f); err != nil {
+	if err := s.checkJSFunction(r.Context(), f); err != nil {
 		return err
 	}
 	if _, err := s.cat.PutJSFunction(r.Context(), f, catalog.Create); err != nil {
@@ -106,7 +106,7 @@ func (s *Server) updateJSFunction(w http.ResponseWriter, r *http.Request) error 
 		return badRequest("javascript function id %q in the body differs from %q in the path", b.ID, id)
 	}
 	f := b.function()
-	if err := s.checkJSFunction(r, f); err != nil {
+	if err := s.checkJSFunction(r.Context(), f); err != nil {
 		return err
 	}
 	// A rule calling a scalar as an aggregate (or the reverse) would no
@@ -264,14 +264,14 @@ func (s *Server) checkImportJSFunctions(scripts map[string]string, res *importRe
 
 // importJSFunctions upserts the "scripts" section of /data/import and
 // records failures in res.
-func (s *Server) importJSFunctions(r *http.Request, scripts map[string]string, res *importResult) {
+func (s *Server) importJSFunctions(ctx context.Context, scripts map[string]string, res *importResult) {
 	for _, id := range sortedKeys(scripts) {
 		f, err := s.importedJSFunction(id, scripts[id])
 		if err == nil {
-			err = s.checkJSFunction(r, f)
+			err = s.checkJSFunction(ctx, f)
 		}
 		if err == nil {
-			_, err = s.cat.PutJSFunction(r.Context(), f, catalog.Upsert)
+			_, err = s.cat.PutJSFunction(ctx, f, catalog.Upsert)
 		}
 		if err != nil {
 			res.fail("scripts", id, err)

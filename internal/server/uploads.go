@@ -35,7 +35,8 @@ const uploadField = "uploadFile"
 func (s *Server) uploadRoutes() {
 	s.handle("GET "+uploadsPath, s.listUploads)
 	s.handle("POST "+uploadsPath, s.upload)
-	s.handle("DELETE "+uploadsPath+"/{name}", s.deleteUpload)
+	// {name...}: a name may have folders (see validUploadName).
+	s.handle("DELETE "+uploadsPath+"/{name...}", s.deleteUpload)
 }
 
 // uploadDir is data/uploads, where uploaded files live.
@@ -46,20 +47,38 @@ func (s *Server) uploadDir() (string, error) {
 	return filepath.Join(s.opts.Config.Paths.Data, "uploads"), nil
 }
 
+// maxUploadPath bounds an upload name with its folders.
+const maxUploadPath = 1024
+
 // validUploadName refuses names that could leave the uploads folder or
-// hide: empty, ".", "..", path separators, NUL, a leading dot.
+// hide. A name is a relative path of '/'-separated elements, as in
+// eKuiper ("csv/devices.csv" is the file devices.csv in the folder csv,
+// created on upload); every element is a name the validator accepts, at
+// most 255 bytes and not starting with a dot (so neither "." nor ".."),
+// and no element is empty (no leading, trailing or doubled '/').
 func validUploadName(name string) error {
 	switch {
 	case name == "":
 		return badRequest("upload name is required")
-	case len(name) > 255:
-		return badRequest("upload name longer than 255 bytes")
-	case strings.ContainsAny(name, "/\\\x00"):
-		return badRequest("upload name %q must not contain a path separator", name)
-	case name == "." || name == ".." || strings.HasPrefix(name, "."):
-		return badRequest("upload name %q must not start with a dot", name)
+	case len(name) > maxUploadPath:
+		return badRequest("upload name longer than %d bytes", maxUploadPath)
+	case strings.ContainsAny(name, "\\\x00"):
+		return badRequest("upload name %q must not contain a backslash or NUL", name)
 	}
-	return validName("upload", name)
+	for _, elem := range strings.Split(name, "/") {
+		switch {
+		case elem == "":
+			return badRequest("upload name %q has an empty path element (a leading, trailing or doubled /)", name)
+		case len(elem) > 255:
+			return badRequest("upload name %q: element longer than 255 bytes", name)
+		case strings.HasPrefix(elem, "."):
+			return badRequest("upload name %q: element %q must not start with a dot", name, elem)
+		}
+		if err := validName("upload", elem); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *Server) listUploads(w http.ResponseWriter, r *http.Request) error {
@@ -125,14 +144,17 @@ func (s *Server) stageUpload(name string, rd io.Reader) (*stagedUpload, error) {
 	if err != nil {
 		return nil, err
 	}
-	abs, err := filepath.Abs(filepath.Join(dir, name))
+	abs, err := filepath.Abs(filepath.Join(dir, filepath.FromSlash(name)))
 	if err != nil {
 		return nil, fmt.Errorf("upload %s: %w", name, err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create %s: %w", dir, err)
+	// The file's folders are made on the way; the temporary file goes
+	// next to the file, so the rename stays in one folder.
+	into := filepath.Dir(abs)
+	if err := os.MkdirAll(into, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", into, err)
 	}
-	tmp, err := os.CreateTemp(dir, ".upload-*")
+	tmp, err := os.CreateTemp(into, ".upload-*")
 	if err != nil {
 		return nil, fmt.Errorf("create temporary file: %w", err)
 	}
@@ -310,6 +332,15 @@ func (s *Server) deleteUpload(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err := os.Remove(u.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("delete upload %s: %w", name, err)
+	}
+	// Folders the upload made go with it once empty (Remove refuses a
+	// folder that is not).
+	if dir, err := s.uploadDir(); err == nil {
+		for d := filepath.Dir(u.Path); strings.HasPrefix(d, dir+string(filepath.Separator)); d = filepath.Dir(d) {
+			if os.Remove(d) != nil {
+				break
+			}
+		}
 	}
 	return writeText(w, http.StatusOK, "ok")
 }

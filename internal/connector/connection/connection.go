@@ -32,6 +32,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -124,6 +125,18 @@ func (r *Registry) SetKeyFunc(typ string, f KeyFunc) error {
 	}
 	r.keyFns[typ] = f
 	return nil
+}
+
+// Types returns the connection types with a KeyFunc, sorted.
+func (r *Registry) Types() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.keyFns))
+	for typ := range r.keyFns {
+		out = append(out, typ)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Status reports the connection of type typ with properties props. It

@@ -37,7 +37,8 @@ func Register(r *connector.Registry) error {
 }
 
 // Source emits data[0], data[1], ... one row per interval on the clock: the
-// first row one interval after Connect, then on a fixed schedule. It starts
+// first row at Connect, as eKuiper pulls a pull source once when it starts,
+// then on a fixed schedule. It starts
 // no goroutine (Read waits on a clock timer) and holds nothing to close.
 // It is Rewindable: the offset is the index of the next row.
 type Source struct {
@@ -74,9 +75,9 @@ func New(props map[string]any, deps connector.Deps) (api.Source, error) {
 	}, nil
 }
 
-// Connect starts the schedule.
+// Connect starts the schedule: the next Read returns at once.
 func (s *Source) Connect(context.Context) error {
-	s.due = s.clk.Now().Add(s.interval)
+	s.due = s.clk.Now()
 	s.connected = true
 	return nil
 }
