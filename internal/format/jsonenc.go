@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/rekuiper/rekuiper/internal/row"
 )
 
 // jsonWriter appends JSON to buf. Object keys are written sorted, as
@@ -256,4 +258,65 @@ func appendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// EncodeSlots encodes slot rows as a JSON array, as Encode encodes their
+// maps. The returned bytes are the codec's buffer: valid until its next
+// call, not to be kept (a caller that keeps them copies them).
+func (c *JSONCodec) EncodeSlots(rows *row.SlotRows) ([]byte, error) {
+	c.w.buf = append(c.w.buf[:0], '[')
+	for i := range rows.Len() {
+		if i > 0 {
+			c.w.buf = append(c.w.buf, ',')
+		}
+		if err := c.w.slotRow(rows, i); err != nil {
+			return nil, err
+		}
+	}
+	c.w.buf = append(c.w.buf, ']')
+	return c.w.scratch(), nil
+}
+
+// EncodeSlotRow encodes row i of rows as a JSON object, as EncodeRow
+// encodes its map. Like EncodeSlots, it returns the codec's buffer.
+func (c *JSONCodec) EncodeSlotRow(rows *row.SlotRows, i int) ([]byte, error) {
+	c.w.buf = c.w.buf[:0]
+	if err := c.w.slotRow(rows, i); err != nil {
+		return nil, err
+	}
+	return c.w.scratch(), nil
+}
+
+// scratch returns the buffer itself, for the next call to overwrite.
+func (w *jsonWriter) scratch() []byte {
+	out := w.buf
+	if cap(w.buf) > 1<<20 {
+		w.buf = nil // do not keep a huge buffer after one large message
+	}
+	return out
+}
+
+// slotRow writes row i of rows as an object, keys sorted as object writes
+// a map's.
+func (w *jsonWriter) slotRow(rows *row.SlotRows, i int) error {
+	cols, vals := rows.Columns(), rows.Row(i)
+	w.buf = append(w.buf, '{')
+	first := true
+	for _, j := range cols.Sorted() {
+		v := vals[j]
+		if v == row.Omitted {
+			continue
+		}
+		if !first {
+			w.buf = append(w.buf, ',')
+		}
+		first = false
+		w.buf = appendString(w.buf, cols.Name(j))
+		w.buf = append(w.buf, ':')
+		if err := w.value(v); err != nil {
+			return err
+		}
+	}
+	w.buf = append(w.buf, '}')
+	return nil
 }
