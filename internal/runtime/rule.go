@@ -20,6 +20,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/operator"
 	"github.com/rekuiper/rekuiper/internal/panics"
+	"github.com/rekuiper/rekuiper/internal/row"
 	"github.com/rekuiper/rekuiper/internal/tracing"
 )
 
@@ -30,6 +31,23 @@ type Sink interface {
 	// Collect delivers one emission's rows. An error is counted in the
 	// sink's metrics; retries are the sink cache's business.
 	Collect(ctx context.Context, rows []map[string]any) error
+}
+
+// SlotSink is implemented by sinks that take projected rows in slots
+// (row.SlotRows) as well as maps: the runtime then hands them the rule's
+// slot rows, and builds maps only for the sinks without it.
+type SlotSink interface {
+	Sink
+	// CollectSlots delivers one emission's rows in slots; rows are valid
+	// only during the call (the runtime releases them after the last
+	// sink), their values as long as the sink likes.
+	CollectSlots(ctx context.Context, rows *row.SlotRows) error
+}
+
+// slotEmitter is a last operator that can emit its rows in slots
+// (operator.Project).
+type slotEmitter interface {
+	EnableSlots()
 }
 
 // Flusher is implemented by sinks that buffer or pipeline writes: at a
@@ -105,7 +123,7 @@ type Rule struct {
 	// in and sinkIn are allocated, and the goroutines started, by launch;
 	// launched is set once they are, for readers outside launchOnce.
 	in         chan *operator.Item // pointers: a buffered slot costs 8 bytes, not a whole Item
-	sinkIn     []chan *operator.Item
+	sinkIn     []chan *sinkItem
 	launchOnce sync.Once
 	launched   atomic.Bool
 	quit       chan struct{}
@@ -116,10 +134,13 @@ type Rule struct {
 	// emits[i] passes operator i's output on; built once on the operator
 	// goroutine so that no closure is allocated per item.
 	emits []operator.Emit
-	// sinkItems is a chunk the items handed to the sinks are carved from,
-	// so that an emission costs no allocation of its own. Operator
-	// goroutine only; a cell handed out is never reused.
-	sinkItems []operator.Item
+	// inItems and sinkItems recycle the cells that carry items through
+	// the input channel and to the sinks, so that neither costs an
+	// allocation per item. An input cell is put back by the operator
+	// goroutine once it copied the item out; a sink cell by the last sink
+	// done with it (see sinkItem).
+	inItems   sync.Pool
+	sinkItems sync.Pool
 
 	// sendMu orders enqueues against Stop: once stopped is set, nothing
 	// more enters the input channel.
@@ -169,6 +190,12 @@ func New(cfg Config) *Rule {
 		}
 		r.SinkMetrics = append(r.SinkMetrics, m)
 	}
+	if n := len(cfg.Ops); n > 0 {
+		if p, ok := cfg.Ops[n-1].(slotEmitter); ok {
+			p.EnableSlots()
+		}
+	}
+	operator.RecycleCopies(cfg.Ops)
 	if len(r.OpMetrics) > 0 {
 		r.OpMetrics[0].BufferLength = func() int64 {
 			if !r.launched.Load() {
@@ -205,9 +232,9 @@ func (r *Rule) Start() {
 // once, under launchOnce, unless Stop came first.
 func (r *Rule) launch() {
 	r.in = make(chan *operator.Item, r.cfg.BufferLength)
-	r.sinkIn = make([]chan *operator.Item, len(r.cfg.Sinks))
+	r.sinkIn = make([]chan *sinkItem, len(r.cfg.Sinks))
 	for i := range r.sinkIn {
-		r.sinkIn[i] = make(chan *operator.Item, r.cfg.BufferLength)
+		r.sinkIn[i] = make(chan *sinkItem, r.cfg.BufferLength)
 	}
 	r.launched.Store(true)
 	started := make(chan struct{})
@@ -239,13 +266,31 @@ func (r *Rule) send(it operator.Item) bool {
 		return false
 	}
 	r.launchOnce.Do(r.launch)
+	p, _ := r.inItems.Get().(*operator.Item)
+	if p == nil {
+		p = new(operator.Item)
+	}
+	*p = it
 	select {
-	case r.in <- &it:
+	case r.in <- p:
 		return true
 	case <-r.quit:
+		r.putIn(p)
 		r.cfg.Tracker.Done()
 		return false
 	}
+}
+
+// takeIn copies the item out of an input cell and recycles the cell.
+func (r *Rule) takeIn(p *operator.Item) operator.Item {
+	it := *p
+	r.putIn(p)
+	return it
+}
+
+func (r *Rule) putIn(p *operator.Item) {
+	*p = operator.Item{}
+	r.inItems.Put(p)
 }
 
 // Stop is a soft stop: the operator goroutine processes the items already
@@ -268,7 +313,8 @@ func (r *Rule) Stop() {
 	r.stopped = true
 	for drained := false; !drained; {
 		select {
-		case <-r.in:
+		case p := <-r.in:
+			r.discard(r.takeIn(p))
 			r.cfg.Tracker.Done()
 		default:
 			drained = true
@@ -344,9 +390,12 @@ func (r *Rule) opLoop(al *aligner) (stopped bool) {
 		r.cfg.Tracker.Done()
 		r.panicked(e)
 	})
-	dispatch := func(it *operator.Item) {
+	dispatch := func(p *operator.Item) {
+		it := r.takeIn(p)
 		if !r.opsFailed {
-			al.dispatch(*it)
+			al.dispatch(it)
+		} else {
+			r.discard(it)
 		}
 		r.cfg.Tracker.Done()
 	}
@@ -527,28 +576,55 @@ func (r *Rule) toSinks(it operator.Item) {
 	if it.Kind == operator.Error && !r.cfg.SendError {
 		return // counted where it happened; emitted only with sendError
 	}
-	if it.Kind == operator.Data && it.Results == nil {
+	if it.Kind == operator.Data && it.Results == nil && it.Slots == nil {
 		return
 	}
 	if it.Kind == operator.Data && r.cfg.Tap != nil {
-		r.cfg.Tap(it.Results)
+		rows := it.Results
+		if it.Slots != nil {
+			rows = it.Slots.Maps()
+		}
+		r.cfg.Tap(rows)
 	}
 	if len(r.sinkIn) == 0 {
+		r.discard(it)
 		return
 	}
-	if len(r.sinkItems) == cap(r.sinkItems) {
-		r.sinkItems = make([]operator.Item, 0, sinkItemChunk)
+	p, _ := r.sinkItems.Get().(*sinkItem)
+	if p == nil {
+		p = new(sinkItem)
 	}
-	r.sinkItems = append(r.sinkItems, it)
-	p := &r.sinkItems[len(r.sinkItems)-1]
+	p.Item = it
+	p.refs.Store(int32(len(r.sinkIn)))
 	for _, ch := range r.sinkIn {
 		r.cfg.Tracker.Add(1)
 		ch <- p
 	}
 }
 
-// sinkItemChunk is the number of sink items carved from one chunk (4 KB).
-const sinkItemChunk = 32
+// sinkItem is an emission handed to the rule's sinks; the last sink done
+// with it releases its slot rows and recycles the cell.
+type sinkItem struct {
+	operator.Item
+	refs atomic.Int32 // sinks yet to finish with it
+}
+
+// sinkDone tells that one sink finished with p.
+func (r *Rule) sinkDone(p *sinkItem) {
+	if p.refs.Add(-1) != 0 {
+		return
+	}
+	r.discard(p.Item)
+	p.Item = operator.Item{}
+	r.sinkItems.Put(p)
+}
+
+// discard releases what an item that goes no further holds.
+func (r *Rule) discard(it operator.Item) {
+	if it.Slots != nil {
+		it.Slots.Release()
+	}
+}
 
 func (r *Rule) runSink(i int) {
 	defer r.sinksDone.Done()
@@ -563,6 +639,7 @@ func (r *Rule) runSink(i int) {
 // goroutine never blocks on a dead sink.
 func (r *Rule) sinkLoop(i int, failed *bool) (closed bool) {
 	sink, m := r.cfg.Sinks[i], r.SinkMetrics[i]
+	slots, _ := sink.(SlotSink)
 	defer panics.Catch("sink "+sink.Name(), func(e *panics.Error) {
 		m.RecordException(e.Error(), r.nowMS())
 		r.cfg.Tracker.Done()
@@ -570,25 +647,35 @@ func (r *Rule) sinkLoop(i int, failed *bool) (closed bool) {
 	})
 	for it := range r.sinkIn[i] {
 		if *failed {
+			r.sinkDone(it)
 			r.cfg.Tracker.Done()
 			continue
 		}
 		if it.Kind == operator.Barrier {
 			r.sinkBarrier(i, it.Barrier)
+			r.sinkDone(it)
 			r.cfg.Tracker.Done()
 			continue
-		}
-		rows := it.Results
-		if it.Kind == operator.Error {
-			rows = []map[string]any{{"error": it.Err.Error()}}
 		}
 		m.RecordsIn.Add(1)
 		start := time.Now()
 		var span tracing.Span
 		if it.Trace != nil {
-			span = r.sinkSpan(i, it)
+			span = r.sinkSpan(i, &it.Item)
 		}
-		if err := sink.Collect(context.Background(), rows); err != nil {
+		var err error
+		switch {
+		case it.Kind == operator.Error:
+			err = sink.Collect(context.Background(), []map[string]any{{"error": it.Err.Error()}})
+		case it.Slots != nil && slots != nil:
+			err = slots.CollectSlots(context.Background(), it.Slots)
+		case it.Slots != nil:
+			err = sink.Collect(context.Background(), it.Slots.Maps())
+		default:
+			err = sink.Collect(context.Background(), it.Results)
+		}
+		r.sinkDone(it)
+		if err != nil {
 			panics.Rethrow(err) // a panic the sink recovered on its own goroutine
 			m.RecordException(err.Error(), r.nowMS())
 			span.Fail(err)
