@@ -51,7 +51,11 @@ type Project struct {
 	// slots, when set (EnableSlots), is where the emissions for tuples
 	// are drawn from when the fields allow rows in slots (see slotted).
 	slots *row.SlotPool
+	block *row.SlotBlock // open block the emissions are carved from
 }
+
+// slotBlockRows is the number of one-row emissions carved from one block.
+const slotBlockRows = 64
 
 // EnableSlots makes the projection emit the rows it projects from tuples
 // as Item.Slots instead of Results, when its fields allow: plain fields
@@ -67,7 +71,7 @@ func (p *Project) EnableSlots() {
 			names = append(names, f.Name)
 		}
 	}
-	p.slots = row.NewSlotPool(row.NewColumns(names))
+	p.slots, p.block = row.NewSlotPool(row.NewColumns(names)), nil
 }
 
 // slotted reports whether every row of the projection has the same columns
@@ -133,7 +137,7 @@ func (p *Project) processSlots(ctx *Context, ts []*row.Tuple, emit Emit) error {
 	for _, t := range ts {
 		ec := evalCtx(ctx, t)
 		ec.RowNumber = 1
-		out := p.slots.Get()
+		out := p.slotEmission()
 		if err := p.slotRow(ec, out.Add()); err != nil {
 			out.Release()
 			emitError(ctx, fmt.Errorf("run Select error: %w", err), emit)
@@ -145,6 +149,21 @@ func (p *Project) processSlots(ctx *Context, ts []*row.Tuple, emit Emit) error {
 		emit(Item{Kind: Data, Slots: out})
 	}
 	return reported(firstErr)
+}
+
+// slotEmission returns a new emission carved from the open block, opening
+// one when it is full: a block is shared by the emissions of several
+// items (a filter passes tuples on one at a time) and recycled once all
+// of them are released.
+func (p *Project) slotEmission() *row.SlotRows {
+	if p.block != nil && p.block.Len() == slotBlockRows {
+		p.block.Done()
+		p.block = nil
+	}
+	if p.block == nil {
+		p.block = p.slots.Get(slotBlockRows)
+	}
+	return p.block.Rows()
 }
 
 // slotRow evaluates the fields for one row into dst, the slots of the

@@ -16,7 +16,9 @@ func TestShapeSlotsMatchesShape(t *testing.T) {
 	// Rows as slots: a full row, one with absent and null columns, an
 	// empty one.
 	rowsOf := func(vals ...[]any) *slot.SlotRows {
-		s := pool.Get()
+		b := pool.Get(1)
+		defer b.Done()
+		s := b.Rows()
 		for _, v := range vals {
 			copy(s.Add(), v)
 		}
@@ -103,7 +105,7 @@ func TestShapeSlotsError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := slot.NewSlotPool(slot.NewColumns([]string{"x"})).Get()
+	rows := slot.NewSlotPool(slot.NewColumns([]string{"x"})).Get(1).Rows()
 	rows.Add()[0] = 1.0 / zero()
 	err = s.ShapeSlots(rows, func(*api.SinkMessage) error {
 		t.Error("a message was written")

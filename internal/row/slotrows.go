@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Columns names the columns of a rule's slot rows (see SlotRows). A rule
@@ -47,14 +48,19 @@ var Omitted any = omittedValue{}
 // for the sinks that can take it (see runtime.SlotSink); the others get
 // the maps of Maps.
 //
-// Ownership: the producer fills it (Add) and hands it on; whoever receives
-// it last calls Release, after which it is reused and must not be touched.
-// Values read from it are the row's own (shared, read-only), and stay valid
-// after Release; only the SlotRows itself is reused.
+// Ownership: SlotRows are carved from a SlotBlock, which holds the
+// emissions a projection makes for one input item. The producer fills an
+// emission (Add) and hands it on; whoever receives it last calls Release.
+// Once every emission of a block is released and its producer called
+// Done, the block is reused: released rows must not be touched. Values read
+// from them are the rows' own (shared, read-only) and stay valid.
 type SlotRows struct {
-	cols *Columns
-	vals []any
-	pool *SlotPool
+	cols  *Columns
+	vals  []any
+	block *SlotBlock
+	// inBlock: vals lies in the block's buffer, at its end while the
+	// emission is the block's last.
+	inBlock bool
 }
 
 // Columns returns the columns of the rows.
@@ -88,15 +94,23 @@ func (s *SlotRows) Row(i int) []any {
 // Add appends a row whose columns are all absent and returns its slots, to
 // be filled by the producer before it hands the rows on.
 func (s *SlotRows) Add() []any {
-	n := s.cols.Len()
-	if n == 0 {
-		s.vals = append(s.vals, Omitted)
-		return s.vals[len(s.vals):]
+	n := max(s.cols.Len(), 1)
+	b := s.block
+	if s.inBlock && &b.rows[len(b.rows)-1] == s && len(b.vals)+n <= cap(b.vals) {
+		// The last emission of the block grows into the block's room.
+		b.vals = b.vals[:len(b.vals)+n]
+	} else if len(s.vals)+n > cap(s.vals) || s.inBlock {
+		// Elsewhere the rows move to a buffer of their own.
+		grown := make([]any, len(s.vals), max(2*len(s.vals), 8*n))
+		copy(grown, s.vals)
+		s.vals, s.inBlock = grown, false
 	}
-	for range n {
-		s.vals = append(s.vals, Omitted)
+	s.vals = s.vals[:len(s.vals)+n]
+	row := s.vals[len(s.vals)-n:]
+	for i := range row {
+		row[i] = Omitted
 	}
-	return s.vals[len(s.vals)-n:]
+	return row[:s.cols.Len():s.cols.Len()]
 }
 
 // Truncate keeps the first n rows.
@@ -150,24 +164,64 @@ func (s *SlotRows) Maps() []map[string]any {
 	return out
 }
 
-// Release hands the rows back to their pool once their last user is done.
-// The values they held are not touched.
+// Release tells that the last user of the rows is done with them.
 func (s *SlotRows) Release() {
-	clear(s.vals) // drop references to the values
-	s.vals = s.vals[:0]
-	if s.pool != nil {
-		s.pool.pool.Put(s)
+	if s.block != nil {
+		s.block.unref()
 	}
 }
 
-// SlotPool recycles the SlotRows of one projection. Get is called by the
-// producer; Release may be called from any goroutine.
+// SlotBlock holds the emissions a projection makes for one input item,
+// their rows in one buffer, so that an input item costs one pooled object
+// whatever the number of emissions.
+type SlotBlock struct {
+	pool *SlotPool
+	vals []any      // the rows' slots; emissions are consecutive ranges
+	rows []SlotRows // the emissions
+	refs atomic.Int32
+}
+
+// Rows returns a new, empty emission carved from the block.
+func (b *SlotBlock) Rows() *SlotRows {
+	b.refs.Add(1)
+	if len(b.rows) == cap(b.rows) {
+		// Emissions handed out keep the old array; the block moves on.
+		b.rows = make([]SlotRows, 0, max(8, 2*cap(b.rows)))
+	}
+	b.rows = append(b.rows, SlotRows{cols: b.pool.cols, vals: b.vals[len(b.vals):len(b.vals)], block: b, inBlock: true})
+	return &b.rows[len(b.rows)-1]
+}
+
+// Len returns the number of emissions carved from the block.
+func (b *SlotBlock) Len() int { return len(b.rows) }
+
+// Done tells that the producer carves no more emissions from the block.
+func (b *SlotBlock) Done() { b.unref() }
+
+func (b *SlotBlock) unref() {
+	if b.refs.Add(-1) != 0 {
+		return
+	}
+	clear(b.vals) // drop references to the values
+	clear(b.rows)
+	if cap(b.vals) > maxBlockSlots {
+		b.vals = nil // do not keep the room a burst needed
+	}
+	b.vals, b.rows = b.vals[:0], b.rows[:0]
+	b.pool.pool.Put(b)
+}
+
+// maxBlockSlots bounds the buffer a recycled block keeps.
+const maxBlockSlots = 4096
+
+// SlotPool recycles the SlotBlocks of one projection. Get is called by
+// the producer; the blocks come back once released, from any goroutine.
 type SlotPool struct {
 	cols *Columns
 	pool sync.Pool
 }
 
-// NewSlotPool returns a pool of SlotRows with columns cols.
+// NewSlotPool returns a pool of blocks of rows with columns cols.
 func NewSlotPool(cols *Columns) *SlotPool {
 	return &SlotPool{cols: cols}
 }
@@ -175,10 +229,19 @@ func NewSlotPool(cols *Columns) *SlotPool {
 // Columns returns the columns of the pool's rows.
 func (p *SlotPool) Columns() *Columns { return p.cols }
 
-// Get returns an empty SlotRows, reused when one was released.
-func (p *SlotPool) Get() *SlotRows {
-	if s, ok := p.pool.Get().(*SlotRows); ok {
-		return s
+// Get returns an empty block with room for n rows at least, reused when
+// one was released.
+func (p *SlotPool) Get(n int) *SlotBlock {
+	b, ok := p.pool.Get().(*SlotBlock)
+	if !ok {
+		b = &SlotBlock{pool: p}
 	}
-	return &SlotRows{cols: p.cols, vals: make([]any, 0, max(p.cols.Len(), 1)), pool: p}
+	b.refs.Store(1) // the producer's
+	if want := n * max(p.cols.Len(), 1); cap(b.vals) < want {
+		b.vals = make([]any, 0, want)
+	}
+	if cap(b.rows) < n {
+		b.rows = make([]SlotRows, 0, n)
+	}
+	return b
 }

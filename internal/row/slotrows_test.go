@@ -11,7 +11,8 @@ func TestSlotRows(t *testing.T) {
 		t.Fatalf("sorted %v", got)
 	}
 	pool := NewSlotPool(cols)
-	s := pool.Get()
+	b := pool.Get(1)
+	s := b.Rows()
 	r := s.Add()
 	r[0], r[1] = "x", nil // c absent, a null
 	copy(s.Add(), []any{Omitted, Omitted, Omitted})
@@ -36,14 +37,55 @@ func TestSlotRows(t *testing.T) {
 		t.Errorf("after truncate %v", s.Maps())
 	}
 	s.Release()
-	again := pool.Get()
-	if again.Len() != 0 {
-		t.Fatalf("reused rows hold %d rows", again.Len())
+	b.Done()
+}
+
+// TestSlotBlock carves many emissions of several rows from one block, some
+// growing after others were carved, and checks each kept its own rows.
+func TestSlotBlock(t *testing.T) {
+	pool := NewSlotPool(NewColumns([]string{"i", "j"}))
+	for round := range 3 {
+		b := pool.Get(4)
+		var ems []*SlotRows
+		for i := range 40 {
+			e := b.Rows()
+			for j := range i%3 + 1 {
+				copy(e.Add(), []any{int64(i), int64(j)})
+			}
+			ems = append(ems, e)
+		}
+		// Grow emissions that are no longer the block's last.
+		copy(ems[0].Add(), []any{int64(0), int64(99)})
+		copy(ems[5].Add(), []any{int64(5), int64(99)})
+		for i, e := range ems {
+			n := i%3 + 1
+			if i == 0 || i == 5 {
+				n++
+			}
+			if e.Len() != n {
+				t.Fatalf("round %d emission %d: %d rows, want %d", round, i, e.Len(), n)
+			}
+			for r := range n {
+				v, _ := e.Value(r, 0)
+				w, _ := e.Value(r, 1)
+				wantJ := int64(r)
+				if r == n-1 && (i == 0 || i == 5) {
+					wantJ = 99
+				}
+				if v != int64(i) || w != wantJ {
+					t.Fatalf("round %d emission %d row %d: %v %v", round, i, r, v, w)
+				}
+			}
+		}
+		for _, e := range ems {
+			e.Release()
+		}
+		b.Done()
 	}
 }
 
 func TestSlotRowsNoColumns(t *testing.T) {
-	s := NewSlotPool(NewColumns(nil)).Get()
+	s := NewSlotPool(NewColumns(nil)).Get(1).Rows()
 	s.Add()
 	s.Add()
 	if s.Len() != 2 || !s.Empty() {

@@ -73,8 +73,11 @@ type Config struct {
 	Env       function.Env
 	Stats     *eval.RuleStats
 	SendError bool
-	// BufferLength bounds every channel of the rule (default 1024). The
-	// channels are allocated with the rule's first item.
+	// BufferLength bounds every channel of the rule (default 1024): the
+	// input channel in items (each a source's delivery), a sink's channel
+	// in emissions, handed over in batches of up to 64 (its buffer length
+	// metric counts batches). The channels are allocated with the rule's
+	// first item.
 	BufferLength int
 	// Tracker, when set, counts items in flight (virtual-clock replay).
 	Tracker *Tracker
@@ -123,7 +126,7 @@ type Rule struct {
 	// in and sinkIn are allocated, and the goroutines started, by launch;
 	// launched is set once they are, for readers outside launchOnce.
 	in         chan *operator.Item // pointers: a buffered slot costs 8 bytes, not a whole Item
-	sinkIn     []chan *sinkItem
+	sinkIn     []chan *sinkBatch
 	launchOnce sync.Once
 	launched   atomic.Bool
 	quit       chan struct{}
@@ -134,13 +137,18 @@ type Rule struct {
 	// emits[i] passes operator i's output on; built once on the operator
 	// goroutine so that no closure is allocated per item.
 	emits []operator.Emit
-	// inItems and sinkItems recycle the cells that carry items through
+	// inItems and sinkBatches recycle the cells that carry items through
 	// the input channel and to the sinks, so that neither costs an
 	// allocation per item. An input cell is put back by the operator
-	// goroutine once it copied the item out; a sink cell by the last sink
-	// done with it (see sinkItem).
-	inItems   sync.Pool
-	sinkItems sync.Pool
+	// goroutine once it copied the item out; a sink batch by the last sink
+	// done with it (see sinkBatch).
+	inItems     sync.Pool
+	sinkBatches sync.Pool
+	// batch collects what the item being processed emits for the sinks;
+	// they get it in one hand-off when the item is done, or when it holds
+	// batchMax items (flushSinks). Operator goroutine only.
+	batch    *sinkBatch
+	batchMax int
 
 	// sendMu orders enqueues against Stop: once stopped is set, nothing
 	// more enters the input channel.
@@ -232,9 +240,11 @@ func (r *Rule) Start() {
 // once, under launchOnce, unless Stop came first.
 func (r *Rule) launch() {
 	r.in = make(chan *operator.Item, r.cfg.BufferLength)
-	r.sinkIn = make([]chan *sinkItem, len(r.cfg.Sinks))
+	r.sinkIn = make([]chan *sinkBatch, len(r.cfg.Sinks))
+	r.batchMax = min(maxSinkBatch, r.cfg.BufferLength)
 	for i := range r.sinkIn {
-		r.sinkIn[i] = make(chan *sinkItem, r.cfg.BufferLength)
+		// BufferLength emissions, in batches.
+		r.sinkIn[i] = make(chan *sinkBatch, (r.cfg.BufferLength+r.batchMax-1)/r.batchMax)
 	}
 	r.launched.Store(true)
 	started := make(chan struct{})
@@ -387,6 +397,7 @@ func (r *Rule) opLoop(al *aligner) (stopped bool) {
 			r.OpMetrics[r.curOp].RecordException(e.Error(), r.nowMS())
 		}
 		r.opsFailed = true
+		r.flushSinks() // what the operators emitted before the panic
 		r.cfg.Tracker.Done()
 		r.panicked(e)
 	})
@@ -397,6 +408,7 @@ func (r *Rule) opLoop(al *aligner) (stopped bool) {
 		} else {
 			r.discard(it)
 		}
+		r.flushSinks()
 		r.cfg.Tracker.Done()
 	}
 	for {
@@ -590,34 +602,64 @@ func (r *Rule) toSinks(it operator.Item) {
 		r.discard(it)
 		return
 	}
-	p, _ := r.sinkItems.Get().(*sinkItem)
-	if p == nil {
-		p = new(sinkItem)
+	if r.batch == nil {
+		r.batch, _ = r.sinkBatches.Get().(*sinkBatch)
+		if r.batch == nil {
+			r.batch = new(sinkBatch)
+		}
 	}
-	p.Item = it
-	p.refs.Store(int32(len(r.sinkIn)))
-	for _, ch := range r.sinkIn {
-		r.cfg.Tracker.Add(1)
-		ch <- p
+	r.batch.items = append(r.batch.items, it)
+	if len(r.batch.items) == r.batchMax {
+		r.flushSinks()
 	}
 }
 
-// sinkItem is an emission handed to the rule's sinks; the last sink done
-// with it releases its slot rows and recycles the cell.
-type sinkItem struct {
-	operator.Item
-	refs atomic.Int32 // sinks yet to finish with it
-}
-
-// sinkDone tells that one sink finished with p.
-func (r *Rule) sinkDone(p *sinkItem) {
-	if p.refs.Add(-1) != 0 {
+// flushSinks hands what the last input item made the operators emit to the
+// sinks, in one batch: one channel hand-off per input item rather than per
+// emission. It runs on the operator goroutine after every input item.
+func (r *Rule) flushSinks() {
+	b := r.batch
+	if b == nil {
 		return
 	}
-	r.discard(p.Item)
-	p.Item = operator.Item{}
-	r.sinkItems.Put(p)
+	r.batch = nil
+	b.refs.Store(int32(len(r.sinkIn)))
+	for _, ch := range r.sinkIn {
+		r.cfg.Tracker.Add(1)
+		ch <- b
+	}
 }
+
+// sinkBatch is what one input item made the operators emit, handed to the
+// rule's sinks in order; the last sink done with it releases the items'
+// slot rows and recycles the batch.
+type sinkBatch struct {
+	items []operator.Item
+	refs  atomic.Int32 // sinks yet to finish with it
+}
+
+// sinkDone tells that one sink finished with b.
+func (r *Rule) sinkDone(b *sinkBatch) {
+	if b.refs.Add(-1) != 0 {
+		return
+	}
+	for i := range b.items {
+		r.discard(b.items[i])
+	}
+	clear(b.items)
+	if cap(b.items) > maxBatchCap {
+		b.items = nil // do not keep the room a burst needed
+	}
+	b.items = b.items[:0]
+	r.sinkBatches.Put(b)
+}
+
+// maxBatchCap bounds the room a recycled sink batch keeps.
+const maxBatchCap = 1024
+
+// maxSinkBatch is the most items handed to the sinks at once; the sinks'
+// channels hold BufferLength items in batches of up to this many.
+const maxSinkBatch = 64
 
 // discard releases what an item that goes no further holds.
 func (r *Rule) discard(it operator.Item) {
@@ -645,49 +687,51 @@ func (r *Rule) sinkLoop(i int, failed *bool) (closed bool) {
 		r.cfg.Tracker.Done()
 		r.panicked(e)
 	})
-	for it := range r.sinkIn[i] {
-		if *failed {
-			r.sinkDone(it)
-			r.cfg.Tracker.Done()
-			continue
+	for b := range r.sinkIn[i] {
+		if !*failed {
+			for j := range b.items {
+				r.deliver(i, sink, slots, m, &b.items[j])
+			}
 		}
-		if it.Kind == operator.Barrier {
-			r.sinkBarrier(i, it.Barrier)
-			r.sinkDone(it)
-			r.cfg.Tracker.Done()
-			continue
-		}
-		m.RecordsIn.Add(1)
-		start := time.Now()
-		var span tracing.Span
-		if it.Trace != nil {
-			span = r.sinkSpan(i, &it.Item)
-		}
-		var err error
-		switch {
-		case it.Kind == operator.Error:
-			err = sink.Collect(context.Background(), []map[string]any{{"error": it.Err.Error()}})
-		case it.Slots != nil && slots != nil:
-			err = slots.CollectSlots(context.Background(), it.Slots)
-		case it.Slots != nil:
-			err = sink.Collect(context.Background(), it.Slots.Maps())
-		default:
-			err = sink.Collect(context.Background(), it.Results)
-		}
-		r.sinkDone(it)
-		if err != nil {
-			panics.Rethrow(err) // a panic the sink recovered on its own goroutine
-			m.RecordException(err.Error(), r.nowMS())
-			span.Fail(err)
-		} else {
-			m.RecordsOut.Add(1)
-		}
-		span.End()
-		m.ProcessLatency.Store(time.Since(start).Microseconds())
-		m.LastInvocation.Store(r.nowMS())
+		r.sinkDone(b)
 		r.cfg.Tracker.Done()
 	}
 	return true
+}
+
+// deliver hands one item to sink i. Sink goroutine.
+func (r *Rule) deliver(i int, sink Sink, slots SlotSink, m *Metrics, it *operator.Item) {
+	if it.Kind == operator.Barrier {
+		r.sinkBarrier(i, it.Barrier)
+		return
+	}
+	m.RecordsIn.Add(1)
+	start := time.Now()
+	var span tracing.Span
+	if it.Trace != nil {
+		span = r.sinkSpan(i, it)
+	}
+	var err error
+	switch {
+	case it.Kind == operator.Error:
+		err = sink.Collect(context.Background(), []map[string]any{{"error": it.Err.Error()}})
+	case it.Slots != nil && slots != nil:
+		err = slots.CollectSlots(context.Background(), it.Slots)
+	case it.Slots != nil:
+		err = sink.Collect(context.Background(), it.Slots.Maps())
+	default:
+		err = sink.Collect(context.Background(), it.Results)
+	}
+	if err != nil {
+		panics.Rethrow(err) // a panic the sink recovered on its own goroutine
+		m.RecordException(err.Error(), r.nowMS())
+		span.Fail(err)
+	} else {
+		m.RecordsOut.Add(1)
+	}
+	span.End()
+	m.ProcessLatency.Store(time.Since(start).Microseconds())
+	m.LastInvocation.Store(r.nowMS())
 }
 
 // sinkBarrier acknowledges barrier id for sink i once everything before it
