@@ -9,7 +9,10 @@ import (
 	"time"
 
 	"github.com/rekuiper/rekuiper/api"
+	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/mqtt"
+	"github.com/rekuiper/rekuiper/internal/connector/mqtt/mqtttest"
 )
 
 // payloadSink records payloads and whether they came with rows; its
@@ -124,5 +127,57 @@ func TestSlotRowsTwoSinks(t *testing.T) {
 	arr, _ := e.out.wait(t, n)
 	if !reflect.DeepEqual(arr, wantArr) {
 		t.Fatalf("map sink: payloads %q", arr)
+	}
+}
+
+// TestMQTTSinkFromSlots runs a rule into an MQTT sink with a fixed topic
+// at qos 0, which takes slot rows (payloads encoded into a reused buffer),
+// and reads what Mosquitto delivers: every payload whole, in order.
+func TestMQTTSinkFromSlots(t *testing.T) {
+	m := mqtttest.StartMosquitto(t)
+	url := m.URL("plain")
+	e := newTestEnv(t)
+	pool := mqtt.NewPool(discard(), clock.Wall{})
+	t.Cleanup(func() { _ = pool.Close() })
+	if err := mqtt.Register(e.runner.Registry, pool); err != nil {
+		t.Fatal(err)
+	}
+	props, err := mqtt.SourceSpec().Validate(map[string]any{"server": url, "datasource": "out"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := mqtt.NewSource(pool, props, connector.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := src.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = src.Close(context.Background()) })
+	for st, _, _, _ := src.Status(); st != mqtt.StateConnected; st, _, _, _ = src.Status() {
+		if ctx.Err() != nil {
+			t.Fatalf("source not connected: %s", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	run := startRule(t, e, `{"id":"r","sql":"SELECT v, v * 2 AS d FROM s WHERE v > 1",
+		"actions":[{"mqtt":{"server":"`+url+`","topic":"out","sendSingle":true}}]}`)
+	if !run.sinks[0].slots {
+		t.Fatal("the mqtt sink does not take slot rows")
+	}
+	const n = 200
+	for i := range int64(n) {
+		e.publish(t, i)
+	}
+	for i := int64(2); i < n; i++ {
+		msg, err := src.Read(ctx)
+		if err != nil {
+			t.Fatalf("read message for v=%d: %v", i, err)
+		}
+		if want := fmt.Sprintf(`{"d":%d,"v":%d}`, 2*i, i); string(msg.Payload) != want {
+			t.Fatalf("payload %q, want %q", msg.Payload, want)
+		}
 	}
 }
