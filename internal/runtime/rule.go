@@ -149,6 +149,9 @@ type Rule struct {
 	// batchMax items (flushSinks). Operator goroutine only.
 	batch    *sinkBatch
 	batchMax int
+	// itemMS is the engine time the operator goroutine took its current
+	// item at: the operators' last invocation time. Operator goroutine only.
+	itemMS int64
 
 	// sendMu orders enqueues against Stop: once stopped is set, nothing
 	// more enters the input channel.
@@ -403,6 +406,7 @@ func (r *Rule) opLoop(al *aligner) (stopped bool) {
 	})
 	dispatch := func(p *operator.Item) {
 		it := r.takeIn(p)
+		r.itemMS = r.nowMS()
 		if !r.opsFailed {
 			al.dispatch(it)
 		} else {
@@ -564,12 +568,18 @@ func (r *Rule) run(ctxs []*operator.Context, i int, it operator.Item, emit opera
 	if it.Kind == operator.Data {
 		m.RecordsIn.Add(1)
 	}
-	start := time.Now()
+	var start time.Time
+	timed := m.timed()
+	if timed {
+		start = time.Now()
+	}
 	r.curOp = i
 	err := op.Process(ctxs[i], it, emit)
 	r.curOp = i
-	m.ProcessLatency.Store(time.Since(start).Microseconds())
-	m.LastInvocation.Store(r.nowMS())
+	if timed {
+		m.ProcessLatency.Store(time.Since(start).Microseconds())
+	}
+	m.LastInvocation.Store(r.itemMS)
 	if err != nil {
 		panics.Rethrow(err) // a panic a lookup source recovered on its own goroutine
 		m.RecordException(err.Error(), r.nowMS())
@@ -689,8 +699,9 @@ func (r *Rule) sinkLoop(i int, failed *bool) (closed bool) {
 	})
 	for b := range r.sinkIn[i] {
 		if !*failed {
+			nowMS := r.nowMS()
 			for j := range b.items {
-				r.deliver(i, sink, slots, m, &b.items[j])
+				r.deliver(i, sink, slots, m, &b.items[j], nowMS)
 			}
 		}
 		r.sinkDone(b)
@@ -699,14 +710,19 @@ func (r *Rule) sinkLoop(i int, failed *bool) (closed bool) {
 	return true
 }
 
-// deliver hands one item to sink i. Sink goroutine.
-func (r *Rule) deliver(i int, sink Sink, slots SlotSink, m *Metrics, it *operator.Item) {
+// deliver hands one item to sink i, taken at engine time nowMS. Sink
+// goroutine.
+func (r *Rule) deliver(i int, sink Sink, slots SlotSink, m *Metrics, it *operator.Item, nowMS int64) {
 	if it.Kind == operator.Barrier {
 		r.sinkBarrier(i, it.Barrier)
 		return
 	}
 	m.RecordsIn.Add(1)
-	start := time.Now()
+	var start time.Time
+	timed := m.timed()
+	if timed {
+		start = time.Now()
+	}
 	var span tracing.Span
 	if it.Trace != nil {
 		span = r.sinkSpan(i, it)
@@ -730,8 +746,10 @@ func (r *Rule) deliver(i int, sink Sink, slots SlotSink, m *Metrics, it *operato
 		m.RecordsOut.Add(1)
 	}
 	span.End()
-	m.ProcessLatency.Store(time.Since(start).Microseconds())
-	m.LastInvocation.Store(r.nowMS())
+	if timed {
+		m.ProcessLatency.Store(time.Since(start).Microseconds())
+	}
+	m.LastInvocation.Store(nowMS)
 }
 
 // sinkBarrier acknowledges barrier id for sink i once everything before it
