@@ -112,7 +112,7 @@ func encodeJSON(b testing.TB, n *int) func(operator.Item) {
 		var err error
 		switch {
 		case it.Slots != nil:
-			buf, err = codec.EncodeSlots(it.Slots)
+			buf, err = codec.EncodeSlots(it.Slots, nil)
 			it.Slots.Release()
 		case it.Results != nil:
 			buf, err = codec.Encode(it.Results)
@@ -291,7 +291,7 @@ func (s *encodeSink) Collect(_ context.Context, rows []map[string]any) error {
 	return err
 }
 func (s *encodeSink) CollectSlots(_ context.Context, rows *row.SlotRows) error {
-	buf, err := s.codec.EncodeSlots(rows)
+	buf, err := s.codec.EncodeSlots(rows, nil)
 	s.n += len(buf)
 	return err
 }

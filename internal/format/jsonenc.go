@@ -260,16 +260,60 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
+// SlotView selects the columns of slot rows to encode, as the sink
+// properties fields and excludeFields select them from maps. A nil view
+// encodes every column.
+type SlotView struct {
+	cols *row.Columns
+	keys []string // in JSON key order (sorted)
+	idx  []int    // the column of each key, -1 for none
+	null bool     // absent columns are written as null (fields)
+}
+
+// NewSlotView returns the view of cols that keeps fields (in any order,
+// absent ones as null) or, when fields is empty, drops exclude.
+func NewSlotView(cols *row.Columns, fields, exclude []string) *SlotView {
+	v := &SlotView{cols: cols, null: len(fields) > 0}
+	index := func(name string) int {
+		for j := range cols.Len() {
+			if cols.Name(j) == name {
+				return j
+			}
+		}
+		return -1
+	}
+	if v.null {
+		v.keys = slices.Clone(fields)
+		slices.Sort(v.keys)
+		v.keys = slices.Compact(v.keys)
+		for _, k := range v.keys {
+			v.idx = append(v.idx, index(k))
+		}
+		return v
+	}
+	for _, j := range cols.Sorted() {
+		if !slices.Contains(exclude, cols.Name(j)) {
+			v.keys = append(v.keys, cols.Name(j))
+			v.idx = append(v.idx, j)
+		}
+	}
+	return v
+}
+
+// Columns returns the columns the view was made for.
+func (v *SlotView) Columns() *row.Columns { return v.cols }
+
 // EncodeSlots encodes slot rows as a JSON array, as Encode encodes their
-// maps. The returned bytes are the codec's buffer: valid until its next
-// call, not to be kept (a caller that keeps them copies them).
-func (c *JSONCodec) EncodeSlots(rows *row.SlotRows) ([]byte, error) {
+// maps, through view (nil: every column). The returned bytes are the
+// codec's buffer: valid until its next call, not to be kept (a caller that
+// keeps them copies them).
+func (c *JSONCodec) EncodeSlots(rows *row.SlotRows, view *SlotView) ([]byte, error) {
 	c.w.buf = append(c.w.buf[:0], '[')
 	for i := range rows.Len() {
 		if i > 0 {
 			c.w.buf = append(c.w.buf, ',')
 		}
-		if err := c.w.slotRow(rows, i); err != nil {
+		if err := c.w.slotRow(rows, i, view); err != nil {
 			return nil, err
 		}
 	}
@@ -279,9 +323,9 @@ func (c *JSONCodec) EncodeSlots(rows *row.SlotRows) ([]byte, error) {
 
 // EncodeSlotRow encodes row i of rows as a JSON object, as EncodeRow
 // encodes its map. Like EncodeSlots, it returns the codec's buffer.
-func (c *JSONCodec) EncodeSlotRow(rows *row.SlotRows, i int) ([]byte, error) {
+func (c *JSONCodec) EncodeSlotRow(rows *row.SlotRows, i int, view *SlotView) ([]byte, error) {
 	c.w.buf = c.w.buf[:0]
-	if err := c.w.slotRow(rows, i); err != nil {
+	if err := c.w.slotRow(rows, i, view); err != nil {
 		return nil, err
 	}
 	return c.w.scratch(), nil
@@ -298,23 +342,42 @@ func (w *jsonWriter) scratch() []byte {
 
 // slotRow writes row i of rows as an object, keys sorted as object writes
 // a map's.
-func (w *jsonWriter) slotRow(rows *row.SlotRows, i int) error {
+func (w *jsonWriter) slotRow(rows *row.SlotRows, i int, view *SlotView) error {
 	cols, vals := rows.Columns(), rows.Row(i)
 	w.buf = append(w.buf, '{')
 	first := true
-	for _, j := range cols.Sorted() {
-		v := vals[j]
-		if v == row.Omitted {
-			continue
-		}
+	field := func(k string, v any) error {
 		if !first {
 			w.buf = append(w.buf, ',')
 		}
 		first = false
-		w.buf = appendString(w.buf, cols.Name(j))
+		w.buf = appendString(w.buf, k)
 		w.buf = append(w.buf, ':')
-		if err := w.value(v); err != nil {
-			return err
+		return w.value(v)
+	}
+	if view == nil {
+		for _, j := range cols.Sorted() {
+			if v := vals[j]; v != row.Omitted {
+				if err := field(cols.Name(j), v); err != nil {
+					return err
+				}
+			}
+		}
+	} else {
+		for n, k := range view.keys {
+			var v any = row.Omitted
+			if j := view.idx[n]; j >= 0 {
+				v = vals[j]
+			}
+			if v == row.Omitted {
+				if !view.null {
+					continue
+				}
+				v = nil
+			}
+			if err := field(k, v); err != nil {
+				return err
+			}
 		}
 	}
 	w.buf = append(w.buf, '}')

@@ -43,6 +43,7 @@ type Shaper struct {
 	json        *format.JSONCodec // decodes template output
 	buf         bytes.Buffer      // template output scratch
 	msg         api.SinkMessage   // ShapeSlots' message
+	view        *format.SlotView  // ShapeSlots' fields or excludeFields
 }
 
 // NewShaper validates the common sink properties in props and returns a
@@ -155,10 +156,21 @@ func (s *Shaper) Shape(rows []map[string]any) ([]*api.SinkMessage, error) {
 }
 
 // SlotsOK reports whether ShapeSlots can shape emissions for these
-// properties: format json, without dataTemplate, dataField, fields and
-// excludeFields.
+// properties: format json, without dataTemplate and dataField.
 func (s *Shaper) SlotsOK() bool {
-	return !s.transforms() && s.enc == s.json
+	return s.tmpl == nil && s.dataField == "" && s.enc == s.json
+}
+
+// slotView returns the view that applies fields or excludeFields to rows
+// with cols, nil when neither is set; built once per set of columns.
+func (s *Shaper) slotView(cols *row.Columns) *format.SlotView {
+	if len(s.fields) == 0 && len(s.exclude) == 0 {
+		return nil
+	}
+	if s.view == nil || s.view.Columns() != cols {
+		s.view = format.NewSlotView(cols, s.fields, s.exclude)
+	}
+	return s.view
 }
 
 // ShapeSlots shapes one emission of slot rows and calls write with each
@@ -170,8 +182,9 @@ func (s *Shaper) ShapeSlots(rows *row.SlotRows, write func(*api.SinkMessage) err
 	if s.omitIfEmpty && rows.Empty() {
 		return nil
 	}
+	view := s.slotView(rows.Columns())
 	if !s.sendSingle {
-		payload, err := s.json.EncodeSlots(rows)
+		payload, err := s.json.EncodeSlots(rows, view)
 		if err != nil {
 			return err
 		}
@@ -182,7 +195,7 @@ func (s *Shaper) ShapeSlots(rows *row.SlotRows, write func(*api.SinkMessage) err
 		if s.omitIfEmpty && rows.RowEmpty(i) {
 			continue
 		}
-		payload, err := s.json.EncodeSlotRow(rows, i)
+		payload, err := s.json.EncodeSlotRow(rows, i, view)
 		if err != nil {
 			return err
 		}

@@ -38,6 +38,10 @@ func TestShapeSlotsMatchesShape(t *testing.T) {
 		"omitIfEmpty":            {"omitIfEmpty": true},
 		"sendSingle omitIfEmpty": {"sendSingle": true, "omitIfEmpty": true},
 		"format json":            {"format": "json"},
+		"fields":                 {"fields": []any{"name", "temp", "nosuch", "name"}},
+		"fields sendSingle":      {"fields": []any{"id", "extra"}, "sendSingle": true},
+		"excludeFields":          {"excludeFields": []any{"temp", "nosuch"}},
+		"excludeFields single":   {"excludeFields": []any{"extra"}, "sendSingle": true, "omitIfEmpty": true},
 	}
 	for pname, p := range props {
 		for ename, e := range emissions {
@@ -84,8 +88,7 @@ func TestSlotsOK(t *testing.T) {
 	for _, p := range []map[string]any{
 		{"dataTemplate": `{{.id}}`},
 		{"dataField": "id"},
-		{"fields": []any{"id"}},
-		{"excludeFields": []any{"id"}},
+		{"dataField": "id", "fields": []any{"id"}},
 		{"format": "delimited"},
 	} {
 		s, err := NewShaper(p)
