@@ -95,6 +95,16 @@ type Sink interface {
 	Close(ctx context.Context) error
 }
 
+// PayloadOnly is an optional interface of a Sink. When PayloadOnly reports
+// true, Write reads only msg.Payload and msg.Resent and keeps neither msg
+// nor its Payload after it returns. The engine may then pass messages
+// without Rows and reuse the Payload's memory for the next message, which
+// saves building a map per row and a buffer per message. The engine asks
+// once, after construction and before Connect; the answer must not change.
+type PayloadOnly interface {
+	PayloadOnly() bool
+}
+
 // ErrRetryable marks transient sink failures (test with errors.Is).
 var ErrRetryable = errors.New("retryable")
 

@@ -41,17 +41,8 @@ func protoPayloads(b *testing.B, n int) (*format.ProtoCodec, [][]byte) {
 // decode into slots, WHERE, projection, encode JSON.
 func BenchmarkFilterPathProtobuf(b *testing.B) {
 	vc := clock.NewVirtual(0)
-	codec, _ := format.New("json", format.Options{})
 	var bytesOut int
-	c := newChain(build(b, filterSQL, vc, &countSink{}, nil), vc, func(it operator.Item) {
-		if it.Results != nil {
-			buf, err := codec.Encode(it.Results)
-			if err != nil {
-				b.Fatal(err)
-			}
-			bytesOut += len(buf)
-		}
-	})
+	c := newChain(build(b, filterSQL, vc, &countSink{}, nil), vc, encodeJSON(b, &bytesOut))
 	dec, ps := protoPayloads(b, 1024)
 	b.ReportAllocs()
 	b.ResetTimer()

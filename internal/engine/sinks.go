@@ -17,6 +17,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/output"
 	"github.com/rekuiper/rekuiper/internal/panics"
 	"github.com/rekuiper/rekuiper/internal/payload"
+	"github.com/rekuiper/rekuiper/internal/row"
 	"github.com/rekuiper/rekuiper/internal/runtime"
 	"github.com/rekuiper/rekuiper/internal/sinkcache"
 	"github.com/rekuiper/rekuiper/internal/stream"
@@ -39,6 +40,11 @@ type sinkNode struct {
 	// fail stops the rule after a panic in the sink cache's goroutine; set
 	// by Start before the sink is connected.
 	fail func(*panics.Error)
+	// slots is set when emissions in slots are encoded straight into the
+	// shaper's buffer: the shaper can (SlotsOK), nothing transforms or
+	// caches the payload, and the connector reads only payloads and keeps
+	// none (api.PayloadOnly).
+	slots bool
 }
 
 func (s *sinkNode) panicked(e *panics.Error) {
@@ -48,8 +54,9 @@ func (s *sinkNode) panicked(e *panics.Error) {
 }
 
 var (
-	_ runtime.Sink    = (*sinkNode)(nil)
-	_ runtime.Flusher = (*sinkNode)(nil)
+	_ runtime.Sink     = (*sinkNode)(nil)
+	_ runtime.Flusher  = (*sinkNode)(nil)
+	_ runtime.SlotSink = (*sinkNode)(nil)
 )
 
 func (s *sinkNode) Name() string { return s.name }
@@ -68,12 +75,39 @@ func (s *sinkNode) Collect(ctx context.Context, rows []map[string]any) error {
 				return fmt.Errorf("sink %s: %w", s.name, err)
 			}
 		}
-		if err := s.sink.Write(ctx, m); err != nil {
-			if errors.Is(err, api.ErrRetryable) {
-				return fmt.Errorf("sink %s (retryable): %w", s.name, err)
-			}
-			return fmt.Errorf("sink %s: %w", s.name, err)
+		if err := s.write(ctx, m); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// CollectSlots is Collect for an emission in slots: encoded straight into
+// a reused buffer when the sink allows (see sinkNode.slots), else shaped
+// from the rows' maps.
+func (s *sinkNode) CollectSlots(ctx context.Context, rows *row.SlotRows) error {
+	if !s.slots {
+		return s.Collect(ctx, rows.Maps())
+	}
+	err := s.shaper.ShapeSlots(rows, func(m *api.SinkMessage) error { return s.write(ctx, m) })
+	var werr writeError
+	if err != nil && !errors.As(err, &werr) {
+		return fmt.Errorf("shape output for sink %s: %w", s.name, err)
+	}
+	return err
+}
+
+// writeError is a connector's write failure, wrapped with the sink's name.
+type writeError struct{ error }
+
+func (e writeError) Unwrap() error { return e.error }
+
+func (s *sinkNode) write(ctx context.Context, m *api.SinkMessage) error {
+	if err := s.sink.Write(ctx, m); err != nil {
+		if errors.Is(err, api.ErrRetryable) {
+			return writeError{fmt.Errorf("sink %s (retryable): %w", s.name, err)}
+		}
+		return writeError{fmt.Errorf("sink %s: %w", s.name, err)}
 	}
 	return nil
 }
@@ -172,6 +206,8 @@ func (rn *Runner) buildSink(ruleID string, qos int, index int, typ string, actio
 	node := &sinkNode{name: name, typ: typ, sink: sink, shaper: shaper, transform: transform, logger: rn.Logger}
 	node.conn, _ = sink.(stream.ConnStatus)
 	if !cacheCfg.EnableCache {
+		po, ok := sink.(api.PayloadOnly)
+		node.slots = ok && po.PayloadOnly() && transform == nil && shaper.SlotsOK()
 		return node, nil
 	}
 	cdeps := sinkcache.Deps{Clock: rn.Clock, Logger: rn.Logger, Reshape: reshape, OnPanic: node.panicked}

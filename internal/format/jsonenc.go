@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/rekuiper/rekuiper/internal/row"
 )
 
 // jsonWriter appends JSON to buf. Object keys are written sorted, as
@@ -256,4 +258,128 @@ func appendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// SlotView selects the columns of slot rows to encode, as the sink
+// properties fields and excludeFields select them from maps. A nil view
+// encodes every column.
+type SlotView struct {
+	cols *row.Columns
+	keys []string // in JSON key order (sorted)
+	idx  []int    // the column of each key, -1 for none
+	null bool     // absent columns are written as null (fields)
+}
+
+// NewSlotView returns the view of cols that keeps fields (in any order,
+// absent ones as null) or, when fields is empty, drops exclude.
+func NewSlotView(cols *row.Columns, fields, exclude []string) *SlotView {
+	v := &SlotView{cols: cols, null: len(fields) > 0}
+	index := func(name string) int {
+		for j := range cols.Len() {
+			if cols.Name(j) == name {
+				return j
+			}
+		}
+		return -1
+	}
+	if v.null {
+		v.keys = slices.Clone(fields)
+		slices.Sort(v.keys)
+		v.keys = slices.Compact(v.keys)
+		for _, k := range v.keys {
+			v.idx = append(v.idx, index(k))
+		}
+		return v
+	}
+	for _, j := range cols.Sorted() {
+		if !slices.Contains(exclude, cols.Name(j)) {
+			v.keys = append(v.keys, cols.Name(j))
+			v.idx = append(v.idx, j)
+		}
+	}
+	return v
+}
+
+// Columns returns the columns the view was made for.
+func (v *SlotView) Columns() *row.Columns { return v.cols }
+
+// EncodeSlots encodes slot rows as a JSON array, as Encode encodes their
+// maps, through view (nil: every column). The returned bytes are the
+// codec's buffer: valid until its next call, not to be kept (a caller that
+// keeps them copies them).
+func (c *JSONCodec) EncodeSlots(rows *row.SlotRows, view *SlotView) ([]byte, error) {
+	c.w.buf = append(c.w.buf[:0], '[')
+	for i := range rows.Len() {
+		if i > 0 {
+			c.w.buf = append(c.w.buf, ',')
+		}
+		if err := c.w.slotRow(rows, i, view); err != nil {
+			return nil, err
+		}
+	}
+	c.w.buf = append(c.w.buf, ']')
+	return c.w.scratch(), nil
+}
+
+// EncodeSlotRow encodes row i of rows as a JSON object, as EncodeRow
+// encodes its map. Like EncodeSlots, it returns the codec's buffer.
+func (c *JSONCodec) EncodeSlotRow(rows *row.SlotRows, i int, view *SlotView) ([]byte, error) {
+	c.w.buf = c.w.buf[:0]
+	if err := c.w.slotRow(rows, i, view); err != nil {
+		return nil, err
+	}
+	return c.w.scratch(), nil
+}
+
+// scratch returns the buffer itself, for the next call to overwrite.
+func (w *jsonWriter) scratch() []byte {
+	out := w.buf
+	if cap(w.buf) > 1<<20 {
+		w.buf = nil // do not keep a huge buffer after one large message
+	}
+	return out
+}
+
+// slotRow writes row i of rows as an object, keys sorted as object writes
+// a map's.
+func (w *jsonWriter) slotRow(rows *row.SlotRows, i int, view *SlotView) error {
+	cols, vals := rows.Columns(), rows.Row(i)
+	w.buf = append(w.buf, '{')
+	first := true
+	field := func(k string, v any) error {
+		if !first {
+			w.buf = append(w.buf, ',')
+		}
+		first = false
+		w.buf = appendString(w.buf, k)
+		w.buf = append(w.buf, ':')
+		return w.value(v)
+	}
+	if view == nil {
+		for _, j := range cols.Sorted() {
+			if v := vals[j]; v != row.Omitted {
+				if err := field(cols.Name(j), v); err != nil {
+					return err
+				}
+			}
+		}
+	} else {
+		for n, k := range view.keys {
+			var v any = row.Omitted
+			if j := view.idx[n]; j >= 0 {
+				v = vals[j]
+			}
+			if v == row.Omitted {
+				if !view.null {
+					continue
+				}
+				v = nil
+			}
+			if err := field(k, v); err != nil {
+				return err
+			}
+		}
+	}
+	w.buf = append(w.buf, '}')
+	return nil
 }

@@ -26,6 +26,10 @@ type Filter struct {
 
 func (f *Filter) Name() string { return "filter" }
 
+// KeepsNoTuples: a filter passes tuples on and keeps none (its one-tuple
+// scratch is overwritten before it is read again).
+func (f *Filter) KeepsNoTuples() {}
+
 func (f *Filter) Process(ctx *Context, it Item, emit Emit) error {
 	if it.Kind != Data || it.Input > 0 {
 		forward(it, emit)

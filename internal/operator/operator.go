@@ -36,6 +36,10 @@ type Item struct {
 	Tuples  []*row.Tuple
 	Set     *row.Set
 	Results []map[string]any
+	// Slots carries projected rows in slots instead of Results, from a
+	// projection whose slot output is on (Project.EnableSlots); its last
+	// receiver releases it.
+	Slots   *row.SlotRows
 	Err     error
 	TS      int64
 	Target  int // chain index a Tick is for

@@ -35,6 +35,37 @@ type Preprocess struct {
 	// is replaced and left to the GC.
 	copies []row.Tuple
 	lists  []*row.Tuple
+	// recycle is set when nothing downstream keeps a tuple once the emit
+	// of the item returns (see RecycleCopies): the chunks are then reused
+	// from their start by the next item instead of being replaced.
+	recycle bool
+}
+
+// KeepsNoTuples is implemented by operators that keep no reference to the
+// tuples they are given once Process returns (they may keep values).
+type KeepsNoTuples interface {
+	KeepsNoTuples()
+}
+
+// RecycleCopies lets a rule's Preprocess (ops[0]) reuse its tuple copies
+// from one item to the next when every operator after it keeps no tuple,
+// so that a stateless rule (WHERE and SELECT) copies without allocating.
+// It reports whether it did.
+func RecycleCopies(ops []Operator) bool {
+	if len(ops) == 0 {
+		return false
+	}
+	p, ok := ops[0].(*Preprocess)
+	if !ok {
+		return false
+	}
+	for _, op := range ops[1:] {
+		if _, ok := op.(KeepsNoTuples); !ok {
+			return false
+		}
+	}
+	p.recycle = true
+	return true
 }
 
 // Chunk sizes of Preprocess: a copy kept by a window pins its chunk, so the
@@ -50,6 +81,11 @@ func (p *Preprocess) Process(ctx *Context, it Item, emit Emit) error {
 	if it.Kind != Data || it.Tuples == nil {
 		forward(it, emit)
 		return nil
+	}
+	if p.recycle {
+		// The previous item's copies and lists are no longer referenced.
+		clear(p.copies) // drop the references they hold
+		p.copies, p.lists = p.copies[:0], p.lists[:0]
 	}
 	out := p.list(len(it.Tuples))
 	var firstErr error
@@ -77,7 +113,11 @@ func (p *Preprocess) Process(ctx *Context, it Item, emit Emit) error {
 // list returns an empty slice with room for n tuples, carved from a chunk.
 func (p *Preprocess) list(n int) []*row.Tuple {
 	if cap(p.lists)-len(p.lists) < n {
-		p.lists = make([]*row.Tuple, 0, max(listChunk, n))
+		size := max(listChunk, n)
+		if p.recycle {
+			size = max(size, 2*cap(p.lists)) // grows to what an item needs
+		}
+		p.lists = make([]*row.Tuple, 0, size)
 	}
 	i := len(p.lists)
 	p.lists = p.lists[:i+n]
@@ -87,7 +127,11 @@ func (p *Preprocess) list(n int) []*row.Tuple {
 // copyOf returns the rule's own copy of t, carved from a chunk.
 func (p *Preprocess) copyOf(t *row.Tuple) *row.Tuple {
 	if len(p.copies) == cap(p.copies) {
-		p.copies = make([]row.Tuple, 0, copyChunk)
+		size := copyChunk
+		if p.recycle {
+			size = max(size, 2*cap(p.copies)) // grows to what an item needs
+		}
+		p.copies = make([]row.Tuple, 0, size)
 	}
 	p.copies = p.copies[:len(p.copies)+1]
 	c := &p.copies[len(p.copies)-1]

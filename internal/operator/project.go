@@ -48,12 +48,54 @@ type Project struct {
 	// an emission: a cell handed out is never reused, a full chunk is
 	// replaced and left to the GC.
 	results []map[string]any
+	// slots, when set (EnableSlots), is where the emissions for tuples
+	// are drawn from when the fields allow rows in slots (see slotted).
+	slots *row.SlotPool
+	block *row.SlotBlock // open block the emissions are carved from
+}
+
+// slotBlockRows is the number of one-row emissions carved from one block.
+const slotBlockRows = 64
+
+// EnableSlots makes the projection emit the rows it projects from tuples
+// as Item.Slots instead of Results, when its fields allow: plain fields
+// only (no wildcard, multi-column or set-returning field, no __meta). The
+// runtime calls it; whoever receives an Item.Slots releases it.
+func (p *Project) EnableSlots() {
+	if !p.slotted() {
+		return
+	}
+	var names []string
+	for _, f := range p.Fields {
+		if !f.Invisible {
+			names = append(names, f.Name)
+		}
+	}
+	p.slots, p.block = row.NewSlotPool(row.NewColumns(names)), nil
+}
+
+// slotted reports whether every row of the projection has the same columns
+// (some possibly absent), so that they fit one Columns.
+func (p *Project) slotted() bool {
+	if p.SendMeta || p.HasLimit && p.Limit < 1 {
+		return false
+	}
+	for _, f := range p.Fields {
+		if f.Wildcard || f.Multi || f.SRF {
+			return false
+		}
+	}
+	return true
 }
 
 // resultChunk is the number of one-row emissions carved from one chunk.
 const resultChunk = 64
 
 func (p *Project) Name() string { return "project" }
+
+// KeepsNoTuples: a projection keeps the values of the rows it projects
+// (in its emissions), never the tuples.
+func (p *Project) KeepsNoTuples() {}
 
 func (p *Project) Process(ctx *Context, it Item, emit Emit) error {
 	if it.Kind != Data {
@@ -62,6 +104,9 @@ func (p *Project) Process(ctx *Context, it Item, emit Emit) error {
 	}
 	if it.Set != nil {
 		return p.processSet(ctx, it.Set, emit)
+	}
+	if p.slots != nil {
+		return p.processSlots(ctx, it.Tuples, emit)
 	}
 	var firstErr error
 	for _, t := range it.Tuples {
@@ -84,6 +129,61 @@ func (p *Project) Process(ctx *Context, it Item, emit Emit) error {
 		emit(Item{Kind: Data, Results: p.limit(rows)})
 	}
 	return reported(firstErr)
+}
+
+// processSlots projects each tuple into one emission of slot rows.
+func (p *Project) processSlots(ctx *Context, ts []*row.Tuple, emit Emit) error {
+	var firstErr error
+	for _, t := range ts {
+		ec := evalCtx(ctx, t)
+		ec.RowNumber = 1
+		out := p.slotEmission()
+		if err := p.slotRow(ec, out.Add()); err != nil {
+			out.Release()
+			emitError(ctx, fmt.Errorf("run Select error: %w", err), emit)
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		emit(Item{Kind: Data, Slots: out})
+	}
+	return reported(firstErr)
+}
+
+// slotEmission returns a new emission carved from the open block, opening
+// one when it is full: a block is shared by the emissions of several
+// items (a filter passes tuples on one at a time) and recycled once all
+// of them are released.
+func (p *Project) slotEmission() *row.SlotRows {
+	if p.block != nil && p.block.Len() == slotBlockRows {
+		p.block.Done()
+		p.block = nil
+	}
+	if p.block == nil {
+		p.block = p.slots.Get(slotBlockRows)
+	}
+	return p.block.Rows()
+}
+
+// slotRow evaluates the fields for one row into dst, the slots of the
+// visible fields in order, as rows does into a map.
+func (p *Project) slotRow(ec *eval.Ctx, dst []any) error {
+	j := 0
+	for _, f := range p.Fields {
+		v, err := f.Expr(ec)
+		if err != nil {
+			return fmt.Errorf("alias: %s expr: %w", f.Name, err)
+		}
+		if f.Invisible {
+			continue
+		}
+		if v != nil || p.SendNil || f.Null || f.Column.present(ec) {
+			dst[j] = v
+		}
+		j++
+	}
+	return nil
 }
 
 // emission returns an empty slice with room for one row, carved from a

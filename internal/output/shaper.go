@@ -11,6 +11,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/format"
+	"github.com/rekuiper/rekuiper/internal/row"
 	"github.com/rekuiper/rekuiper/internal/value"
 )
 
@@ -41,6 +42,8 @@ type Shaper struct {
 	enc         format.Encoder
 	json        *format.JSONCodec // decodes template output
 	buf         bytes.Buffer      // template output scratch
+	msg         api.SinkMessage   // ShapeSlots' message
+	view        *format.SlotView  // ShapeSlots' fields or excludeFields
 }
 
 // NewShaper validates the common sink properties in props and returns a
@@ -150,6 +153,58 @@ func (s *Shaper) Shape(rows []map[string]any) ([]*api.SinkMessage, error) {
 		out[i] = &msgs[i]
 	}
 	return out, nil
+}
+
+// SlotsOK reports whether ShapeSlots can shape emissions for these
+// properties: format json, without dataTemplate and dataField.
+func (s *Shaper) SlotsOK() bool {
+	return s.tmpl == nil && s.dataField == "" && s.enc == s.json
+}
+
+// slotView returns the view that applies fields or excludeFields to rows
+// with cols, nil when neither is set; built once per set of columns.
+func (s *Shaper) slotView(cols *row.Columns) *format.SlotView {
+	if len(s.fields) == 0 && len(s.exclude) == 0 {
+		return nil
+	}
+	if s.view == nil || s.view.Columns() != cols {
+		s.view = format.NewSlotView(cols, s.fields, s.exclude)
+	}
+	return s.view
+}
+
+// ShapeSlots shapes one emission of slot rows and calls write with each
+// message, in order: the messages Shape returns for rows.Maps(), without
+// their Rows. The message and its payload are the shaper's scratch, valid
+// only during the call to write. It stops at the first error. Only for a
+// shaper whose SlotsOK reports true.
+func (s *Shaper) ShapeSlots(rows *row.SlotRows, write func(*api.SinkMessage) error) error {
+	if s.omitIfEmpty && rows.Empty() {
+		return nil
+	}
+	view := s.slotView(rows.Columns())
+	if !s.sendSingle {
+		payload, err := s.json.EncodeSlots(rows, view)
+		if err != nil {
+			return err
+		}
+		s.msg = api.SinkMessage{Payload: payload}
+		return write(&s.msg)
+	}
+	for i := range rows.Len() {
+		if s.omitIfEmpty && rows.RowEmpty(i) {
+			continue
+		}
+		payload, err := s.json.EncodeSlotRow(rows, i, view)
+		if err != nil {
+			return err
+		}
+		s.msg = api.SinkMessage{Payload: payload}
+		if err := write(&s.msg); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func allEmpty(rows []map[string]any) bool {

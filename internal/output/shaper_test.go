@@ -7,56 +7,56 @@ import (
 	"time"
 )
 
-type row = map[string]any
+type mrow = map[string]any
 
 func TestShape(t *testing.T) {
-	two := []row{{"id": int64(1), "name": "dev1", "temp": 20.5}, {"id": int64(2), "name": "dev2", "temp": 21.0}}
+	two := []mrow{{"id": int64(1), "name": "dev1", "temp": 20.5}, {"id": int64(2), "name": "dev2", "temp": 21.0}}
 	tests := []struct {
 		name     string
 		props    map[string]any
-		rows     []row
+		rows     []mrow
 		want     []string // payloads
-		wantRows [][]row  // optional: Rows of each message
+		wantRows [][]mrow // optional: Rows of each message
 	}{
 		{name: "default json array", rows: two,
 			want:     []string{`[{"id":1,"name":"dev1","temp":20.5},{"id":2,"name":"dev2","temp":21}]`},
-			wantRows: [][]row{two}},
-		{name: "empty emission", rows: []row{}, want: []string{`[]`}},
-		{name: "empty row kept", rows: []row{{}}, want: []string{`[{}]`}},
+			wantRows: [][]mrow{two}},
+		{name: "empty emission", rows: []mrow{}, want: []string{`[]`}},
+		{name: "empty row kept", rows: []mrow{{}}, want: []string{`[{}]`}},
 		{name: "sendSingle", props: map[string]any{"sendSingle": true}, rows: two,
 			want:     []string{`{"id":1,"name":"dev1","temp":20.5}`, `{"id":2,"name":"dev2","temp":21}`},
-			wantRows: [][]row{{two[0]}, {two[1]}}},
-		{name: "sendSingle nil row", props: map[string]any{"sendSingle": true}, rows: []row{nil}, want: []string{`null`}},
+			wantRows: [][]mrow{{two[0]}, {two[1]}}},
+		{name: "sendSingle nil row", props: map[string]any{"sendSingle": true}, rows: []mrow{nil}, want: []string{`null`}},
 		{name: "omitIfEmpty no rows", props: map[string]any{"omitIfEmpty": true}, rows: nil, want: nil},
-		{name: "omitIfEmpty empty row", props: map[string]any{"omitIfEmpty": true}, rows: []row{{}}, want: nil},
+		{name: "omitIfEmpty empty row", props: map[string]any{"omitIfEmpty": true}, rows: []mrow{{}}, want: nil},
 		{name: "omitIfEmpty sendSingle skips empty rows", props: map[string]any{"omitIfEmpty": true, "sendSingle": true},
-			rows: []row{{}, {"a": int64(1)}, {}}, want: []string{`{"a":1}`}},
-		{name: "omitIfEmpty keeps data", props: map[string]any{"omitIfEmpty": true}, rows: []row{{}, {"a": int64(1)}},
+			rows: []mrow{{}, {"a": int64(1)}, {}}, want: []string{`{"a":1}`}},
+		{name: "omitIfEmpty keeps data", props: map[string]any{"omitIfEmpty": true}, rows: []mrow{{}, {"a": int64(1)}},
 			want: []string{`[{},{"a":1}]`}},
 		{name: "template per row", props: map[string]any{"sendSingle": true, "dataTemplate": `{"t":{{.temp}},"who":"{{.name}}"}`},
 			rows:     two,
 			want:     []string{`{"t":20.5,"who":"dev1"}`, `{"t":21,"who":"dev2"}`},
-			wantRows: [][]row{{{"t": 20.5, "who": "dev1"}}, {{"t": int64(21), "who": "dev2"}}}},
+			wantRows: [][]mrow{{{"t": 20.5, "who": "dev1"}}, {{"t": int64(21), "who": "dev2"}}}},
 		{name: "template over emission, text output", props: map[string]any{"dataTemplate": `{{range $i, $r := .}}{{if $i}};{{end}}{{$r.id}}{{end}}`},
-			rows: two, want: []string{`1;2`}, wantRows: [][]row{two}},
+			rows: two, want: []string{`1;2`}, wantRows: [][]mrow{two}},
 		{name: "template sprig and json funcs", props: map[string]any{"sendSingle": true, "dataTemplate": `{{.name | upper}} {{json .}} {{base64 .name}}`},
 			rows: two[:1], want: []string{`DEV1 {"id":1,"name":"dev1","temp":20.5} ZGV2MQ==`}},
 		{name: "template conditional over a missing key", props: map[string]any{"sendSingle": true, "dataTemplate": `{{if .nope}}x{{else}}{{.id}}{{end}}`},
 			rows: two[:1], want: []string{`1`}},
 		{name: "fields select and null for absent", props: map[string]any{"fields": []any{"name", "missing"}}, rows: two,
 			want:     []string{`[{"missing":null,"name":"dev1"},{"missing":null,"name":"dev2"}]`},
-			wantRows: [][]row{{{"name": "dev1", "missing": nil}, {"name": "dev2", "missing": nil}}}},
+			wantRows: [][]mrow{{{"name": "dev1", "missing": nil}, {"name": "dev2", "missing": nil}}}},
 		{name: "excludeFields", props: map[string]any{"excludeFields": []string{"temp", "id"}, "sendSingle": true}, rows: two,
 			want: []string{`{"name":"dev1"}`, `{"name":"dev2"}`}},
 		{name: "dataField per row", props: map[string]any{"dataField": "data", "sendSingle": true},
-			rows: []row{{"data": row{"x": int64(1)}}, {"data": row{"x": int64(2)}}},
-			want: []string{`{"x":1}`, `{"x":2}`}, wantRows: [][]row{{{"x": int64(1)}}, {{"x": int64(2)}}}},
+			rows: []mrow{{"data": mrow{"x": int64(1)}}, {"data": mrow{"x": int64(2)}}},
+			want: []string{`{"x":1}`, `{"x":2}`}, wantRows: [][]mrow{{{"x": int64(1)}}, {{"x": int64(2)}}}},
 		{name: "dataField of emission takes first row", props: map[string]any{"dataField": "arr"},
-			rows: []row{{"arr": []any{row{"x": int64(1)}, row{"x": int64(2)}}}, {"arr": []any{}}},
-			want: []string{`[{"x":1},{"x":2}]`}, wantRows: [][]row{{{"x": int64(1)}, {"x": int64(2)}}}},
+			rows: []mrow{{"arr": []any{mrow{"x": int64(1)}, mrow{"x": int64(2)}}}, {"arr": []any{}}},
+			want: []string{`[{"x":1},{"x":2}]`}, wantRows: [][]mrow{{{"x": int64(1)}, {"x": int64(2)}}}},
 		{name: "tableDataField alias, scalar value", props: map[string]any{"tableDataField": "v", "sendSingle": true},
-			rows: []row{{"v": int64(5)}}, want: []string{`5`}, wantRows: [][]row{{{"v": int64(5)}}}},
-		{name: "dataField on empty emission", props: map[string]any{"dataField": "v"}, rows: []row{}, want: []string{`null`}},
+			rows: []mrow{{"v": int64(5)}}, want: []string{`5`}, wantRows: [][]mrow{{{"v": int64(5)}}}},
+		{name: "dataField on empty emission", props: map[string]any{"dataField": "v"}, rows: []mrow{}, want: []string{`null`}},
 		{name: "template then dataField and fields", props: map[string]any{"sendSingle": true,
 			"dataTemplate": `{"payload":{"a":{{.id}},"b":"{{.name}}","c":true}}`, "dataField": "payload", "fields": []any{"b", "a"}},
 			rows: two[:1], want: []string{`{"a":1,"b":"dev1"}`}},
@@ -65,17 +65,17 @@ func TestShape(t *testing.T) {
 		{name: "delimited emission with header", props: map[string]any{"format": "delimited", "delimiter": ";", "hasHeader": true},
 			rows: two, want: []string{"id;name;temp\n1;dev1;20.5\n2;dev2;21"}},
 		{name: "binary dataField", props: map[string]any{"format": "binary", "dataField": "img", "sendSingle": true},
-			rows: []row{{"img": []byte{0xff, 0x00}, "id": int64(1)}}, want: []string{"\xff\x00"}},
+			rows: []mrow{{"img": []byte{0xff, 0x00}, "id": int64(1)}}, want: []string{"\xff\x00"}},
 		{name: "urlencoded", props: map[string]any{"format": "urlencoded", "sendSingle": true},
 			rows: two[:1], want: []string{`id=1&name=dev1&temp=20.5`}},
 		{name: "template ignores format", props: map[string]any{"format": "delimited", "dataTemplate": `{{len .}} rows`},
 			rows: two, want: []string{`2 rows`}},
-		{name: "error rows pass through", rows: []row{{"error": "run Select error: boom"}},
+		{name: "error rows pass through", rows: []mrow{{"error": "run Select error: boom"}},
 			want: []string{`[{"error":"run Select error: boom"}]`}},
 		{name: "error rows through template", props: map[string]any{"sendSingle": true, "dataTemplate": `ERR {{.error}}`},
-			rows: []row{{"error": "boom"}}, want: []string{`ERR boom`}},
+			rows: []mrow{{"error": "boom"}}, want: []string{`ERR boom`}},
 		{name: "datetime and bytes", props: map[string]any{"sendSingle": true},
-			rows: []row{{"t": time.Date(2023, 11, 14, 22, 13, 20, 0, time.UTC), "b": []byte("hi")}},
+			rows: []mrow{{"t": time.Date(2023, 11, 14, 22, 13, 20, 0, time.UTC), "b": []byte("hi")}},
 			want: []string{`{"b":"aGk=","t":"2023-11-14T22:13:20Z"}`}},
 	}
 	for _, tt := range tests {
@@ -107,7 +107,7 @@ func TestShape(t *testing.T) {
 }
 
 func TestShapeDoesNotModifyInput(t *testing.T) {
-	rows := []row{{"a": int64(1), "b": int64(2)}}
+	rows := []mrow{{"a": int64(1), "b": int64(2)}}
 	s, err := NewShaper(map[string]any{"excludeFields": []any{"b"}})
 	if err != nil {
 		t.Fatal(err)
@@ -135,23 +135,23 @@ func TestShapeErrors(t *testing.T) {
 	tests := []struct {
 		name  string
 		props map[string]any
-		rows  []row
+		rows  []mrow
 		want  string // error prefix
 	}{
 		{name: "template execution", props: map[string]any{"sendSingle": true, "dataTemplate": `{{index .a 5}}`},
-			rows: []row{{"a": []any{int64(1)}}},
+			rows: []mrow{{"a": []any{int64(1)}}},
 			want: "execute sink property dataTemplate: template: dataTemplate:1:2: executing \"dataTemplate\" at <index .a 5>: error calling index: index out of range: 5"},
 		{name: "template output not json", props: map[string]any{"sendSingle": true, "dataTemplate": `x{{.a}}`, "fields": []any{"a"}},
-			rows: []row{{"a": int64(1)}},
+			rows: []mrow{{"a": int64(1)}},
 			want: "dataTemplate output must be JSON to apply dataField or fields: decode json: invalid character 'x' looking for beginning of value at offset 0"},
 		{name: "fields on scalar", props: map[string]any{"sendSingle": true, "dataField": "a", "fields": []any{"x"}},
-			rows: []row{{"a": int64(1)}}, want: "sink property fields: cannot select from int64"},
+			rows: []mrow{{"a": int64(1)}}, want: "sink property fields: cannot select from int64"},
 		{name: "dataField on array of scalars", props: map[string]any{"dataTemplate": `[1,2]`, "dataField": "a"},
-			rows: []row{{"a": int64(1)}}, want: `sink property dataField "a": cannot select from an array of int64`},
+			rows: []mrow{{"a": int64(1)}}, want: `sink property dataField "a": cannot select from an array of int64`},
 		{name: "template prints a missing key", props: map[string]any{"sendSingle": true, "dataTemplate": `{"t":{{.nope}}}`},
-			rows: []row{{"a": int64(1)}}, want: `render sink property dataTemplate: the template printed a missing or null field ("{\"t\":<no value>}")`},
+			rows: []mrow{{"a": int64(1)}}, want: `render sink property dataTemplate: the template printed a missing or null field ("{\"t\":<no value>}")`},
 		{name: "binary needs one field", props: map[string]any{"format": "binary", "sendSingle": true},
-			rows: []row{{"a": int64(1), "b": int64(2)}}, want: "encode binary: need a row with exactly one field, got 2 fields"},
+			rows: []mrow{{"a": int64(1), "b": int64(2)}}, want: "encode binary: need a row with exactly one field, got 2 fields"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,20 +205,20 @@ func TestNewShaperValidation(t *testing.T) {
 func TestPropTemplate(t *testing.T) {
 	tests := []struct {
 		name, text string
-		row        row
+		row        mrow
 		want       string
 		static     bool
 		wantErr    string
 	}{
-		{name: "static", text: "alerts/all", row: row{"deviceId": "d1"}, want: "alerts/all", static: true},
-		{name: "field", text: "alerts/{{.deviceId}}", row: row{"deviceId": "d1"}, want: "alerts/d1"},
-		{name: "sprig", text: `{{.deviceId | upper | trunc 2}}/{{.n}}`, row: row{"deviceId": "dev", "n": int64(3)}, want: "DE/3"},
-		{name: "missing", text: "a/{{.x}}", row: row{},
+		{name: "static", text: "alerts/all", row: mrow{"deviceId": "d1"}, want: "alerts/all", static: true},
+		{name: "field", text: "alerts/{{.deviceId}}", row: mrow{"deviceId": "d1"}, want: "alerts/d1"},
+		{name: "sprig", text: `{{.deviceId | upper | trunc 2}}/{{.n}}`, row: mrow{"deviceId": "dev", "n": int64(3)}, want: "DE/3"},
+		{name: "missing", text: "a/{{.x}}", row: mrow{},
 			wantErr: `render sink property topic: the template printed a missing or null field ("a/<no value>")`},
-		{name: "null", text: "a/{{.x}}", row: row{"x": nil},
+		{name: "null", text: "a/{{.x}}", row: mrow{"x": nil},
 			wantErr: `render sink property topic: the template printed a missing or null field ("a/<no value>")`},
-		{name: "conditional over missing", text: "a/{{if .x}}{{.x}}{{else}}none{{end}}", row: row{}, want: "a/none"},
-		{name: "exec error", text: "{{index .a 2}}", row: row{"a": []any{}},
+		{name: "conditional over missing", text: "a/{{if .x}}{{.x}}{{else}}none{{end}}", row: mrow{}, want: "a/none"},
+		{name: "exec error", text: "{{index .a 2}}", row: mrow{"a": []any{}},
 			wantErr: `render sink property topic: template: topic:1:2: executing "topic" at <index .a 2>: error calling index: index out of range: 2`},
 	}
 	for _, tt := range tests {

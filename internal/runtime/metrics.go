@@ -11,13 +11,28 @@ type Metrics struct {
 	RecordsIn      atomic.Int64
 	RecordsOut     atomic.Int64
 	Exceptions     atomic.Int64
-	ProcessLatency atomic.Int64 // µs, last item
+	ProcessLatency atomic.Int64 // µs, of a recent item (see timed)
 	LastInvocation atomic.Int64 // ms
 	BufferLength   func() int64
+
+	// calls counts invocations, for timed; the node's goroutine only.
+	calls uint32
 
 	mu            sync.Mutex
 	lastException string
 	lastExcTime   int64
+}
+
+// latencySample is how often an invocation is timed for ProcessLatency:
+// reading the clock twice per row would cost more than a simple filter.
+const latencySample = 16
+
+// timed reports whether this invocation is to be timed: the first one and
+// then every latencySample-th. The node's goroutine only.
+func (m *Metrics) timed() bool {
+	t := m.calls%latencySample == 0
+	m.calls++
+	return t
 }
 
 // RecordException counts an error and remembers it.

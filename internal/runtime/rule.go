@@ -20,6 +20,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/operator"
 	"github.com/rekuiper/rekuiper/internal/panics"
+	"github.com/rekuiper/rekuiper/internal/row"
 	"github.com/rekuiper/rekuiper/internal/tracing"
 )
 
@@ -30,6 +31,23 @@ type Sink interface {
 	// Collect delivers one emission's rows. An error is counted in the
 	// sink's metrics; retries are the sink cache's business.
 	Collect(ctx context.Context, rows []map[string]any) error
+}
+
+// SlotSink is implemented by sinks that take projected rows in slots
+// (row.SlotRows) as well as maps: the runtime then hands them the rule's
+// slot rows, and builds maps only for the sinks without it.
+type SlotSink interface {
+	Sink
+	// CollectSlots delivers one emission's rows in slots; rows are valid
+	// only during the call (the runtime releases them after the last
+	// sink), their values as long as the sink likes.
+	CollectSlots(ctx context.Context, rows *row.SlotRows) error
+}
+
+// slotEmitter is a last operator that can emit its rows in slots
+// (operator.Project).
+type slotEmitter interface {
+	EnableSlots()
 }
 
 // Flusher is implemented by sinks that buffer or pipeline writes: at a
@@ -55,8 +73,11 @@ type Config struct {
 	Env       function.Env
 	Stats     *eval.RuleStats
 	SendError bool
-	// BufferLength bounds every channel of the rule (default 1024). The
-	// channels are allocated with the rule's first item.
+	// BufferLength bounds every channel of the rule (default 1024): the
+	// input channel in items (each a source's delivery), a sink's channel
+	// in emissions, handed over in batches of up to 64 (its buffer length
+	// metric counts batches). The channels are allocated with the rule's
+	// first item.
 	BufferLength int
 	// Tracker, when set, counts items in flight (virtual-clock replay).
 	Tracker *Tracker
@@ -105,7 +126,7 @@ type Rule struct {
 	// in and sinkIn are allocated, and the goroutines started, by launch;
 	// launched is set once they are, for readers outside launchOnce.
 	in         chan *operator.Item // pointers: a buffered slot costs 8 bytes, not a whole Item
-	sinkIn     []chan *operator.Item
+	sinkIn     []chan *sinkBatch
 	launchOnce sync.Once
 	launched   atomic.Bool
 	quit       chan struct{}
@@ -116,10 +137,21 @@ type Rule struct {
 	// emits[i] passes operator i's output on; built once on the operator
 	// goroutine so that no closure is allocated per item.
 	emits []operator.Emit
-	// sinkItems is a chunk the items handed to the sinks are carved from,
-	// so that an emission costs no allocation of its own. Operator
-	// goroutine only; a cell handed out is never reused.
-	sinkItems []operator.Item
+	// inItems and sinkBatches recycle the cells that carry items through
+	// the input channel and to the sinks, so that neither costs an
+	// allocation per item. An input cell is put back by the operator
+	// goroutine once it copied the item out; a sink batch by the last sink
+	// done with it (see sinkBatch).
+	inItems     sync.Pool
+	sinkBatches sync.Pool
+	// batch collects what the item being processed emits for the sinks;
+	// they get it in one hand-off when the item is done, or when it holds
+	// batchMax items (flushSinks). Operator goroutine only.
+	batch    *sinkBatch
+	batchMax int
+	// itemMS is the engine time the operator goroutine took its current
+	// item at: the operators' last invocation time. Operator goroutine only.
+	itemMS int64
 
 	// sendMu orders enqueues against Stop: once stopped is set, nothing
 	// more enters the input channel.
@@ -169,6 +201,12 @@ func New(cfg Config) *Rule {
 		}
 		r.SinkMetrics = append(r.SinkMetrics, m)
 	}
+	if n := len(cfg.Ops); n > 0 {
+		if p, ok := cfg.Ops[n-1].(slotEmitter); ok {
+			p.EnableSlots()
+		}
+	}
+	operator.RecycleCopies(cfg.Ops)
 	if len(r.OpMetrics) > 0 {
 		r.OpMetrics[0].BufferLength = func() int64 {
 			if !r.launched.Load() {
@@ -205,9 +243,11 @@ func (r *Rule) Start() {
 // once, under launchOnce, unless Stop came first.
 func (r *Rule) launch() {
 	r.in = make(chan *operator.Item, r.cfg.BufferLength)
-	r.sinkIn = make([]chan *operator.Item, len(r.cfg.Sinks))
+	r.sinkIn = make([]chan *sinkBatch, len(r.cfg.Sinks))
+	r.batchMax = min(maxSinkBatch, r.cfg.BufferLength)
 	for i := range r.sinkIn {
-		r.sinkIn[i] = make(chan *operator.Item, r.cfg.BufferLength)
+		// BufferLength emissions, in batches.
+		r.sinkIn[i] = make(chan *sinkBatch, (r.cfg.BufferLength+r.batchMax-1)/r.batchMax)
 	}
 	r.launched.Store(true)
 	started := make(chan struct{})
@@ -239,13 +279,31 @@ func (r *Rule) send(it operator.Item) bool {
 		return false
 	}
 	r.launchOnce.Do(r.launch)
+	p, _ := r.inItems.Get().(*operator.Item)
+	if p == nil {
+		p = new(operator.Item)
+	}
+	*p = it
 	select {
-	case r.in <- &it:
+	case r.in <- p:
 		return true
 	case <-r.quit:
+		r.putIn(p)
 		r.cfg.Tracker.Done()
 		return false
 	}
+}
+
+// takeIn copies the item out of an input cell and recycles the cell.
+func (r *Rule) takeIn(p *operator.Item) operator.Item {
+	it := *p
+	r.putIn(p)
+	return it
+}
+
+func (r *Rule) putIn(p *operator.Item) {
+	*p = operator.Item{}
+	r.inItems.Put(p)
 }
 
 // Stop is a soft stop: the operator goroutine processes the items already
@@ -268,7 +326,8 @@ func (r *Rule) Stop() {
 	r.stopped = true
 	for drained := false; !drained; {
 		select {
-		case <-r.in:
+		case p := <-r.in:
+			r.discard(r.takeIn(p))
 			r.cfg.Tracker.Done()
 		default:
 			drained = true
@@ -341,13 +400,19 @@ func (r *Rule) opLoop(al *aligner) (stopped bool) {
 			r.OpMetrics[r.curOp].RecordException(e.Error(), r.nowMS())
 		}
 		r.opsFailed = true
+		r.flushSinks() // what the operators emitted before the panic
 		r.cfg.Tracker.Done()
 		r.panicked(e)
 	})
-	dispatch := func(it *operator.Item) {
+	dispatch := func(p *operator.Item) {
+		it := r.takeIn(p)
+		r.itemMS = r.nowMS()
 		if !r.opsFailed {
-			al.dispatch(*it)
+			al.dispatch(it)
+		} else {
+			r.discard(it)
 		}
+		r.flushSinks()
 		r.cfg.Tracker.Done()
 	}
 	for {
@@ -503,12 +568,18 @@ func (r *Rule) run(ctxs []*operator.Context, i int, it operator.Item, emit opera
 	if it.Kind == operator.Data {
 		m.RecordsIn.Add(1)
 	}
-	start := time.Now()
+	var start time.Time
+	timed := m.timed()
+	if timed {
+		start = time.Now()
+	}
 	r.curOp = i
 	err := op.Process(ctxs[i], it, emit)
 	r.curOp = i
-	m.ProcessLatency.Store(time.Since(start).Microseconds())
-	m.LastInvocation.Store(r.nowMS())
+	if timed {
+		m.ProcessLatency.Store(time.Since(start).Microseconds())
+	}
+	m.LastInvocation.Store(r.itemMS)
 	if err != nil {
 		panics.Rethrow(err) // a panic a lookup source recovered on its own goroutine
 		m.RecordException(err.Error(), r.nowMS())
@@ -527,28 +598,85 @@ func (r *Rule) toSinks(it operator.Item) {
 	if it.Kind == operator.Error && !r.cfg.SendError {
 		return // counted where it happened; emitted only with sendError
 	}
-	if it.Kind == operator.Data && it.Results == nil {
+	if it.Kind == operator.Data && it.Results == nil && it.Slots == nil {
 		return
 	}
 	if it.Kind == operator.Data && r.cfg.Tap != nil {
-		r.cfg.Tap(it.Results)
+		rows := it.Results
+		if it.Slots != nil {
+			rows = it.Slots.Maps()
+		}
+		r.cfg.Tap(rows)
 	}
 	if len(r.sinkIn) == 0 {
+		r.discard(it)
 		return
 	}
-	if len(r.sinkItems) == cap(r.sinkItems) {
-		r.sinkItems = make([]operator.Item, 0, sinkItemChunk)
+	if r.batch == nil {
+		r.batch, _ = r.sinkBatches.Get().(*sinkBatch)
+		if r.batch == nil {
+			r.batch = new(sinkBatch)
+		}
 	}
-	r.sinkItems = append(r.sinkItems, it)
-	p := &r.sinkItems[len(r.sinkItems)-1]
-	for _, ch := range r.sinkIn {
-		r.cfg.Tracker.Add(1)
-		ch <- p
+	r.batch.items = append(r.batch.items, it)
+	if len(r.batch.items) == r.batchMax {
+		r.flushSinks()
 	}
 }
 
-// sinkItemChunk is the number of sink items carved from one chunk (4 KB).
-const sinkItemChunk = 32
+// flushSinks hands what the last input item made the operators emit to the
+// sinks, in one batch: one channel hand-off per input item rather than per
+// emission. It runs on the operator goroutine after every input item.
+func (r *Rule) flushSinks() {
+	b := r.batch
+	if b == nil {
+		return
+	}
+	r.batch = nil
+	b.refs.Store(int32(len(r.sinkIn)))
+	for _, ch := range r.sinkIn {
+		r.cfg.Tracker.Add(1)
+		ch <- b
+	}
+}
+
+// sinkBatch is what one input item made the operators emit, handed to the
+// rule's sinks in order; the last sink done with it releases the items'
+// slot rows and recycles the batch.
+type sinkBatch struct {
+	items []operator.Item
+	refs  atomic.Int32 // sinks yet to finish with it
+}
+
+// sinkDone tells that one sink finished with b.
+func (r *Rule) sinkDone(b *sinkBatch) {
+	if b.refs.Add(-1) != 0 {
+		return
+	}
+	for i := range b.items {
+		r.discard(b.items[i])
+	}
+	clear(b.items)
+	if cap(b.items) > maxBatchCap {
+		b.items = nil // do not keep the room a burst needed
+	}
+	b.items = b.items[:0]
+	r.sinkBatches.Put(b)
+}
+
+// maxBatchCap bounds the room a recycled sink batch keeps.
+const maxBatchCap = 1024
+
+// maxSinkBatch is the most items handed to the sinks at once; the sinks'
+// channels hold BufferLength items in batches of up to this many.
+const maxSinkBatch = 64
+
+// discard releases what an item that goes no further holds.
+func (r *Rule) discard(it operator.Item) {
+	if it.Slots != nil {
+		it.Slots.Release()
+	}
+}
 
 func (r *Rule) runSink(i int) {
 	defer r.sinksDone.Done()
@@ -563,44 +691,65 @@ func (r *Rule) runSink(i int) {
 // goroutine never blocks on a dead sink.
 func (r *Rule) sinkLoop(i int, failed *bool) (closed bool) {
 	sink, m := r.cfg.Sinks[i], r.SinkMetrics[i]
+	slots, _ := sink.(SlotSink)
 	defer panics.Catch("sink "+sink.Name(), func(e *panics.Error) {
 		m.RecordException(e.Error(), r.nowMS())
 		r.cfg.Tracker.Done()
 		r.panicked(e)
 	})
-	for it := range r.sinkIn[i] {
-		if *failed {
-			r.cfg.Tracker.Done()
-			continue
+	for b := range r.sinkIn[i] {
+		if !*failed {
+			nowMS := r.nowMS()
+			for j := range b.items {
+				r.deliver(i, sink, slots, m, &b.items[j], nowMS)
+			}
 		}
-		if it.Kind == operator.Barrier {
-			r.sinkBarrier(i, it.Barrier)
-			r.cfg.Tracker.Done()
-			continue
-		}
-		rows := it.Results
-		if it.Kind == operator.Error {
-			rows = []map[string]any{{"error": it.Err.Error()}}
-		}
-		m.RecordsIn.Add(1)
-		start := time.Now()
-		var span tracing.Span
-		if it.Trace != nil {
-			span = r.sinkSpan(i, it)
-		}
-		if err := sink.Collect(context.Background(), rows); err != nil {
-			panics.Rethrow(err) // a panic the sink recovered on its own goroutine
-			m.RecordException(err.Error(), r.nowMS())
-			span.Fail(err)
-		} else {
-			m.RecordsOut.Add(1)
-		}
-		span.End()
-		m.ProcessLatency.Store(time.Since(start).Microseconds())
-		m.LastInvocation.Store(r.nowMS())
+		r.sinkDone(b)
 		r.cfg.Tracker.Done()
 	}
 	return true
+}
+
+// deliver hands one item to sink i, taken at engine time nowMS. Sink
+// goroutine.
+func (r *Rule) deliver(i int, sink Sink, slots SlotSink, m *Metrics, it *operator.Item, nowMS int64) {
+	if it.Kind == operator.Barrier {
+		r.sinkBarrier(i, it.Barrier)
+		return
+	}
+	m.RecordsIn.Add(1)
+	var start time.Time
+	timed := m.timed()
+	if timed {
+		start = time.Now()
+	}
+	var span tracing.Span
+	if it.Trace != nil {
+		span = r.sinkSpan(i, it)
+	}
+	var err error
+	switch {
+	case it.Kind == operator.Error:
+		err = sink.Collect(context.Background(), []map[string]any{{"error": it.Err.Error()}})
+	case it.Slots != nil && slots != nil:
+		err = slots.CollectSlots(context.Background(), it.Slots)
+	case it.Slots != nil:
+		err = sink.Collect(context.Background(), it.Slots.Maps())
+	default:
+		err = sink.Collect(context.Background(), it.Results)
+	}
+	if err != nil {
+		panics.Rethrow(err) // a panic the sink recovered on its own goroutine
+		m.RecordException(err.Error(), r.nowMS())
+		span.Fail(err)
+	} else {
+		m.RecordsOut.Add(1)
+	}
+	span.End()
+	if timed {
+		m.ProcessLatency.Store(time.Since(start).Microseconds())
+	}
+	m.LastInvocation.Store(nowMS)
 }
 
 // sinkBarrier acknowledges barrier id for sink i once everything before it

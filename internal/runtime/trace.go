@@ -104,7 +104,11 @@ func (r *Rule) processTraced(ctxs []*operator.Context, i int, it operator.Item) 
 func (r *Rule) sinkSpan(i int, it *operator.Item) tracing.Span {
 	span := r.cfg.Trace.Start(it.Trace, r.cfg.Sinks[i].Name())
 	if it.Kind == operator.Data {
-		span.SetData(tracing.ResultsData(it.Results))
+		rows := it.Results
+		if it.Slots != nil {
+			rows = it.Slots.Maps()
+		}
+		span.SetData(tracing.ResultsData(rows))
 	}
 	return span
 }
@@ -112,6 +116,8 @@ func (r *Rule) sinkSpan(i int, it *operator.Item) tracing.Span {
 // itemData is the data attribute of an item.
 func itemData(it operator.Item) string {
 	switch {
+	case it.Slots != nil:
+		return tracing.ResultsData(it.Slots.Maps())
 	case it.Results != nil:
 		return tracing.ResultsData(it.Results)
 	case it.Set != nil:

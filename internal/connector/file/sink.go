@@ -116,6 +116,11 @@ func (s *Sink) Status() (state string, lastConnected, lastDisconnected time.Time
 	return s.link.Status()
 }
 
+// PayloadOnly reports whether Write reads only the payload and keeps
+// nothing (api.PayloadOnly): always, except for a CSV header, which names
+// the columns of a row.
+func (s *Sink) PayloadOnly() bool { return !(s.fileType == typeCSV && s.hasHeader) }
+
 // Write appends msg.Payload, rolling to a new file first when due.
 func (s *Sink) Write(_ context.Context, msg *api.SinkMessage) error {
 	return s.link.Connect(s.write(msg))

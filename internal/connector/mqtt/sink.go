@@ -62,7 +62,10 @@ type flight struct {
 	tr  transport
 }
 
-var _ api.Sink = (*Sink)(nil)
+var (
+	_ api.Sink        = (*Sink)(nil)
+	_ api.PayloadOnly = (*Sink)(nil)
+)
 
 // NewSink builds a sink from validated props; no network I/O.
 func NewSink(pool *Pool, props map[string]any, deps connector.Deps) (*Sink, error) {
@@ -131,6 +134,11 @@ func (s *Sink) Write(ctx context.Context, msg *api.SinkMessage) error {
 	out := outbound{topic: topic, qos: s.qos, retained: s.retained, payload: msg.Payload, user: s.user}
 	return s.send(ctx, out)
 }
+
+// PayloadOnly reports whether Write reads only the payload and keeps
+// nothing (api.PayloadOnly): with a fixed topic at qos 0, where a publish
+// is written before Write returns and never resent.
+func (s *Sink) PayloadOnly() bool { return s.topic.Static() && s.qos == 0 }
 
 func (s *Sink) renderTopic(msg *api.SinkMessage) (string, error) {
 	if s.topic.Static() {

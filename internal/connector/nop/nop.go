@@ -32,7 +32,10 @@ type Sink struct {
 	count  int64
 }
 
-var _ api.Sink = (*Sink)(nil)
+var (
+	_ api.Sink        = (*Sink)(nil)
+	_ api.PayloadOnly = (*Sink)(nil)
+)
 
 // New builds a nop sink. With log=true it logs to deps.Logger (when set).
 func New(props map[string]any, deps connector.Deps) (api.Sink, error) {
@@ -54,6 +57,9 @@ func (s *Sink) Write(ctx context.Context, msg *api.SinkMessage) error {
 	}
 	return nil
 }
+
+// PayloadOnly reports true: Write reads only the payload and keeps nothing.
+func (s *Sink) PayloadOnly() bool { return true }
 
 // Count returns how many messages were written. Like Write, it must be
 // called from the sink's owner goroutine.

@@ -1,0 +1,44 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/format"
+	"github.com/rekuiper/rekuiper/internal/operator"
+	"github.com/rekuiper/rekuiper/internal/runtime"
+)
+
+// TestFilterPathAllocs pins the allocations of a stateless rule (WHERE and
+// SELECT of plain fields, a sink that encodes JSON from slots) through the
+// runtime, decoded records given: what the rule adds per message must stay
+// far below one allocation (it is zero but for the pools refilling after
+// a GC). A map per output row, a payload per message, or a cell per item
+// or per tuple copy brings it to 0.5 or more. Under the race detector,
+// which makes pools drop what they are given now and then, the bound is
+// one per message.
+func TestFilterPathAllocs(t *testing.T) {
+	limit := 0.1
+	if raceEnabled {
+		limit = 1
+	}
+	vc := clock.NewVirtual(0)
+	tr := runtime.NewTracker()
+	sink := &encodeSink{codec: format.NewJSON()}
+	r := build(t, filterSQL, vc, sink, tr).Rule
+	ds := decodedDeliveries(t)
+	r.Start()
+	defer r.Stop()
+	i := 0
+	perDelivery := testing.AllocsPerRun(200, func() {
+		r.Send(operator.Item{Kind: operator.Data, Tuples: ds[i%len(ds)]})
+		tr.Wait()
+		i++
+	})
+	if sink.n == 0 {
+		t.Fatal("the sink encoded nothing")
+	}
+	if perMsg := perDelivery / delivery; perMsg >= limit {
+		t.Fatalf("%.2f allocations per message (%.1f per delivery of %d), want < %g", perMsg, perDelivery, delivery, limit)
+	}
+}
