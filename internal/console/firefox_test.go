@@ -57,6 +57,7 @@ func TestFirefoxMainFlow(t *testing.T) {
 	}
 	d.Publish(t, "in", map[string]any{"v": int64(3)})
 	p.waitFor("live output", `document.querySelector("#tap-rows li")?.textContent === '[{"w":6}]'`)
+	p.waitFor("the counters", `document.querySelector('#counters tr[data-node^="source_demo"] td')?.textContent === "1"`)
 	p.waitFor("the topology", `!!document.querySelector('svg.dag g[data-node^="source_demo"]')`)
 	p.screenshot("rule-running")
 	p.click(`button[aria-label="Stop rule r1"]`)
