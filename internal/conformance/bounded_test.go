@@ -40,6 +40,17 @@ func TestReplayBounded(t *testing.T) {
 			t.Fatalf("err = %v, want the emission limit", err)
 		}
 	})
+	t.Run("steps", func(t *testing.T) {
+		// Two records and three window firings are five steps.
+		c := decodeCase(t, strings.ReplaceAll(stormCase, "31536000000", "3"))
+		if _, err := ReplayBounded(context.Background(), c, c.Rule.Options, funcs, Limits{MaxSteps: 5}); err != nil {
+			t.Fatalf("five steps allowed: %v", err)
+		}
+		_, err := ReplayBounded(context.Background(), c, c.Rule.Options, funcs, Limits{MaxSteps: 4})
+		if !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "more than 4 records and timer firings") {
+			t.Fatalf("err = %v, want the step limit", err)
+		}
+	})
 	t.Run("context", func(t *testing.T) {
 		c := decodeCase(t, stormCase)
 		ctx, cancel := context.WithCancel(context.Background())

@@ -51,6 +51,9 @@ func ReplayWithRestart(c *Case, variant map[string]any, funcs *function.Registry
 type Limits struct {
 	// MaxEmissions stops the replay once the rule has emitted more.
 	MaxEmissions int
+	// MaxSteps stops the replay once more records and timer firings have
+	// been processed, whether or not they emitted.
+	MaxSteps int
 }
 
 // ErrLimit is returned when a replay was stopped by its context or a
@@ -113,6 +116,7 @@ type replayer struct {
 	ctx     context.Context
 	lim     Limits
 	stopped error // why the replay was stopped early
+	steps   int   // records and timer firings settled
 }
 
 func (p *replayer) build() error {
@@ -178,8 +182,11 @@ func (p *replayer) settle() {
 	if p.stopped != nil {
 		return
 	}
+	p.steps++
 	if err := p.ctx.Err(); err != nil {
 		p.stopped = fmt.Errorf("%w: %w", ErrLimit, err)
+	} else if max := p.lim.MaxSteps; max > 0 && p.steps > max {
+		p.stopped = fmt.Errorf("%w: more than %d records and timer firings", ErrLimit, max)
 	} else if max := p.lim.MaxEmissions; max > 0 {
 		p.sink.mu.Lock()
 		n := len(p.sink.rows)

@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -89,7 +90,7 @@ func FuzzREST(f *testing.F) {
 		method, path, _ := strings.Cut(r, " ")
 		path = strings.ReplaceAll(path, "{}", url.PathEscape(name))
 		if strings.HasPrefix(name, "..%2F") { // seeds that test raw escapes
-			path = strings.ReplaceAll(r[len(method)+1:], "{}", name)
+			path = strings.ReplaceAll(r[len(method)+1:], "{}", escapeControls(name))
 		}
 		req := httptest.NewRequest(method, "http://kuiperd"+path, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
@@ -138,4 +139,18 @@ func newFuzzServer(f *testing.F) http.Handler {
 		st.Close()
 	})
 	return server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg, Logger: logger})
+}
+
+// escapeControls percent-encodes spaces and control bytes, which no
+// request line can carry, and leaves the rest of a raw path as it is.
+func escapeControls(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c == 0x7f {
+			fmt.Fprintf(&b, "%%%02X", c)
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }

@@ -20,7 +20,8 @@ const (
 	replayMaxRecords   = 10000 // input records, table rows and timeline steps, each
 	replayMaxStreams   = 32
 	replayMaxVariants  = 8
-	replayMaxEmissions = 10000 // per variant
+	replayMaxEmissions = 10000   // per variant
+	replayMaxSteps     = 1000000 // records and timer firings per variant
 	replayTimeout      = 10 * time.Second
 	replayConcurrent   = 2
 )
@@ -103,12 +104,12 @@ func (s *Server) replayCase(w http.ResponseWriter, r *http.Request, slots chan s
 	out := replayResult{Runs: []replayRun{}}
 	all := true
 	for i, v := range variants {
-		actual, err := conformance.ReplayBounded(ctx, &c, v, s.opts.Functions, conformance.Limits{MaxEmissions: replayMaxEmissions})
+		actual, err := conformance.ReplayBounded(ctx, &c, v, s.opts.Functions, conformance.Limits{MaxEmissions: replayMaxEmissions, MaxSteps: replayMaxSteps})
 		switch {
 		case errors.Is(err, context.DeadlineExceeded):
 			return badRequest("replay of variant %d took longer than %s, the limit: shorten the timeline", i, replayTimeout)
 		case errors.Is(err, conformance.ErrLimit):
-			return badRequest("variant %d: %v (the limit is %d): shorten the timeline or widen the windows", i, err, replayMaxEmissions)
+			return badRequest("variant %d: %v: shorten the timeline, or widen the windows or the checkpoint interval", i, err)
 		case err != nil:
 			return fmt.Errorf("%w: variant %d: %w", rule.ErrInvalid, i, err)
 		}

@@ -1,8 +1,10 @@
 package server_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -164,5 +166,30 @@ func TestReplayRoute(t *testing.T) {
 		{"bad stream statement", "POST", "/rules/replay", `{"rule":{"sql":"SELECT v FROM s"},"streams":["CREATE STREAM s (v BIGINT) WITH (DATASOURCE=\"s\");","CREATE STREAM t (v NOTATYPE)"]}`, 422, "streams[1]"},
 		{"bad sql at its position", "POST", "/rules/replay", strings.Replace(storm(5), "count(*) AS n", "nope AS n", 1), 422, "1:8: "},
 		{"bytes where a record goes", "POST", "/rules/replay", strings.Replace(storm(5), `{"v":1}`, `{"$bytes":"AAAA"}`, 1), 400, "inputs.s[0].data is not an object"},
+	})
+}
+
+// FuzzReplay sends fuzzed cases to POST /rules/replay: none may panic,
+// answer 500 or outlive the route's own time bound.
+func FuzzReplay(f *testing.F) {
+	raw, err := os.ReadFile("../../examples/rule-tests/high_temperature.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(raw)
+	f.Add([]byte(`{"streams":["CREATE STREAM s (v BIGINT, b BYTEA) WITH (DATASOURCE=\"s\");","CREATE TABLE t (v BIGINT) WITH (DATASOURCE=\"t\", TYPE=\"memory\", KIND=\"lookup\", KEY=\"v\");"],
+ "inputs":{"s":[{"data":{"v":1,"b":{"$bytes":"AAE="}}},{"data":{"v":2.5}}]},"tables":{"t":[{"v":1}]},"start_time":0,
+ "timeline":[{"at":0,"stream":"s","index":0},{"at":1500,"stream":"s","index":1}],
+ "rule":{"sql":"SELECT s.v, count(*) AS n FROM s GROUP BY SLIDINGWINDOW(ss, 1)","options":{"isEventTime":false,"sendError":true}},
+ "option_variants":[{},{"qos":1,"checkpointInterval":"1s"}],"expected":[[{"v":1,"n":1}],[{"error":"x"}]]}`))
+	h := newFuzzServer(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req := httptest.NewRequest("POST", "http://kuiperd/rules/replay", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code >= 500 {
+			t.Fatalf("%q: %d %s", body, w.Code, w.Body.String())
+		}
 	})
 }
