@@ -80,36 +80,58 @@ func Load(path string) (*Case, error) {
 		return nil, fmt.Errorf("decode case %s: %w", path, err)
 	}
 	c.Path = path
+	if err := c.NormalizeValues(); err != nil {
+		return nil, fmt.Errorf("case %s: %w", path, err)
+	}
+	return &c, nil
+}
+
+// NormalizeValues converts the values of a case decoded with UseNumber to
+// the value model (see Normalize) and decodes RawExpected into Expected.
+// It reports a record, row or emission of the wrong shape instead of
+// panicking, so it is safe on cases sent by users.
+func (c *Case) NormalizeValues() error {
 	for s, evs := range c.Inputs {
 		for i := range evs {
-			evs[i].Data = Normalize(evs[i].Data).(map[string]any)
+			m, ok := Normalize(evs[i].Data).(map[string]any)
+			if !ok {
+				return fmt.Errorf("inputs.%s[%d].data is not an object", s, i)
+			}
+			evs[i].Data = m
 		}
-		c.Inputs[s] = evs
 	}
 	for t, rows := range c.Tables {
 		for i, r := range rows {
-			rows[i] = Normalize(r)
+			if rows[i] = Normalize(r); rows[i] != nil {
+				if _, ok := rows[i].(map[string]any); !ok {
+					return fmt.Errorf("tables.%s[%d] is not an object", t, i)
+				}
+			}
 		}
-		c.Tables[t] = rows
 	}
 	c.InputMetadata, _ = Normalize(c.InputMetadata).(map[string]any)
 	c.Rule.Options, _ = Normalize(c.Rule.Options).(map[string]any)
 	for i, v := range c.OptionVariants {
 		c.OptionVariants[i], _ = Normalize(v).(map[string]any)
 	}
-	for _, raw := range c.RawExpected {
+	c.Expected = nil
+	for k, raw := range c.RawExpected {
 		var em []map[string]any
 		d := json.NewDecoder(bytes.NewReader(raw))
 		d.UseNumber()
 		if err := d.Decode(&em); err != nil {
-			return nil, fmt.Errorf("decode expected of %s: %w", path, err)
+			return fmt.Errorf("expected[%d]: %w", k, err)
 		}
 		for i, r := range em {
-			em[i] = Normalize(r).(map[string]any)
+			m, ok := Normalize(r).(map[string]any)
+			if !ok {
+				return fmt.Errorf("expected[%d][%d] is not an object", k, i)
+			}
+			em[i] = m
 		}
 		c.Expected = append(c.Expected, em)
 	}
-	return &c, nil
+	return nil
 }
 
 // Normalize converts decoded JSON to the value model: json.Number to int64

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -155,7 +156,8 @@ func strictEqual(e, a any) bool {
 }
 
 // Show renders values as JSON with floats always carrying a fraction, so
-// int/float differences are visible in diffs.
+// int/float differences are visible in diffs, and byte arrays as the
+// format's {"$bytes": "<base64>"}.
 func Show(v any) string {
 	var b strings.Builder
 	show(&b, v)
@@ -212,7 +214,7 @@ func show(b *strings.Builder, v any) {
 		}
 		b.WriteByte('}')
 	case []byte:
-		fmt.Fprintf(b, `{"$bytes": %q}`, x)
+		fmt.Fprintf(b, `{"$bytes": %q}`, base64.StdEncoding.EncodeToString(x))
 	case time.Time:
 		fmt.Fprintf(b, "datetime(%s)", x.Format(time.RFC3339Nano))
 	default:

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -34,7 +35,7 @@ func (c *collector) Collect(_ context.Context, rows []map[string]any) error {
 // Replay runs case c with one option variant on a virtual clock and returns
 // the emissions the rule produced (FORMAT.md §3).
 func Replay(c *Case, variant map[string]any, funcs *function.Registry) ([][]map[string]any, error) {
-	return ReplayWithRestart(c, variant, funcs, -1)
+	return replay(context.Background(), c, variant, funcs, -1, Limits{})
 }
 
 // ReplayWithRestart is Replay with a checkpoint taken after timeline step
@@ -42,6 +43,33 @@ func Replay(c *Case, variant map[string]any, funcs *function.Registry) ([][]map[
 // into it, and the replay goes on. A correct engine produces the same
 // emissions as an uninterrupted replay. cut < 0 replays without a restart.
 func ReplayWithRestart(c *Case, variant map[string]any, funcs *function.Registry, cut int) ([][]map[string]any, error) {
+	return replay(context.Background(), c, variant, funcs, cut, Limits{})
+}
+
+// Limits bound a replay of a case someone else wrote (the daemon's replay
+// route). A zero field is no bound.
+type Limits struct {
+	// MaxEmissions stops the replay once the rule has emitted more.
+	MaxEmissions int
+	// MaxSteps stops the replay once more records and timer firings have
+	// been processed, whether or not they emitted.
+	MaxSteps int
+}
+
+// ErrLimit is returned when a replay was stopped by its context or a
+// limit before the end of its timeline.
+var ErrLimit = errors.New("replay stopped")
+
+// ReplayBounded is Replay that stops, with an error wrapping ErrLimit, when
+// ctx ends or lim is exceeded. Both are checked between timeline steps and
+// after every timer firing, so a timeline spanning years over a window of
+// a millisecond stops as soon as it emits too much; the work of one record
+// or one firing is not interrupted.
+func ReplayBounded(ctx context.Context, c *Case, variant map[string]any, funcs *function.Registry, lim Limits) ([][]map[string]any, error) {
+	return replay(ctx, c, variant, funcs, -1, lim)
+}
+
+func replay(ctx context.Context, c *Case, variant map[string]any, funcs *function.Registry, cut int, lim Limits) ([][]map[string]any, error) {
 	opts, err := rule.ParseOptions(rule.Options{}, variant)
 	if err != nil {
 		return nil, err
@@ -50,7 +78,7 @@ func ReplayWithRestart(c *Case, variant map[string]any, funcs *function.Registry
 	if err != nil {
 		return nil, err
 	}
-	p := &replayer{c: c, opts: opts, defs: defs, funcs: funcs,
+	p := &replayer{c: c, opts: opts, defs: defs, funcs: funcs, ctx: ctx, lim: lim,
 		clock: clock.NewVirtual(c.StartTime), tracker: runtime.NewTracker(), sink: &collector{}}
 	if err := p.build(); err != nil {
 		return nil, err
@@ -85,6 +113,10 @@ type replayer struct {
 	rule    *runtime.Rule
 	ports   map[string]int
 	snap    *runtime.Snapshot
+	ctx     context.Context
+	lim     Limits
+	stopped error // why the replay was stopped early
+	steps   int   // records and timer firings settled
 }
 
 func (p *replayer) build() error {
@@ -123,16 +155,49 @@ func (p *replayer) loadTables() {
 }
 
 func (p *replayer) deliver(step Step) error {
-	p.clock.AdvanceTo(step.At, p.tracker.Wait)
+	p.clock.AdvanceTo(step.At, p.settle)
+	if p.stopped != nil {
+		return p.stopped
+	}
 	evs := p.c.Inputs[step.Stream]
-	if step.Index >= len(evs) {
+	if step.Index < 0 || step.Index >= len(evs) {
 		return fmt.Errorf("timeline refers to %s[%d], which does not exist", step.Stream, step.Index)
+	}
+	port, ok := p.ports[step.Stream]
+	if !ok {
+		return fmt.Errorf("timeline delivers to %s, which the rule does not read", step.Stream)
 	}
 	t := p.tuple(step.Stream, evs[step.Index].Data)
 	t.Timestamp = step.At
-	p.rule.Send(operator.Item{Kind: operator.Data, Input: p.ports[step.Stream], Tuples: []*row.Tuple{t}})
+	p.rule.Send(operator.Item{Kind: operator.Data, Input: port, Tuples: []*row.Tuple{t}})
+	p.settle()
+	return p.stopped
+}
+
+// settle waits for the work of one record or timer firing, then stops the
+// rule when the context ended or the limits are exceeded: a stopped rule
+// schedules no more timers, so the clock's advance ends quickly.
+func (p *replayer) settle() {
 	p.tracker.Wait()
-	return nil
+	if p.stopped != nil {
+		return
+	}
+	p.steps++
+	if err := p.ctx.Err(); err != nil {
+		p.stopped = fmt.Errorf("%w: %w", ErrLimit, err)
+	} else if max := p.lim.MaxSteps; max > 0 && p.steps > max {
+		p.stopped = fmt.Errorf("%w: more than %d records and timer firings", ErrLimit, max)
+	} else if max := p.lim.MaxEmissions; max > 0 {
+		p.sink.mu.Lock()
+		n := len(p.sink.rows)
+		p.sink.mu.Unlock()
+		if n > max {
+			p.stopped = fmt.Errorf("%w: the rule emitted more than %d times", ErrLimit, max)
+		}
+	}
+	if p.stopped != nil {
+		p.rule.Stop()
+	}
 }
 
 // tuple makes the tuple of an input record as a JSON stream's decoder does:

@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -29,7 +30,7 @@ var fuzzRoutes = []string{
 	"GET /rules", "POST /rules", "GET /rules/{}", "PUT /rules/{}", "DELETE /rules/{}",
 	"POST /rules/{}/start", "POST /rules/{}/stop", "POST /rules/{}/restart",
 	"GET /rules/{}/status", "GET /v2/rules/{}/status", "GET /rules/status/all", "GET /rules/{}/topo", "GET /rules/{}/explain",
-	"POST /rules/validate", "PUT /rules/{}/tags", "DELETE /rules/{}/tags", "GET /rules/tags/match",
+	"POST /rules/validate", "POST /rules/replay", "PUT /rules/{}/tags", "DELETE /rules/{}/tags", "GET /rules/tags/match",
 	"POST /rules/bulkstart", "POST /rules/bulkstop",
 	"GET /connections", "POST /connections", "GET /connections/{}", "PUT /connections/{}", "DELETE /connections/{}",
 	"GET /metadata/sources/yaml/{}", "PUT /metadata/sources/{}/confKeys/k", "PUT /metadata/sources/file/confKeys/{}", "DELETE /metadata/sources/{}/confKeys/k",
@@ -52,6 +53,7 @@ var fuzzSeeds = []struct {
 	{"POST /rules", "", `{"id":"r3","sql":"SELECT * FROM demo","actions":[{"file":{"path":"data/out.txt"}}],"triggered":false}`},
 	{"PUT /rules/{}", "r1", `{"id":"r1","sql":"SELECT b FROM demo","actions":[{"log":{}}]}`},
 	{"POST /rules/validate", "", `{"id":"v","sql":"SELECT * FROM demo","actions":[{"log":{}}]}`},
+	{"POST /rules/replay", "", `{"streams":["CREATE STREAM s (a BIGINT) WITH (DATASOURCE=\"s\");"],"inputs":{"s":[{"data":{"a":1}}]},"timeline":[{"at":5,"stream":"s","index":0}],"rule":{"sql":"SELECT a, count(*) FROM s GROUP BY TUMBLINGWINDOW(ms, 2)"},"expected":[[{"a":1}]]}`},
 	{"PUT /rules/{}/tags", "r1", `{"tags":["a","b"]}`},
 	{"POST /rules/{}/stop", "r1", ""},
 	{"GET /rules/{}/explain", "r1", ""},
@@ -88,7 +90,7 @@ func FuzzREST(f *testing.F) {
 		method, path, _ := strings.Cut(r, " ")
 		path = strings.ReplaceAll(path, "{}", url.PathEscape(name))
 		if strings.HasPrefix(name, "..%2F") { // seeds that test raw escapes
-			path = strings.ReplaceAll(r[len(method)+1:], "{}", name)
+			path = strings.ReplaceAll(r[len(method)+1:], "{}", escapeControls(name))
 		}
 		req := httptest.NewRequest(method, "http://kuiperd"+path, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
@@ -137,4 +139,18 @@ func newFuzzServer(f *testing.F) http.Handler {
 		st.Close()
 	})
 	return server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg, Logger: logger})
+}
+
+// escapeControls percent-encodes spaces and control bytes, which no
+// request line can carry, and leaves the rest of a raw path as it is.
+func escapeControls(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c == 0x7f {
+			fmt.Fprintf(&b, "%%%02X", c)
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }

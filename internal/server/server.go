@@ -257,6 +257,7 @@ func (s *Server) routes() {
 	s.uploadRoutes()
 	s.memoryRoutes()
 	s.ruleTestRoutes()
+	s.replayRoutes()
 	s.tapRoutes()
 	s.historyRoutes()
 	s.Mount("/console/", console.Handler())

@@ -8,6 +8,7 @@ import { streams } from "./pages/streams.js";
 import { rules, ruleForm } from "./pages/rules.js";
 import { rulePage } from "./pages/rule.js";
 import { transfer } from "./pages/transfer.js";
+import { ruleTest } from "./pages/ruletest.js";
 import { connections, confKeys } from "./pages/connections.js";
 
 const routes = [
@@ -17,6 +18,7 @@ const routes = [
   [/^\/rules\/new$/, "rules", (ctx) => ruleForm(ctx, null)],
   [/^\/rules\/([^/]+)\/edit$/, "rules", (ctx, id) => ruleForm(ctx, decodeURIComponent(id))],
   [/^\/rules\/([^/]+)$/, "rules", (ctx, id) => rulePage(ctx, decodeURIComponent(id))],
+  [/^\/ruletest$/, "ruletest", ruleTest],
   [/^\/connections$/, "connections", (ctx) => connections(ctx, null)],
   [/^\/connections\/([^/]+)\/edit$/, "connections", (ctx, id) => connections(ctx, decodeURIComponent(id))],
   [/^\/confkeys(?:\?.*)?$/, "connections", confKeys],
