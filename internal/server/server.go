@@ -393,13 +393,11 @@ func (s *Server) renderError(w http.ResponseWriter, r *http.Request, err error) 
 	} else {
 		s.log.Debug("rest call rejected", "method", r.Method, "path", r.URL.Path, "status", status, "err", msg)
 	}
-	// As eKuiper's: the message unescaped for HTML, the body ending with a
-	// newline.
+	// One line ending with a newline, as eKuiper's. <, > and & stay
+	// escaped: messages echo what clients sent.
 	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.Encode(map[string]any{"error": code, "message": msg}) //nolint:errcheck // a map of a string and an int
-	writeRawJSON(w, status, b.Bytes())                        //nolint:errcheck // the client is gone
+	json.NewEncoder(&b).Encode(map[string]any{"error": code, "message": msg}) //nolint:errcheck // a map of a string and an int
+	writeRawJSON(w, status, b.Bytes())                                        //nolint:errcheck // the client is gone
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) error {
