@@ -60,7 +60,7 @@ func (s *Server) pingConnector(kind connector.Kind) handlerFunc {
 		props = spec.PingProps(normalizeProps(props))
 		ctx, cancel := context.WithTimeout(r.Context(), pingTimeout)
 		defer cancel()
-		if err := s.dialBrokers(ctx, typ, props); err != nil {
+		if err := dialBrokers(ctx, typ, props); err != nil {
 			return err
 		}
 		deps := connector.Deps{Logger: s.log, Clock: s.opts.Clock, Memory: membus.New(), DataDir: s.opts.Config.Paths.Data}
@@ -103,11 +103,11 @@ func (s *Server) pingConnector(kind connector.Kind) handlerFunc {
 }
 
 // dialBrokers opens and closes a TCP connection to each broker an MQTT or
-// Kafka ping names, so that a broker that
-// cannot be reached answers with the dial error in eKuiper's words (those
-// of the Paho and kafka-go clients it uses). Other types, and brokers
-// that answer, are left to the connector's own check.
-func (s *Server) dialBrokers(ctx context.Context, typ string, props map[string]any) error {
+// Kafka ping names, so that a broker that cannot be reached answers with
+// the dial error in eKuiper's words (those of the Paho and kafka-go
+// clients it uses). Other types, and brokers that answer, are left to the
+// connector's own check. ctx bounds all the dials.
+func dialBrokers(ctx context.Context, typ string, props map[string]any) error {
 	switch typ {
 	case "mqtt":
 		server, _ := props["server"].(string)
