@@ -36,9 +36,12 @@ type running struct {
 	inputs  []*input
 	ended   int // stream inputs that reached their end
 	streams int // stream inputs (not tables)
-	err     error
-	done    chan struct{}
-	onDone  []func() // called once done is closed (rulemgr.DoneNotifier)
+	// attaching is true while attach runs: an end or a failure then
+	// stops the rule only once every input is attached.
+	attaching bool
+	err       error
+	done      chan struct{}
+	onDone    []func() // called once done is closed (rulemgr.DoneNotifier)
 
 	lookups      []openLookup
 	lookupCtx    context.Context
@@ -71,10 +74,25 @@ type injector struct {
 
 func (i injector) InjectBarrier(id uint64) { i.sub.InjectBarrier(i.consumer, id) }
 
+// attach acquires the subscription of every input and attaches the rule
+// to each, then starts them all. Nothing is started before every input is
+// attached, and a stream that ends meanwhile (a bounded source that ends
+// at once, a shared one that already ended) does not stop the rule until
+// attach is over: the rule ends when all its streams have ended, and a
+// stop always finds every subscription to release.
 func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 	injectors := map[string]checkpoint.Injector{}
 	var committers, followers []checkpoint.Committer
+	rr.mu.Lock()
+	rr.attaching = true
+	for _, in := range rr.built.Plan.Inputs {
+		if !in.Lookup && !in.Table {
+			rr.streams++
+		}
+	}
+	rr.mu.Unlock()
 	source := 0
+	var started []*stream.Subscription
 	for _, in := range rr.built.Plan.Inputs {
 		if in.Lookup {
 			continue // queried by its LookupJoin, see connectLookups
@@ -150,7 +168,6 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 		idx, port, isTable := source, in.Port, in.Table
 		if !isTable {
 			source++
-			rr.streams++
 		}
 		ri := &input{name: in.Name, conn: conn, key: ckKey, table: isTable, sub: sub, release: release}
 		ri.consumer = sub.Attach(rr.consumer(ri, idx, port))
@@ -170,7 +187,7 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 			// no restore goes back behind.
 			followers = append(followers, &upstreamCommit{src: upstream, key: ckKey, logger: rr.logger})
 		}
-		sub.Start()
+		started = append(started, sub)
 	}
 	if rr.coord != nil {
 		for _, s := range rr.sinks {
@@ -179,6 +196,16 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 			}
 		}
 		rr.coord.SetSources(injectors, committers, followers)
+	}
+	for _, sub := range started {
+		sub.Start()
+	}
+	rr.mu.Lock()
+	rr.attaching = false
+	stop := rr.err != nil || (rr.streams > 0 && rr.ended >= rr.streams)
+	rr.mu.Unlock()
+	if stop {
+		go rr.Stop(context.Background())
 	}
 	return nil
 }
@@ -286,12 +313,12 @@ func (rr *running) consumer(in *input, source, port int) *stream.Consumer {
 			}
 			rr.mu.Lock()
 			rr.ended++
-			all := rr.ended >= rr.streams
+			stop := !rr.attaching && (rr.ended >= rr.streams || err != nil)
 			if err != nil && rr.err == nil {
 				rr.err = err
 			}
 			rr.mu.Unlock()
-			if all || err != nil {
+			if stop {
 				go rr.Stop(context.Background())
 			}
 		},
@@ -305,8 +332,11 @@ func (rr *running) fail(err *panics.Error) {
 	if rr.err == nil {
 		rr.err = err
 	}
+	attaching := rr.attaching
 	rr.mu.Unlock()
-	go rr.Stop(context.Background())
+	if !attaching { // else attach stops the rule once it is over
+		go rr.Stop(context.Background())
+	}
 }
 
 // sessionID names what a rule has read from a stream, for sources that keep

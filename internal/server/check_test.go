@@ -164,7 +164,7 @@ func TestImportsCheckStreams(t *testing.T) {
 	data := `{"sourceConfig":{"memory":"{\"imported\":{}}"},"streams":{"s1":"CREATE STREAM s1 () WITH (DATASOURCE=\"t\", TYPE=\"memory\", CONF_KEY=\"imported\")",` +
 		`"s2":"CREATE STREAM s2 () WITH (DATASOURCE=\"t\", TYPE=\"memory\", CONF_KEY=\"absent\")"}}`
 	s.run([]step{
-		{"ruleset", "POST", "/ruleset/import", fmt.Sprintf(`{"content":%q}`, ruleset), 400, `stream bad: bad request: stream bad: unknown TYPE \"nosuch\"`},
+		{"ruleset", "POST", "/ruleset/import", fmt.Sprintf(`{"content":%q}`, ruleset), 400, `stream bad: stream bad: unknown TYPE \"nosuch\"`},
 		{"good stream imported", "GET", "/streams/good", "", 200, ""},
 		{"bad stream not imported", "GET", "/streams/bad", "", 404, ""},
 		{"good rule imported", "GET", "/rules/rgood", "", 200, ""},

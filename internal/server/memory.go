@@ -21,7 +21,9 @@ func (s *Server) memoryRoutes() {
 
 // memoryEvents streams the rows published to memory topics matching the
 // "topic" filter (MQTT wildcards) as server-sent events: one "data:" line
-// of JSON per row, a comment every 15 s to keep proxies from closing an
+// of JSON per message, an object for a row, an array for the rows a sink
+// published together (as eKuiper's memory topics carry a list), a comment
+// every 15 s to keep proxies from closing an
 // idle stream. A slow reader never slows a rule down: the bus subscription
 // is drained at once into a bounded queue that drops its oldest rows and
 // reports how many in an "event: dropped" message. `kuiper query` reads a
@@ -56,7 +58,11 @@ func (s *Server) memoryEvents(w http.ResponseWriter, r *http.Request) error {
 			if err != nil {
 				return
 			}
-			q.push(m.Data)
+			if m.Rows != nil {
+				q.push(m.Rows) // several rows published together: one event
+			} else {
+				q.push(m.Data)
+			}
 		}
 	}()
 	return serveEvents(ctx, w, rc, q.wake, func() error {
@@ -73,15 +79,16 @@ func (s *Server) memoryEvents(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
-// tapQueue is a bounded queue of rows that drops the oldest when full.
+// tapQueue is a bounded queue of messages (a row, or the rows published
+// together) that drops the oldest when full.
 type tapQueue struct {
 	mu      sync.Mutex
-	rows    []map[string]any
+	rows    []any
 	dropped int
 	wake    chan struct{}
 }
 
-func (q *tapQueue) push(row map[string]any) {
+func (q *tapQueue) push(row any) {
 	q.mu.Lock()
 	if len(q.rows) == tapBuffer {
 		q.rows = q.rows[1:]
@@ -95,7 +102,7 @@ func (q *tapQueue) push(row map[string]any) {
 	}
 }
 
-func (q *tapQueue) take() ([]map[string]any, int) {
+func (q *tapQueue) take() ([]any, int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	rows, dropped := q.rows, q.dropped

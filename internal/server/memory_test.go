@@ -57,6 +57,13 @@ func TestMemoryEvents(t *testing.T) {
 		}
 		break
 	}
+	// Rows published together arrive as one event, a JSON array.
+	if err := bus.Publish(ctx, membus.Message{Topic: "q/3", Rows: []map[string]any{{"v": 1}, {"v": 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if e := <-got; e != `|[{"v":1},{"v":2}]` {
+		t.Fatalf("event %q, want the two rows as one array", e)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("stream ended with %v", err)

@@ -1,16 +1,13 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/rekuiper/rekuiper/internal/connector"
-	"github.com/rekuiper/rekuiper/internal/connector/membus"
 	"github.com/rekuiper/rekuiper/internal/format"
 	"github.com/rekuiper/rekuiper/internal/function"
 )
@@ -125,106 +122,6 @@ func (s *Server) connectorMeta(kind connector.Kind) handlerFunc {
 var errNotFound = errors.New("not found")
 
 func notFound(err error) error { return fmt.Errorf("%w: %w", errNotFound, err) }
-
-// pingTimeout bounds a connection check.
-const pingTimeout = 10 * time.Second
-
-// connState is implemented by connectors that connect in the background
-// (MQTT): Connect succeeds at once and the state tells the outcome.
-type connState interface {
-	Status() (state string, lastConnected, lastDisconnected time.Time, lastErr string)
-}
-
-type closer interface {
-	Close(ctx context.Context) error
-}
-
-// pingConnector builds a connector of the type from the body's connection
-// properties, connects it and closes it again: 200 when it connected, 400
-// naming the problem otherwise. What a stream or an action reads or writes
-// (a topic, a table) may be left out (Spec.PingProps). Connectors without a
-// server to reach (Spec.Ping false) answer 400, as in eKuiper.
-func (s *Server) pingConnector(kind connector.Kind) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) error {
-		typ := strings.ToLower(r.PathValue("type"))
-		spec, err := s.opts.Connectors.Spec(kind, typ)
-		if err != nil {
-			return notFound(err)
-		}
-		var props map[string]any
-		if err := decodeStrict(r, &props); err != nil {
-			return err
-		}
-		if !spec.Ping {
-			name := kind.String()
-			if kind == connector.KindLookup {
-				name = "lookup source"
-			}
-			return badRequest("%s %s doesn't support ping connection", name, typ)
-		}
-		props = spec.PingProps(normalizeProps(props))
-		deps := connector.Deps{Logger: s.log, Clock: s.opts.Clock, Memory: membus.New(), DataDir: s.opts.Config.Paths.Data}
-		ctx, cancel := context.WithTimeout(r.Context(), pingTimeout)
-		defer cancel()
-		var (
-			c       closer
-			connect func(context.Context) error
-		)
-		switch kind {
-		case connector.KindSource:
-			src, err := s.opts.Connectors.NewSource(typ, props, deps)
-			if err != nil {
-				return badRequest("%s source: %v", typ, err)
-			}
-			c, connect = src, src.Connect
-		case connector.KindSink:
-			snk, err := s.opts.Connectors.NewSink(typ, props, deps)
-			if err != nil {
-				return badRequest("%s sink: %v", typ, err)
-			}
-			c, connect = snk, snk.Connect
-		default:
-			lk, err := s.opts.Connectors.NewLookup(typ, props, deps)
-			if err != nil {
-				return badRequest("%s lookup: %v", typ, err)
-			}
-			c, connect = lk, lk.Connect
-		}
-		defer c.Close(context.Background()) //nolint:errcheck // a probe
-		if err := connect(ctx); err != nil {
-			return badRequest("connect %s: %v", typ, err)
-		}
-		if cs, ok := c.(connState); ok {
-			if err := waitConnected(ctx, cs); err != nil {
-				return badRequest("connect %s: %v", typ, err)
-			}
-		}
-		w.WriteHeader(http.StatusOK)
-		return nil
-	}
-}
-
-func waitConnected(ctx context.Context, cs connState) error {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		state, _, _, lastErr := cs.Status()
-		if state == "connected" {
-			return nil
-		}
-		if lastErr != "" { // the first attempt failed: no need to wait for more
-			return errors.New(lastErr)
-		}
-		select {
-		case <-ctx.Done():
-			if lastErr == "" {
-				lastErr = "not connected within " + pingTimeout.String()
-			}
-			return errors.New(lastErr)
-		case <-tick.C:
-		}
-	}
-}
 
 // functionMeta lists the built-in functions grouped by kind, in the shape
 // of eKuiper's function metadata ({name, about, functions: [...]}), then

@@ -73,7 +73,7 @@ func TestConnectionPing(t *testing.T) {
 		{"rest sink", "POST", "/metadata/sinks/connection/rest", `{"url":"http://127.0.0.1:` + down + `"}`, 400, "sink rest doesn't support ping connection"},
 		{"memory lookup", "POST", "/metadata/lookups/connection/memory", `{}`, 400, "lookup source memory doesn't support ping connection"},
 		{"bad property", "POST", "/metadata/sinks/connection/redis", `{"addr":"x","timeout":"soon"}`, 400, "timeout"},
-		{"unknown type", "POST", "/metadata/sources/connection/nope", `{}`, 404, ""},
+		{"unknown type", "POST", "/metadata/sources/connection/nope", `{}`, 400, "source nope doesn't support ping connection"},
 		{"bad body", "POST", "/metadata/sources/connection/mqtt", `[1]`, 400, "decode body"},
 	})
 }

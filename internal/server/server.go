@@ -318,8 +318,27 @@ var (
 	errNoRoute    = errors.New("no such route")
 )
 
+// requestError is a 400: the problem, and the eKuiper error code to answer
+// with where eKuiper's clients compare code and text byte for byte
+// (connection pings, import results); 0 answers the code of the status.
+type requestError struct {
+	code int
+	msg  string
+}
+
+func (e *requestError) Error() string { return e.msg }
+
+// Is makes a requestError a bad request for statusOf.
+func (e *requestError) Is(target error) bool { return target == errBadRequest }
+
 func badRequest(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errBadRequest, fmt.Sprintf(format, args...))
+	return &requestError{msg: fmt.Sprintf(format, args...)}
+}
+
+// ekuiperError is a 400 answered with code and exactly this message, as
+// eKuiper answers it.
+func ekuiperError(code int, format string, args ...any) error {
+	return &requestError{code: code, msg: fmt.Sprintf(format, args...)}
 }
 
 // statusOf is the one mapping from errors to HTTP status codes.
@@ -365,13 +384,21 @@ func errorCode(status int) int {
 // renderError is the one place errors become responses.
 func (s *Server) renderError(w http.ResponseWriter, r *http.Request, err error) {
 	status := statusOf(err)
-	msg := rule.MaskText(err.Error())
+	code, msg := errorCode(status), rule.MaskText(err.Error())
+	var re *requestError
+	if errors.As(err, &re) && re.code != 0 {
+		code, msg = re.code, rule.MaskText(re.msg)
+	}
 	if status >= 500 {
 		s.log.Error("rest call failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", msg)
 	} else {
 		s.log.Debug("rest call rejected", "method", r.Method, "path", r.URL.Path, "status", status, "err", msg)
 	}
-	writeJSON(w, status, map[string]any{"error": errorCode(status), "message": msg}) //nolint:errcheck // the client is gone
+	// One line ending with a newline, as eKuiper's. <, > and & stay
+	// escaped: messages echo what clients sent.
+	var b bytes.Buffer
+	json.NewEncoder(&b).Encode(map[string]any{"error": code, "message": msg}) //nolint:errcheck // a map of a string and an int
+	writeRawJSON(w, status, b.Bytes())                                        //nolint:errcheck // the client is gone
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) error {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -389,7 +390,7 @@ func (s *Server) importRequest(r *http.Request) (*DataExport, bool, error) {
 	}
 	var d DataExport
 	if err := json.Unmarshal(doc, &d); err != nil {
-		return nil, false, badRequest("decode data: %v", err)
+		return nil, false, ekuiperError(codeUndefined, "configuration unmarshal with error %v", err)
 	}
 	partial, _ := strconv.ParseBool(r.URL.Query().Get("partial"))
 	return &d, partial, nil
@@ -474,7 +475,7 @@ func confSections(d *DataExport) []confSection {
 // always empty here).
 func (res *importResult) configResponse() map[string]map[string]string {
 	resp := map[string]map[string]string{}
-	for _, sec := range []string{"streams", "tables", "rules", "nativePlugins", "portablePlugins", "sourceConfig", "sinkConfig", "connectionConfig", "Service", schemaSection, "uploads", "scripts"} {
+	for _, sec := range importSections {
 		m := res.errs[sec]
 		if m == nil {
 			m = map[string]string{}
@@ -485,12 +486,37 @@ func (res *importResult) configResponse() map[string]map[string]string {
 }
 
 // importFailed is a /data/import whose items failed: 400 with the JSON of
-// the per-section errors as the message, as eKuiper answers.
+// the per-section errors as the message, sections in eKuiper's order,
+// with eKuiper's code 1000.
 type importFailed struct{ resp map[string]map[string]string }
 
+// importSections are the sections of an import answer, in eKuiper's order.
+var importSections = []string{"streams", "tables", "rules", "nativePlugins", "portablePlugins", "sourceConfig", "sinkConfig", "connectionConfig", "Service", schemaSection, "uploads", "scripts"}
+
 func (e importFailed) Error() string {
-	b, _ := json.Marshal(e.resp)
-	return string(b)
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, sec := range importSections {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(sec)
+		v, _ := json.Marshal(e.resp[sec])
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// As lets renderError answer with eKuiper's code.
+func (e importFailed) As(target any) bool {
+	if re, ok := target.(**requestError); ok {
+		*re = &requestError{code: codeUndefined, msg: e.Error()}
+		return true
+	}
+	return false
 }
 
 func (e importFailed) Unwrap() error { return errBadRequest }

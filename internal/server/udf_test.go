@@ -155,7 +155,7 @@ func TestJavaScriptFunctionExportImport(t *testing.T) {
 		{"import with a bad script", "POST", "/data/import", importDoc(map[string]string{
 			"dec": jsBody(t, "dec", "function dec(x) { return x - 1 }", true),
 			"bad": jsBody(t, "bad", "function bad(", false),
-		}), 400, `\"bad\":\"bad request: javascript function bad`},
+		}), 400, `\"bad\":\"javascript function bad`},
 		{"nothing changed", "GET", "/udf/javascript", "", 200, `["inc"]`},
 		{"import", "POST", "/data/import", importDoc(map[string]string{
 			"dec": jsBody(t, "dec", "function dec(x) { return x - 1 }", true),

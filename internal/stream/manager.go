@@ -28,7 +28,10 @@ func (m *Manager) Acquire(key string, create func() (*Subscription, error)) (*Su
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	sh, ok := m.subs[key]
-	if !ok {
+	// A subscription whose bounded source already ended has nothing left
+	// for a new consumer: it gets a subscription of its own, which reads
+	// the source again. The ended one stays with the rules that hold it.
+	if !ok || sh.sub.Ended() {
 		sub, err := create()
 		if err != nil {
 			return nil, nil, err
@@ -44,7 +47,7 @@ func (m *Manager) Acquire(key string, create func() (*Subscription, error)) (*Su
 			m.mu.Lock()
 			sh.refs--
 			last := sh.refs == 0
-			if last {
+			if last && m.subs[key] == sh {
 				delete(m.subs, key)
 			}
 			m.mu.Unlock()

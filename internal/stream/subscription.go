@@ -131,6 +131,8 @@ type Subscription struct {
 	deliverMu sync.Mutex
 	pushBuf   []readResult // reused under deliverMu
 	stopping  atomic.Bool  // pushed messages are refused
+	ended     atomic.Bool  // the source ended (io.EOF) or panicked: nothing more comes
+	endErr    error        // why it ended (nil at io.EOF); guarded by mu
 
 	// Owned by the delivering goroutine (the read loop, or a push under
 	// deliverMu): the current routed delivery and scratch lists.
@@ -180,14 +182,21 @@ func (s *Subscription) Rewind(offset []byte) error {
 }
 
 // Attach adds a consumer and returns its id. It gets the deliveries that
-// start after Attach returns.
+// start after Attach returns. When the source has already ended, the
+// consumer's End is called before Attach returns, on the caller's
+// goroutine.
 func (s *Subscription) Attach(c *Consumer) int {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.nextID++
-	s.consumers[s.nextID] = newMember(s.nextID, c)
+	id := s.nextID
+	s.consumers[id] = newMember(id, c)
 	s.changed = true
-	return s.nextID
+	late, err := s.ended.Load(), s.endErr
+	s.mu.Unlock()
+	if late && c.End != nil {
+		c.End(err)
+	}
+	return id
 }
 
 // Detach removes a consumer; it reports whether none is left. A delivery
@@ -734,8 +743,23 @@ func (s *Subscription) decode(dst []*row.Tuple, msg *api.Message) ([]*row.Tuple,
 	return dst, nil
 }
 
+// Ended reports whether the source has ended (a bounded source read to
+// its end, or a panic): a consumer attached now gets only its End.
+func (s *Subscription) Ended() bool { return s.ended.Load() }
+
+// end tells every consumer that the source ended. The consumers are taken
+// under the lock that Attach holds, so that each gets End exactly once:
+// from here, or from Attach when it came later.
 func (s *Subscription) end(err error) {
-	for _, c := range s.consumersSnapshot() {
+	s.mu.Lock()
+	s.ended.Store(true)
+	s.endErr = err
+	cs := make([]*Consumer, 0, len(s.consumers))
+	for _, m := range s.consumers {
+		cs = append(cs, m.c)
+	}
+	s.mu.Unlock()
+	for _, c := range cs {
 		if c.End != nil {
 			c.End(err)
 		}

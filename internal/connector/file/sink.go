@@ -38,8 +38,11 @@ func SinkSpec() connector.Spec {
 }
 
 // Sink appends each SinkMessage.Payload to a file: one line per message
-// for lines and csv, one element of a JSON array for json. The file is
-// created (truncated) on the first Write after Connect or a roll. Each Write
+// for lines and csv (a line ends when the next starts, so the file ends
+// without a line end, as eKuiper's), one element of a JSON array for json.
+// The file is opened on the first Write after Connect or a roll: lines
+// and csv files are appended to (a CSV header goes only into an empty
+// file), others truncated. Each Write
 // is handed to the OS before it returns; Close writes the JSON array end,
 // fsyncs and closes the file. It starts no goroutine. Write errors are
 // permanent (not retried), as in eKuiper.
@@ -65,6 +68,10 @@ type Sink struct {
 	stream  *payload.Writer // compressor and cipher over w; nil without them
 	opened  time.Time
 	written int64
+	// lineOpen is true while the file's last line has no line end yet:
+	// as in eKuiper, a line ends when the next one starts, so a file ends
+	// without one.
+	lineOpen bool
 }
 
 var _ api.Sink = (*Sink)(nil)
@@ -138,13 +145,14 @@ func (s *Sink) write(msg *api.SinkMessage) error {
 		}
 	}
 	out := s.out()
-	if s.fileType == typeJSON && s.written > 0 {
+	switch {
+	case s.fileType == typeJSON && s.written > 0:
 		out.Write([]byte{','})
-	}
-	out.Write(msg.Payload)
-	if s.fileType != typeJSON {
+	case s.fileType != typeJSON && s.lineOpen:
 		out.Write([]byte{'\n'})
 	}
+	out.Write(msg.Payload)
+	s.lineOpen = s.fileType != typeJSON
 	if err := s.flushStream(); err != nil {
 		return fmt.Errorf("write %s: %w", s.f.Name(), err)
 	}
@@ -195,7 +203,13 @@ func (s *Sink) openFile(msg *api.SinkMessage) error {
 	if err != nil {
 		return fmt.Errorf("create %s: %w", name, err)
 	}
-	s.f, s.w, s.opened, s.written = f, bufio.NewWriter(f), now, 0
+	// An appended file continues on a new line, and gets no second header.
+	empty, lineOpen, err := appendState(f, mode&os.O_APPEND != 0)
+	if err != nil {
+		_ = f.Close()
+		return fmt.Errorf("read end of %s: %w", name, err)
+	}
+	s.f, s.w, s.opened, s.written, s.lineOpen = f, bufio.NewWriter(f), now, 0, lineOpen
 	s.stream = nil
 	if s.compress != "" || s.encrypt != "" {
 		if s.stream, err = payload.NewWriter(s.w, s.compress, s.encrypt, s.key); err != nil {
@@ -208,11 +222,36 @@ func (s *Sink) openFile(msg *api.SinkMessage) error {
 	switch {
 	case s.fileType == typeJSON:
 		out.Write([]byte{'['})
-	case s.fileType == typeCSV && s.hasHeader && len(msg.Rows) > 0:
+	case s.fileType == typeCSV && s.hasHeader && len(msg.Rows) > 0 && empty:
 		io.WriteString(out, strings.Join(slices.Sorted(maps.Keys(msg.Rows[0])), s.delimiter))
 		out.Write([]byte{'\n'})
 	}
 	return nil
+}
+
+// appendState tells whether f, opened for appending or truncated, is
+// empty, and whether its last line lacks a line end.
+func appendState(f *os.File, appended bool) (empty, lineOpen bool, err error) {
+	if !appended {
+		return true, false, nil
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return false, false, err
+	}
+	if st.Size() == 0 {
+		return true, false, nil
+	}
+	r, err := os.Open(f.Name())
+	if err != nil {
+		return false, false, err
+	}
+	defer r.Close()
+	last := make([]byte, 1)
+	if _, err := r.ReadAt(last, st.Size()-1); err != nil {
+		return false, false, err
+	}
+	return false, last[0] != '\n', nil
 }
 
 // out is where file content goes: the compressor and cipher when set,

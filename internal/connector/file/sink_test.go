@@ -29,11 +29,11 @@ func TestSink(t *testing.T) {
 		msgs  []*api.SinkMessage
 		want  string
 	}{
-		{"lines", map[string]any{}, msgs, "{\"a\":1,\"b\":\"x\"}\n{\"a\":2,\"b\":\"y\"}\n"},
+		{"lines", map[string]any{}, msgs, "{\"a\":1,\"b\":\"x\"}\n{\"a\":2,\"b\":\"y\"}"},
 		{"json", map[string]any{"fileType": "json"}, msgs, `[{"a":1,"b":"x"},{"a":2,"b":"y"}]`},
 		{"json empty", map[string]any{"fileType": "json"}, nil, ""},
-		{"csv header", map[string]any{"fileType": "csv", "hasHeader": true, "delimiter": ";", "format": "delimited"}, csvMsgs, "a;b\n1;x\n2;y\n"},
-		{"csv no header", map[string]any{"fileType": "csv"}, csvMsgs, "1;x\n2;y\n"},
+		{"csv header", map[string]any{"fileType": "csv", "hasHeader": true, "delimiter": ";", "format": "delimited"}, csvMsgs, "a;b\n1;x\n2;y"},
+		{"csv no header", map[string]any{"fileType": "csv"}, csvMsgs, "1;x\n2;y"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,9 +89,9 @@ func TestSinkRolling(t *testing.T) {
 			name:  "count suffix",
 			props: map[string]any{"rollingCount": 2, "rollingNamePattern": "suffix"},
 			want: map[string]string{
-				"r-1000.txt": "m0\nm1\n",
-				"r-3000.txt": "m2\nm3\n",
-				"r-5000.txt": "m4\n",
+				"r-1000.txt": "m0\nm1",
+				"r-3000.txt": "m2\nm3",
+				"r-5000.txt": "m4",
 			},
 			advanceMS: 1000,
 		},
@@ -100,15 +100,15 @@ func TestSinkRolling(t *testing.T) {
 			props:     map[string]any{"rollingInterval": "2500ms", "rollingNamePattern": "prefix", "rollingCount": 0},
 			advanceMS: 1000,
 			want: map[string]string{
-				"1000-r.txt": "m0\nm1\nm2\n",
-				"4000-r.txt": "m3\nm4\n",
+				"1000-r.txt": "m0\nm1\nm2",
+				"4000-r.txt": "m3\nm4",
 			},
 		},
 		{
 			name:      "none never rolls",
 			props:     map[string]any{"rollingCount": 1},
 			advanceMS: 1000,
-			want:      map[string]string{"r.txt": "m0\nm1\nm2\nm3\nm4\n"},
+			want:      map[string]string{"r.txt": "m0\nm1\nm2\nm3\nm4"},
 		},
 	}
 	for _, tc := range tests {
@@ -194,4 +194,53 @@ func TestSinkStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	conformancetest.CheckStatus(t, good, "connected", "")
+}
+
+// A sink that opens an existing file appends to it: the first new row
+// starts on a new line whether or not the file ended with one, and a CSV
+// header is written only into an empty file.
+func TestSinkAppendsToExistingFile(t *testing.T) {
+	row := func(p string) *api.SinkMessage {
+		return &api.SinkMessage{Payload: []byte(p), Rows: []map[string]any{{"b": "x", "a": int64(1)}}}
+	}
+	for _, tc := range []struct{ name, before, want string }{
+		{"no file", "", "a;b\n1;x\n2;y"},
+		{"ended without line end", "a;b\n0;w", "a;b\n0;w\n1;x\n2;y"},
+		{"ended with a line end", "a;b\n0;w\n", "a;b\n0;w\n1;x\n2;y"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dataDir := t.TempDir()
+			path := filepath.Join(dataDir, "out.csv")
+			if tc.before != "" {
+				if err := os.WriteFile(path, []byte(tc.before), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			props := map[string]any{"path": "out.csv", "fileType": "csv", "hasHeader": true, "delimiter": ";"}
+			// Two sinks one after the other: a rule stopped and started again.
+			for _, p := range []string{"1;x", "2;y"} {
+				s, err := registry(t).NewSink(Type, props, connector.Deps{Clock: clock.NewVirtual(0), DataDir: dataDir})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx := context.Background()
+				if err := s.Connect(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Write(ctx, row(p)); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Close(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
 }

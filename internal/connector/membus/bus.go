@@ -15,17 +15,34 @@ import (
 // ErrClosed is returned by Receive after the subscription was closed.
 var ErrClosed = errors.New("subscription closed")
 
-// Message is one published row.
+// Message is one published row, or several rows published together (a
+// sink result of several rows, as eKuiper's memory topics carry a list).
 type Message struct {
 	// Topic is the concrete topic it was published to.
 	Topic string
 	// Data is the row. Subscribers share it and must treat it as read-only.
 	Data map[string]any
+	// Rows, when not nil, are the rows of a message of several rows (Data
+	// is then nil), read-only as Data. Rowkind and Key are then unset.
+	Rows []map[string]any
 	// Rowkind is the change kind for updatable consumers such as lookup
 	// tables: "insert", "update", "upsert", "delete", or "" (insert).
 	Rowkind string
 	// Key, when not nil, is the row's key value for updates and deletes.
 	Key any
+}
+
+// Split returns the message as messages of one row each: itself when it
+// has one row, one message per row of Rows otherwise.
+func (m Message) Split() []Message {
+	if m.Rows == nil {
+		return []Message{m}
+	}
+	out := make([]Message, len(m.Rows))
+	for i, r := range m.Rows {
+		out[i] = Message{Topic: m.Topic, Data: r}
+	}
+	return out
 }
 
 // Bus routes messages from publishers to matching subscribers. Delivery is

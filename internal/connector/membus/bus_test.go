@@ -159,3 +159,15 @@ func TestClose(t *testing.T) {
 		t.Fatalf("err = %v, want ErrClosed", err)
 	}
 }
+
+func TestSplit(t *testing.T) {
+	one := Message{Topic: "t", Data: map[string]any{"a": 1}, Rowkind: "delete", Key: 1}
+	if got := one.Split(); len(got) != 1 || got[0].Rowkind != "delete" || got[0].Data["a"] != 1 {
+		t.Fatalf("split of one row: %+v", got)
+	}
+	two := Message{Topic: "t", Rows: []map[string]any{{"a": 1}, {"a": 2}}}
+	got := two.Split()
+	if len(got) != 2 || got[0].Data["a"] != 1 || got[1].Data["a"] != 2 || got[1].Topic != "t" || got[1].Rows != nil {
+		t.Fatalf("split of two rows: %+v", got)
+	}
+}

@@ -91,7 +91,9 @@ func (t *Table) follow(sub *membus.Subscription, done chan struct{}) {
 		if err != nil {
 			return
 		}
-		t.apply(m)
+		for _, one := range m.Split() {
+			t.apply(one)
+		}
 	}
 }
 

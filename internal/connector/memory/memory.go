@@ -66,6 +66,8 @@ type Source struct {
 	filter string
 	buffer int
 	sub    *membus.Subscription
+	// pending are the rows of a message of several rows not read yet.
+	pending []membus.Message
 }
 
 var _ api.Source = (*Source)(nil)
@@ -101,10 +103,15 @@ func (s *Source) Read(ctx context.Context) (*api.Message, error) {
 	if s.sub == nil {
 		return nil, errors.New("memory source not connected")
 	}
-	m, err := s.sub.Receive(ctx)
-	if err != nil {
-		return nil, err
+	for len(s.pending) == 0 {
+		m, err := s.sub.Receive(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.pending = m.Split()
 	}
+	m := s.pending[0]
+	s.pending = s.pending[1:]
 	return &api.Message{Data: maps.Clone(m.Data), Meta: map[string]any{"topic": m.Topic}}, nil
 }
 
@@ -114,6 +121,7 @@ func (s *Source) Close(context.Context) error {
 		s.sub.Close()
 		s.sub = nil
 	}
+	s.pending = nil
 	return nil
 }
 
@@ -156,8 +164,10 @@ func NewSink(props map[string]any, deps connector.Deps) (api.Sink, error) {
 // Connect does nothing: the bus is always available.
 func (s *Sink) Connect(context.Context) error { return nil }
 
-// Write publishes every row of msg. When msg has no rows, its payload is
-// decoded as a JSON object or array of objects.
+// Write publishes the rows of msg. When msg has no rows, its payload is
+// decoded as a JSON object or array of objects. Several rows go as one
+// message of several rows (membus.Message.Rows), as eKuiper publishes a
+// list, unless each row needs its own topic, rowkind or key.
 func (s *Sink) Write(ctx context.Context, msg *api.SinkMessage) error {
 	rows := msg.Rows
 	if len(rows) == 0 && len(msg.Payload) > 0 {
@@ -165,6 +175,9 @@ func (s *Sink) Write(ctx context.Context, msg *api.SinkMessage) error {
 		if rows, err = decodeRows(msg.Payload); err != nil {
 			return err
 		}
+	}
+	if len(rows) > 1 && s.tmpl == nil && s.rowkind == "" && s.key == "" {
+		return s.bus.Publish(ctx, membus.Message{Topic: s.topic, Rows: rows})
 	}
 	for _, row := range rows {
 		m, err := s.message(row)

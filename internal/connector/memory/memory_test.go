@@ -174,8 +174,11 @@ func TestSinkBackpressure(t *testing.T) {
 	sink, _ := r.NewSink(Type, map[string]any{"topic": "t"}, deps)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	rows := []map[string]any{{"a": 1}, {"a": 2}}
-	err := sink.Write(ctx, &api.SinkMessage{Rows: rows})
+	// The rows of one write are one message: the first fills the buffer.
+	if err := sink.Write(ctx, &api.SinkMessage{Rows: []map[string]any{{"a": 1}, {"a": 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	err := sink.Write(ctx, &api.SinkMessage{Rows: []map[string]any{{"a": 3}}})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want the write to block until its deadline", err)
 	}
@@ -304,6 +307,69 @@ func TestLookupUpdatePanic(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("lookup never reported the update goroutine's panic")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestSinkPublishesRowsTogether: the rows of one sink result go out as one
+// message of several rows, as eKuiper's memory topics carry a list; memory
+// sources read them as rows, lookup tables apply each.
+func TestSinkPublishesRowsTogether(t *testing.T) {
+	r, deps := setup(t)
+	ctx := context.Background()
+	sub, err := deps.Memory.Subscribe("out", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	tbl, err := r.NewLookup(Type, map[string]any{"datasource": "out", "key": "id"}, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Close(ctx)
+	src, err := r.NewSource(Type, map[string]any{"datasource": "out", "format": "json"}, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close(ctx)
+	sink, err := r.NewSink(Type, map[string]any{"topic": "out"}, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []map[string]any{{"id": int64(1), "v": "a"}, {"id": int64(2), "v": "b"}}
+	if err := sink.Write(ctx, &api.SinkMessage{Payload: []byte(`[{"id":1,"v":"a"},{"id":2,"v":"b"}]`)}); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	m, err := sub.Receive(rctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Data != nil || !reflect.DeepEqual(m.Rows, rows) {
+		t.Fatalf("message %+v, want the two rows together", m)
+	}
+	for i, got := range readN(t, src, 2) {
+		if !reflect.DeepEqual(got.Data, rows[i]) || got.Meta["topic"] != "out" {
+			t.Errorf("source row %d = %v %v, want %v", i, got.Data, got.Meta, rows[i])
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		a, _ := tbl.Lookup(ctx, map[string]any{"id": int64(1)})
+		b, _ := tbl.Lookup(ctx, map[string]any{"id": int64(2)})
+		if len(a) == 1 && len(b) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("table has %v and %v, want both rows", a, b)
 		}
 		time.Sleep(time.Millisecond)
 	}
