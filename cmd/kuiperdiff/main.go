@@ -144,7 +144,7 @@ func (d *differ) runFolder(ctx context.Context, folder string) error {
 	for _, c := range outs {
 		o := differential.Check(c, d.funcs)
 		if o.IsDifference() {
-			o.Class = differential.Classify(o, false)
+			o.Class = differential.Classify(o, false, d.funcs)
 		}
 		d.record(o)
 	}
@@ -180,7 +180,7 @@ func (d *differ) runRecorded(folder string) error {
 			if b, ok := strings.CutPrefix(top, "ekuiper-"); ok {
 				varied = differential.OutputsDiffer(p, filepath.Join(folder, "rerun-"+b, filepath.Base(p)))
 			}
-			o.Class = differential.Classify(o, varied)
+			o.Class = differential.Classify(o, varied, d.funcs)
 		}
 		d.record(o)
 	}
@@ -224,7 +224,13 @@ func (d *differ) runGenerated(ctx context.Context, seed uint64, n, batch, worker
 func (d *differ) runOracle(ctx context.Context, in string) ([]*conformance.Case, error) {
 	d.batchNo++
 	out := filepath.Join(d.work, fmt.Sprintf("ekuiper-%d", d.batchNo))
-	if err := d.oracle.Run(ctx, in, out); err != nil {
+	// A root of its own, so that a run beside another never shares
+	// eKuiper's data folder.
+	o, err := d.oracle.WorkerOracle(filepath.Join(d.work, "oracles", "1"))
+	if err != nil {
+		return nil, err
+	}
+	if err := o.Run(ctx, in, out); err != nil {
 		return nil, err
 	}
 	paths, err := conformance.Discover(out)

@@ -143,10 +143,10 @@ func (p *Pool) batch(ctx context.Context, r Runner, i int, cases []*conformance.
 		if !outs[j].IsDifference() {
 			continue
 		}
-		outs[j].Class = Classify(outs[j], varied[outs[j].Case.ID()])
+		outs[j].Class = Classify(outs[j], varied[outs[j].Case.ID()], p.Funcs)
 		if p.Shrink && outs[j].Class == Unexplained {
 			s := Shrink(ctx, outs[j], r, p.Funcs, filepath.Join(p.Work, "shrink"))
-			s.Class = Classify(s, false)
+			s.Class = Classify(s, false, p.Funcs)
 			if s.Class != Unexplained {
 				// The smaller case differs another way; keep the original.
 				s = outs[j]
