@@ -167,7 +167,7 @@ func (d *differ) runRecorded(folder string) error {
 		}
 		top := strings.SplitN(filepath.ToSlash(rel), "/", 2)[0]
 		// Scratch inputs without eKuiper outputs, shrink rounds, reruns.
-		if top == "in" || top == "shrink" || top == "oracles" || strings.HasPrefix(top, "rerun-") {
+		if top == "in" || top == "shrink" || top == "oracles" || strings.HasPrefix(top, "rerun-") || strings.HasPrefix(top, "errors-") {
 			continue
 		}
 		c, err := conformance.Load(p)
@@ -181,6 +181,9 @@ func (d *differ) runRecorded(folder string) error {
 				varied = differential.OutputsDiffer(p, filepath.Join(folder, "rerun-"+b, filepath.Base(p)))
 			}
 			o.Class = differential.Classify(o, varied, d.funcs)
+			if b, ok := strings.CutPrefix(top, "ekuiper-"); ok && o.Class == differential.Unexplained {
+				o.Class = differential.ClassifyErrorsSent(o, filepath.Join(folder, "errors-"+b, filepath.Base(p)), d.funcs)
+			}
 		}
 		d.record(o)
 	}

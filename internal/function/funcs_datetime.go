@@ -2,6 +2,7 @@ package function
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -244,7 +245,12 @@ func datetimeFromUnix(env Env, args []any) (any, error) {
 	case int64:
 		t = time.Unix(x, 0)
 	case float64:
-		t = time.UnixMilli(int64(x * 1000))
+		// Whole seconds, as in eKuiper: a fraction is an error, not
+		// milliseconds.
+		if x != math.Trunc(x) || math.Abs(x) > 1<<53 {
+			return nil, fmt.Errorf("cannot convert %s to int", value.Describe(x))
+		}
+		t = time.Unix(int64(x), 0)
 	default:
 		return nil, fmt.Errorf("the argument should be unix seconds, got %s", value.Describe(x))
 	}

@@ -1,6 +1,7 @@
 package differential
 
 import (
+	"fmt"
 	"math"
 	"regexp"
 	"strings"
@@ -200,6 +201,30 @@ func sqlHas(o Outcome, frags ...string) bool {
 	return false
 }
 
+// rekuiperSays reports whether one of rekuiper's error rows or its refusal
+// contains any of the fragments.
+func rekuiperSays(o Outcome, frags ...string) bool {
+	texts := []string{}
+	if o.Kind == RekuiperRefused {
+		texts = append(texts, o.Detail)
+	}
+	for _, em := range o.Actual {
+		for _, r := range em {
+			if e, ok := r["error"]; ok && len(r) == 1 {
+				texts = append(texts, fmt.Sprint(e))
+			}
+		}
+	}
+	for _, t := range texts {
+		for _, f := range frags {
+			if strings.Contains(t, f) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // ekuiperSays reports whether one of eKuiper's error rows or its refusal
 // contains any of the fragments.
 func ekuiperSays(o Outcome, frags ...string) bool {
@@ -233,6 +258,16 @@ var quirkRules = []quirkRule{
 	{"acc-nil", "gen_analytic/acc_int_values", func(o Outcome, _ *function.Registry) bool {
 		// eKuiper's acc_avg, acc_min and acc_max fail on nil.
 		return ekuiperSays(o, "call func acc_avg error", "call func acc_min error", "call func acc_max error")
+	}},
+	{"integer-literal", "gen_func_array/array_position_literal_int", func(o Outcome, _ *function.Registry) bool {
+		// eKuiper's functions that want an integer refuse its own integer
+		// literals (Go int, not int64) at run time.
+		return ekuiperSays(o, "argument should be int", "parameter should be int")
+	}},
+	{"chr-code-point", "gen_func_conv/chr", func(o Outcome, _ *function.Registry) bool {
+		// eKuiper wraps a number outside the code points to 32 bits;
+		// rekuiper's chr makes a character, so that number is an error.
+		return sqlHas(o, "chr(") && rekuiperSays(o, "is not a valid code point")
 	}},
 	{"aggregate-mixed-numbers", "gen_agg/sum_float_then_int", func(o Outcome, _ *function.Registry) bool {
 		return ekuiperSays(o, "requires float64 but found", "requires int64 but found")

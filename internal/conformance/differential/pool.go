@@ -139,12 +139,34 @@ func (p *Pool) batch(ctx context.Context, r Runner, i int, cases []*conformance.
 			varied[c.ID()] = OutputsDiffer(filepath.Join(out, caseFile(c)), filepath.Join(rerun, caseFile(c)))
 		}
 	}
+	var hidden []*conformance.Case
 	for j := range outs {
 		if !outs[j].IsDifference() {
 			continue
 		}
 		outs[j].Class = Classify(outs[j], varied[outs[j].Case.ID()], p.Funcs)
-		if p.Shrink && outs[j].Class == Unexplained {
+		if outs[j].Class == Unexplained && !sendsErrors(cases[j]) {
+			hidden = append(hidden, WithErrorsSent(cases[j]))
+		}
+	}
+	if len(hidden) > 0 {
+		// With errors not sent, a row eKuiper fails on is just missing;
+		// the same case with errors sent shows why.
+		errs := filepath.Join(p.Work, "errors-"+name)
+		if err := runCases(ctx, r, filepath.Join(p.Work, "in", name+"-errors"), errs, hidden); err != nil {
+			return nil, fmt.Errorf("batch %s with errors sent: %w", name, err)
+		}
+		for j := range outs {
+			if outs[j].Class == Unexplained {
+				outs[j].Class = ClassifyErrorsSent(outs[j], filepath.Join(errs, caseFile(cases[j])), p.Funcs)
+			}
+		}
+	}
+	if p.Shrink {
+		for j := range outs {
+			if outs[j].Class != Unexplained {
+				continue
+			}
 			s := Shrink(ctx, outs[j], r, p.Funcs, filepath.Join(p.Work, "shrink"))
 			s.Class = Classify(s, false, p.Funcs)
 			if s.Class != Unexplained {
@@ -155,6 +177,38 @@ func (p *Pool) batch(ctx context.Context, r Runner, i int, cases []*conformance.
 		}
 	}
 	return outs, ctx.Err()
+}
+
+func sendsErrors(c *conformance.Case) bool {
+	v, ok := c.Rule.Options["sendError"].(bool)
+	return !ok || v
+}
+
+// WithErrorsSent is c with the rule option sendError on.
+func WithErrorsSent(c *conformance.Case) *conformance.Case {
+	d := cloneCase(c)
+	d.Rule.Options = map[string]any{}
+	for k, v := range c.Rule.Options {
+		d.Rule.Options[k] = v
+	}
+	d.Rule.Options["sendError"] = true
+	d.OptionVariants = []map[string]any{d.Rule.Options}
+	return d
+}
+
+// ClassifyErrorsSent classifies an unexplained difference by the oracle
+// output, at path, of its case with errors sent: the class of that case's
+// difference when a quirk explains it, else Unexplained.
+func ClassifyErrorsSent(o Outcome, path string, funcs *function.Registry) string {
+	res, err := conformance.Load(path)
+	if err != nil {
+		return Unexplained
+	}
+	e := Check(res, funcs)
+	if !e.IsDifference() {
+		return Unexplained
+	}
+	return Classify(e, false, funcs)
 }
 
 // runCases writes cases into in, runs them through r into out and removes
