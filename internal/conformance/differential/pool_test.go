@@ -24,8 +24,11 @@ import (
 // variance). A batch whose input folder is named holdBatch waits until
 // releaseAfter has run, so batches finish out of order.
 type fakeOracle struct {
-	funcs        *function.Registry
-	vary         map[string]bool
+	funcs *function.Registry
+	vary  map[string]bool
+	// hidden cases emit nothing while errors are not sent, and are
+	// refused for a documented quirk once they are.
+	hidden       map[string]bool
 	failBatch    string
 	holdBatch    string
 	releaseAfter string
@@ -79,6 +82,13 @@ func (f *fakeOracle) Run(ctx context.Context, in, out string) error {
 			}
 		case 1:
 			refuse = "plan: refused by the fake oracle"
+		}
+		if f.hidden[c.ID()] {
+			c.Expected = [][]map[string]any{}
+			refuse = ""
+			if c.Rule.Options["sendError"] == true {
+				refuse = `plan: Parse SQL error: found "-", expected expression..`
+			}
 		}
 		if f.vary[c.ID()] {
 			refuse = ""
@@ -140,7 +150,7 @@ func runPool(t *testing.T, seed uint64, n, size, workers int, fake *fakeOracle) 
 }
 
 func newFake(vary ...string) *fakeOracle {
-	f := &fakeOracle{funcs: function.Builtins(), vary: map[string]bool{}, calls: map[string]int{}, release: make(chan struct{})}
+	f := &fakeOracle{funcs: function.Builtins(), vary: map[string]bool{}, hidden: map[string]bool{}, calls: map[string]int{}, release: make(chan struct{})}
 	for _, id := range vary {
 		f.vary[id] = true
 	}
@@ -213,6 +223,38 @@ func TestPoolStopsOnOracleFailure(t *testing.T) {
 	for _, b := range order {
 		if b >= 2 {
 			t.Fatalf("batch %d reported after batch 3 failed (order %v)", b+1, order)
+		}
+	}
+}
+
+// TestPoolErrorsSent: a difference of a rule that does not send errors,
+// unexplained as it is, is classified by its run with errors sent.
+func TestPoolErrorsSent(t *testing.T) {
+	funcs := function.Builtins()
+	g := NewGenerator(3)
+	target := ""
+	for range 40 {
+		c := g.Case()
+		if c.Rule.Options["sendError"] != false {
+			continue
+		}
+		if actual, err := conformance.Replay(c, c.Rule.Options, funcs); err == nil && len(actual) > 0 {
+			target = c.ID()
+			break
+		}
+	}
+	if target == "" {
+		t.Fatal("no case of seed 3 without sendError that rekuiper emits rows for")
+	}
+	f := newFake()
+	f.hidden[target] = true
+	got, _, err := runPool(t, 3, 40, 8, 2, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range got {
+		if v.id == target && (v.kind != "differs" || v.class != "unary-minus") {
+			t.Fatalf("%s: %s, class %q; want a difference classified by its run with errors sent", v.id, v.kind, v.class)
 		}
 	}
 }
