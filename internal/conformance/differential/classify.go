@@ -51,11 +51,11 @@ func Classify(o Outcome, varied bool, funcs *function.Registry) string {
 	if used, ok := explainValues(o, o.Case.Expected, conformance.AsExpected(o.Actual)); ok {
 		return used
 	}
-	if used, ok := bigintTruncated(o, funcs); ok {
-		if used == "" {
-			return "bigint-fraction"
+	if names, used, ok := inputsAsEKuiperReads(o, funcs); ok {
+		if used != "" {
+			names = append(names, used)
 		}
-		return "bigint-fraction+" + used
+		return strings.Join(names, "+")
 	}
 	return Unexplained
 }
@@ -64,20 +64,56 @@ var (
 	ddlName   = regexp.MustCompile(`(?i)^\s*CREATE\s+(?:STREAM|TABLE)\s+(\w+)`)
 	ddlBigint = regexp.MustCompile(`(\w+) BIGINT\b`)
 	ddlArray  = regexp.MustCompile(`(\w+) ARRAY\(BIGINT\)`)
+	ddlAnyArr = regexp.MustCompile(`(\w+) ARRAY\(`)
 	ddlStruct = regexp.MustCompile(`(\w+) STRUCT\(([^)]*)\)`)
 )
 
-// bigintTruncated reports whether rekuiper gives eKuiper's output once
-// every fraction in a BIGINT column (or STRUCT field, or ARRAY(BIGINT)
-// element) of the inputs is cut off, as eKuiper reads them
-// (gen_schema/strict_int_from_float; rekuiper refuses such a row).
-func bigintTruncated(o Outcome, funcs *function.Registry) (string, bool) {
+// inputsAsEKuiperReads reports whether rekuiper gives eKuiper's output
+// (up to the value quirks, whose names it returns in used) once the inputs
+// are what eKuiper makes of them on a typed stream: every fraction in a
+// BIGINT column, STRUCT field or ARRAY(BIGINT) element cut off
+// ("bigint-fraction": gen_schema/strict_int_from_float; rekuiper refuses
+// such a row), and, with strict validation, a null ARRAY column an empty
+// array ("strict-null-array": Go's typed nil slice, written as null but
+// indexed as empty). names lists the transformations that changed
+// something.
+func inputsAsEKuiperReads(o Outcome, funcs *function.Registry) (names []string, used string, ok bool) {
 	if funcs == nil || o.Kind != Differs {
-		return "", false
+		return nil, "", false
 	}
-	c := cloneCase(o.Case)
-	c.Expected = o.Case.Expected
-	changed := false
+	// The smallest change that explains the difference names it.
+	for _, try := range []struct{ trunc, nullArrays bool }{{true, false}, {false, true}, {true, true}} {
+		c, changed := asEKuiperReads(o.Case, try.trunc, try.nullArrays)
+		if !changed {
+			continue
+		}
+		actual, err := conformance.Replay(c, c.Rule.Options, funcs)
+		if err != nil {
+			continue
+		}
+		names = names[:0]
+		if try.trunc {
+			names = append(names, "bigint-fraction")
+		}
+		if try.nullArrays {
+			names = append(names, "strict-null-array")
+		}
+		if m, _ := conformance.Compare(c.Expected, actual); m == nil {
+			return names, "", true
+		}
+		if used, ok := explainValues(o, c.Expected, conformance.AsExpected(actual)); ok {
+			return names, used, true
+		}
+	}
+	return nil, "", false
+}
+
+// asEKuiperReads is c with its inputs as eKuiper reads them: fractions of
+// BIGINT values cut off (trunc), null ARRAY columns of strictly validated
+// streams empty (nullArrays). changed is false when nothing changed.
+func asEKuiperReads(orig *conformance.Case, trunc, nullArrays bool) (c *conformance.Case, changed bool) {
+	c = cloneCase(orig)
+	c.Expected = orig.Expected
 	for _, ddl := range c.Streams {
 		m := ddlName.FindStringSubmatch(ddl)
 		if m == nil {
@@ -93,6 +129,10 @@ func bigintTruncated(o Outcome, funcs *function.Registry) (string, bool) {
 		}
 		cols := ddlBigint.FindAllStringSubmatch(body, -1)
 		arrays := ddlArray.FindAllStringSubmatch(body, -1)
+		var anyArrays [][]string
+		if strings.Contains(ddl, `STRICT_VALIDATION="true"`) {
+			anyArrays = ddlAnyArr.FindAllStringSubmatch(body, -1)
+		}
 		evs := c.Inputs[m[1]]
 		for i := range evs {
 			data := map[string]any{}
@@ -100,15 +140,20 @@ func bigintTruncated(o Outcome, funcs *function.Registry) (string, bool) {
 				data[k] = v
 			}
 			for _, col := range cols {
-				if t, ok := truncFraction(data[col[1]]); ok {
+				if t, ok := truncFraction(data[col[1]]); ok && trunc {
 					data[col[1]], changed = t, true
+				}
+			}
+			for _, col := range anyArrays {
+				if v, ok := data[col[1]]; ok && v == nil && nullArrays {
+					data[col[1]], changed = []any{}, true
 				}
 			}
 			for _, col := range arrays {
 				if arr, ok := data[col[1]].([]any); ok {
 					cp := append([]any(nil), arr...)
 					for j := range cp {
-						if t, ok := truncFraction(cp[j]); ok {
+						if t, ok := truncFraction(cp[j]); ok && trunc {
 							cp[j], changed = t, true
 						}
 					}
@@ -122,7 +167,7 @@ func bigintTruncated(o Outcome, funcs *function.Registry) (string, bool) {
 						cp[k] = v
 					}
 					for _, f := range fields {
-						if t, ok := truncFraction(cp[f]); ok {
+						if t, ok := truncFraction(cp[f]); ok && trunc {
 							cp[f], changed = t, true
 						}
 					}
@@ -132,17 +177,7 @@ func bigintTruncated(o Outcome, funcs *function.Registry) (string, bool) {
 			evs[i].Data = data
 		}
 	}
-	if !changed {
-		return "", false
-	}
-	actual, err := conformance.Replay(c, c.Rule.Options, funcs)
-	if err != nil {
-		return "", false
-	}
-	if m, _ := conformance.Compare(c.Expected, actual); m == nil {
-		return "", true
-	}
-	return explainValues(o, c.Expected, conformance.AsExpected(actual))
+	return c, changed
 }
 
 // truncFraction cuts a float with a fraction to an integer.
@@ -179,6 +214,9 @@ func quirkEntry(name string) string {
 	}
 	if name == "bigint-fraction" {
 		return bigintEntry
+	}
+	if name == "strict-null-array" {
+		return nullArrayEntry
 	}
 	if name == "ekuiper-dropped" {
 		return droppedEntry

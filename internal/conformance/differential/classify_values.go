@@ -18,7 +18,8 @@ type valueQuirk struct {
 }
 
 const (
-	bigintEntry = "gen_schema/strict_int_from_float"
+	bigintEntry    = "gen_schema/strict_int_from_float"
+	nullArrayEntry = "diff_schema/strict_null_array"
 	// eKuiper fails on a row (a quirk that is an error in eKuiper) and,
 	// not sending errors, emits nothing for it.
 	droppedEntry = "rand_window/s1_96"
