@@ -308,6 +308,9 @@ var quirkRules = []quirkRule{
 		// code point is an error.
 		return sqlHas(o, "chr(") && (rekuiperSays(o, "is not a valid code point") || chrAnswersIntegers(o))
 	}},
+	{"split-value-index", "diff_funcs/split_value_index", func(o Outcome, _ *function.Registry) bool {
+		return sqlHas(o, "split_value(") && rekuiperSays(o, "to int")
+	}},
 	{"aggregate-mixed-numbers", "gen_agg/sum_float_then_int", func(o Outcome, _ *function.Registry) bool {
 		return ekuiperSays(o, "requires float64 but found", "requires int64 but found")
 	}},
