@@ -358,8 +358,9 @@ func arraySort(_ Env, args []any) (any, error) {
 
 // arrayConcat concatenates its array arguments, skipping nil ones.
 func arrayConcat(_ Env, args []any) (any, error) {
-	// Nothing to concatenate (nil or empty arrays only) gives nil, as in
-	// eKuiper.
+	// Nothing to concatenate (nil or empty arrays only) gives a null that
+	// is written out (an empty list typed as a list), as in eKuiper
+	// (diff_funcs/array_concat_nothing).
 	var out []any
 	for i, a := range args {
 		switch x := a.(type) {
@@ -371,7 +372,7 @@ func arrayConcat(_ Env, args []any) (any, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, nil
+		return []any(nil), nil
 	}
 	return out, nil
 }

@@ -183,3 +183,18 @@ func TestArrayShuffleKeepsElements(t *testing.T) {
 		t.Fatalf("shuffle lost elements: %v", got)
 	}
 }
+
+// TestArrayConcatNothing: concatenating nothing is a null list that sinks
+// write out (a typed nil), as eKuiper's is (diff_funcs/array_concat_nothing).
+func TestArrayConcatNothing(t *testing.T) {
+	d, _ := Builtins().Lookup("array_concat")
+	for _, args := range [][]any{{nil}, {[]any{}}, {nil, []any{}}} {
+		got, err := d.Scalar(nil, args)
+		if err != nil {
+			t.Fatalf("array_concat%v: %v", args, err)
+		}
+		if l, ok := got.([]any); !ok || l != nil {
+			t.Fatalf("array_concat%v = %#v, want a nil []any", args, got)
+		}
+	}
+}
