@@ -308,6 +308,10 @@ var quirkRules = []quirkRule{
 		// code point is an error.
 		return sqlHas(o, "chr(") && (rekuiperSays(o, "is not a valid code point") || chrAnswersIntegers(o))
 	}},
+	{"integer-overflow", "gen_expr/int_overflow", func(o Outcome, _ *function.Registry) bool {
+		// eKuiper wraps bigint arithmetic around; rekuiper reports it.
+		return rekuiperSays(o, "integer overflow")
+	}},
 	{"split-value-index", "diff_funcs/split_value_index", func(o Outcome, _ *function.Registry) bool {
 		return sqlHas(o, "split_value(") && rekuiperSays(o, "to int")
 	}},
