@@ -312,6 +312,15 @@ var quirkRules = []quirkRule{
 		// eKuiper wraps bigint arithmetic around; rekuiper reports it.
 		return rekuiperSays(o, "integer overflow")
 	}},
+	{"lenient-date-string", `"22:13:20"`, func(o Outcome, _ *function.Registry) bool {
+		// eKuiper reads strings such as "12" (an hour) or "2023" (a year)
+		// as datetimes; rekuiper refuses them.
+		return rekuiperSays(o, "to datetime") && rekuiperSays(o, "cannot convert string(")
+	}},
+	{"arrow-on-non-object", "o->b", func(o Outcome, _ *function.Registry) bool {
+		// eKuiper reads o->b, o not an object, as o -> (the column b).
+		return ekuiperSays(o, ") -> ")
+	}},
 	{"split-value-index", "diff_funcs/split_value_index", func(o Outcome, _ *function.Registry) bool {
 		return sqlHas(o, "split_value(") && rekuiperSays(o, "to int")
 	}},

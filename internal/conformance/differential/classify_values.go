@@ -80,6 +80,13 @@ var valueQuirks = []valueQuirk{
 			return strings.HasPrefix(aliases[col], "crc32(") && len(g) == 8 && strings.TrimLeft(g, "0") == strings.TrimLeft(w, "0")
 		}
 	}},
+	{"dec2hex-sign", "gen_func_conv/dec2hex_forms", func(o Outcome) func(string, any, any) bool {
+		aliases := selectAliases(o.Case.Rule.SQL)
+		return func(col string, want, got any) bool {
+			w, _ := want.(string)
+			return strings.HasPrefix(aliases[col], "dec2hex(") && strings.HasPrefix(w, "0x-")
+		}
+	}},
 	{"chr", "gen_func_conv/chr", func(o Outcome) func(string, any, any) bool {
 		aliases := selectAliases(o.Case.Rule.SQL)
 		return func(col string, _, _ any) bool { return strings.HasPrefix(aliases[col], "chr(") }
