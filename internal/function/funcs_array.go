@@ -265,9 +265,17 @@ func arrayUnion(_ Env, args []any) (any, error) {
 }
 
 // arrayExcept is the distinct elements of the first array not in the second.
+// arrayExcept keeps the distinct elements of the first array, in order,
+// that are not in the second. As in eKuiper, a nil first array is nil
+// whatever the second (which must still be an array when it is not nil),
+// and a nil second array removes nothing (diff_funcs/array_except_nils).
 func arrayExcept(_ Env, args []any) (any, error) {
-	a, b, isNil, err := arrayTwo(args)
-	if isNil || err != nil {
+	a, aNil, err := arrayArg(args, 0)
+	if aNil || err != nil {
+		return nil, err
+	}
+	b, _, err := arrayArg(args, 1)
+	if err != nil {
 		return nil, err
 	}
 	seen := arraySet{}

@@ -106,6 +106,10 @@ func TestArrayCorpus(t *testing.T) {
 		{name: "set_ops/i2", fn: "array_intersect", args: []any{[]any{"p", "q"}, []any{}}, want: nil},
 		{name: "set_ops/u2", fn: "array_union", args: []any{[]any{"p", "q"}, []any{}}, want: []any{"p", "q"}},
 		{name: "set_ops/e2", fn: "array_except", args: []any{[]any{"p", "q"}, []any{}}, want: []any{"p", "q"}},
+		// diff_funcs/array_except_nils
+		{name: "except nil first", fn: "array_except", args: []any{nil, map[string]any{"k": int64(1)}}, want: nil},
+		{name: "except nil second", fn: "array_except", args: []any{arrayInts(1, 1), nil}, want: arrayInts(1)},
+		{name: "except bad second", fn: "array_except", args: []any{[]any{}, 2.5}, wantErr: "second argument should be array"},
 	})
 }
 
