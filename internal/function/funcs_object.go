@@ -25,7 +25,7 @@ func registerObject(r *Registry) {
 		&Def{Name: "zip", Kind: Scalar, MinArgs: 1, MaxArgs: 1, Scalar: objectZip},
 		&Def{Name: "items", Kind: Scalar, MinArgs: 1, MaxArgs: 1, Scalar: objectItems},
 		&Def{Name: "erase", Kind: Scalar, MinArgs: 2, MaxArgs: 2, Scalar: objectErase},
-		&Def{Name: "object_pick", Kind: Scalar, MinArgs: 2, MaxArgs: -1, Scalar: objectPick},
+		&Def{Name: "object_pick", Kind: Scalar, MinArgs: 2, MaxArgs: 2, Scalar: objectPick},
 		&Def{Name: "object_size", Kind: Scalar, MinArgs: 1, MaxArgs: 1, Scalar: objectSize},
 		&Def{Name: "obj_to_kvpair_array", Kind: Scalar, MinArgs: 1, MaxArgs: 1, Scalar: objectToKVPairs},
 	)
@@ -262,7 +262,7 @@ func objectPick(_ Env, args []any) (any, error) {
 		return nil, err
 	}
 	out := map[string]any{}
-	for _, k := range objectPickKeys(args[1:]) {
+	for _, k := range objectPickKeys(args[1]) {
 		objectPickPath(m, out, strings.Split(k, "."))
 	}
 	return out, nil
@@ -270,26 +270,21 @@ func objectPick(_ Env, args []any) (any, error) {
 
 // objectPickKeys reads the keys of object_pick as eKuiper does
 // (diff_funcs/object_pick_keys): a list (its strings; other elements are
-// skipped), or a string followed by more string arguments; anything else
-// (null, a number) picks nothing.
-func objectPickKeys(args []any) []string {
-	var keys []string
-	switch x := args[0].(type) {
+// skipped) or a string; anything else (null, a number) picks nothing.
+func objectPickKeys(v any) []string {
+	switch x := v.(type) {
 	case []any:
+		var keys []string
 		for _, e := range x {
 			if s, ok := e.(string); ok {
 				keys = append(keys, s)
 			}
 		}
+		return keys
 	case string:
-		keys = append(keys, x)
-		for _, e := range args[1:] {
-			if s, ok := e.(string); ok {
-				keys = append(keys, s)
-			}
-		}
+		return []string{x}
 	}
-	return keys
+	return nil
 }
 
 // objectPickPath copies src's member at path into dst, creating the
