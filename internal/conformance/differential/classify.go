@@ -224,6 +224,9 @@ func quirkEntry(name string) string {
 	if name == "group-order" {
 		return groupOrderEntry
 	}
+	if name == "eventtime-end" {
+		return eventTimeEndEntry
+	}
 	return "?"
 }
 

@@ -17,7 +17,7 @@ func TestQuirkRulesNameDocumentedEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range []string{bigintEntry, nullArrayEntry, droppedEntry, groupOrderEntry} {
+	for _, e := range []string{bigintEntry, nullArrayEntry, droppedEntry, groupOrderEntry, eventTimeEndEntry} {
 		if !strings.Contains(string(doc), "`"+e+"`") {
 			t.Errorf("docs/compatibility.md does not name %q in back-quotes", e)
 		}
@@ -73,6 +73,14 @@ func TestClassify(t *testing.T) {
 			[][]map[string]any{{{"g": int64(1)}}}, [][]map[string]any{{{"g": 1.5}}, {{"g": 2.25}}}), false, "avg-integer+ekuiper-dropped"},
 		{"a window lost while errors are sent", outcome(Differs, "SELECT avg(v) AS g FROM fx GROUP BY COUNTWINDOW(2)", loud,
 			[][]map[string]any{{{"g": int64(1)}}}, [][]map[string]any{{{"g": 1.5}}, {{"g": 2.25}}}), false, Unexplained},
+		{"a last event-time window", func() Outcome {
+			o := outcome(Differs, "SELECT count(*) AS c FROM fx GROUP BY TUMBLINGWINDOW(ss, 1)", loud,
+				[][]map[string]any{{{"c": int64(1)}}}, [][]map[string]any{{{"c": int64(1)}}, {{"c": int64(2)}}})
+			o.Case.Clock = "event"
+			return o
+		}(), false, "eventtime-end"},
+		{"a last processing-time window", outcome(Differs, "SELECT count(*) AS c FROM fx GROUP BY TUMBLINGWINDOW(ss, 1)", loud,
+			[][]map[string]any{{{"c": int64(1)}}}, [][]map[string]any{{{"c": int64(1)}}, {{"c": int64(2)}}}), false, Unexplained},
 		{"NaN against nil", outcome(Differs, "SELECT stddevs(v) AS g FROM fx GROUP BY COUNTWINDOW(1)", loud,
 			[][]map[string]any{{{"g": "NaN"}}}, [][]map[string]any{{{}}}), false, "nan-infinity"},
 		{"unary minus", Outcome{Kind: EKuiperRefused, Case: &conformance.Case{Suite: "t", Name: "c",

@@ -22,6 +22,9 @@ const (
 	// eKuiper fails on a row (a quirk that is an error in eKuiper) and,
 	// not sending errors, emits nothing for it.
 	droppedEntry = "rand_window/s1_96"
+	// Event-time windows closed by the last record's watermark, which
+	// eKuiper's harness does not apply before the input ends.
+	eventTimeEndEntry = "event-time end of input"
 	// Groups of a window without ORDER BY: eKuiper's order is its map's.
 	groupOrderEntry = "rand_window/s1_38"
 )
@@ -136,10 +139,16 @@ func explainValues(o Outcome, want, got [][]map[string]any) (string, bool) {
 		j++
 	}
 	if j < len(got) {
-		if !dropped {
+		switch {
+		case o.Case.Clock == "event":
+			// eKuiper's harness stops the rule when its sources end,
+			// before the watermark of the last record closes windows.
+			m.used["eventtime-end"] = true
+		case dropped:
+			m.used["ekuiper-dropped"] = true
+		default:
 			return "", false
 		}
-		m.used["ekuiper-dropped"] = true
 	}
 	if m.reordered {
 		m.used["group-order"] = true
