@@ -366,7 +366,10 @@ var quirkRules = []quirkRule{
 		return ekuiperSays(o, ") -> ")
 	}},
 	{"error-text-as-value", "diff_window/collect_error_text", func(o Outcome, _ *function.Registry) bool {
-		return ekuiperDataSays(o, "invalid operation", "cannot convert")
+		// collect() keeps the error's text; merge_agg() skips it as a
+		// value that is not an object.
+		return ekuiperDataSays(o, "invalid operation", "cannot convert") ||
+			sqlHas(o, "merge_agg(") && rekuiperSays(o, "invalid operation")
 	}},
 	{"split-value-index", "diff_funcs/split_value_index", func(o Outcome, _ *function.Registry) bool {
 		return sqlHas(o, "split_value(") && rekuiperSays(o, "to int")
