@@ -371,6 +371,15 @@ var quirkRules = []quirkRule{
 		return ekuiperDataSays(o, "invalid operation", "cannot convert") ||
 			sqlHas(o, "merge_agg(") && rekuiperSays(o, "invalid operation")
 	}},
+	{"percentile-edges", "gen_agg/percentile_edges", func(o Outcome, _ *function.Registry) bool {
+		// eKuiper fails on percentile 0 (and other edges of its
+		// statistics library).
+		return ekuiperSays(o, "Input is outside of range")
+	}},
+	{"negative-padding", "diff_funcs/pads", func(o Outcome, _ *function.Registry) bool {
+		// rpad/lpad by a negative length stop eKuiper's output.
+		return sqlHas(o, "rpad(", "lpad(") && rekuiperSays(o, "padding length must not be negative")
+	}},
 	{"split-value-index", "diff_funcs/split_value_index", func(o Outcome, _ *function.Registry) bool {
 		return sqlHas(o, "split_value(") && rekuiperSays(o, "to int")
 	}},
