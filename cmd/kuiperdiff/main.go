@@ -1,13 +1,15 @@
 // Command kuiperdiff is the differential test of rekuiper against eKuiper:
 // it takes rule test cases (authored ones, or random ones from the seeded
 // generator), runs them through eKuiper's rule test harness (the oracle
-// scripts/ekuiper-oracle.sh builds), replays eKuiper's outputs through
-// rekuiper and reports the differences per category. docs/compatibility.md
-// describes the run and its figures.
+// scripts/ekuiper-oracle.sh builds) on several oracles at once, replays
+// eKuiper's outputs through rekuiper, reports the differences per
+// category and sorts each into a documented quirk, eKuiper's variance or
+// unexplained (listed after the report). docs/compatibility.md describes
+// the run and its figures.
 //
 //	kuiperdiff -oracle /tmp/ekuiper-oracle/oracle.test -cases DIR
-//	kuiperdiff -oracle /tmp/ekuiper-oracle/oracle.test -seed 1 -n 5000 -keep diffs/
-//	kuiperdiff -recorded WORK/  # replay an earlier run's eKuiper outputs
+//	kuiperdiff -oracle /tmp/ekuiper-oracle/oracle.test -seed 1 -n 5000 -workers 8 -keep diffs/
+//	kuiperdiff -recorded WORK/  # sort an earlier run's differences again
 package main
 
 import (
@@ -45,7 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	unexplained := fs.Int("list", 50, "list at most this many unexplained differences after the report (-1: all)")
 	work := fs.String("work", "", "working folder (default: a new temporary folder)")
 	keep := fs.String("keep", "", "write every case that differs, with eKuiper's outputs, into this folder")
-	shrink := fs.Bool("shrink", true, "shrink differing generated cases (fewer records, fewer fields) before keeping them")
+	shrink := fs.Bool("shrink", true, "shrink unexplained differences of generated cases (fewer records, fewer fields) before keeping them")
 	verbose := fs.Bool("v", false, "print every difference")
 	if err := fs.Parse(args); err != nil {
 		return 2

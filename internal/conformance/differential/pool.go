@@ -23,7 +23,9 @@ import (
 //
 // Folders under Work: ekuiper-<b> holds eKuiper's outputs of batch b
 // (numbered from 1), rerun-<b> the second outputs of its differing cases,
-// in/ and shrink/ scratch inputs. RunRecorded reads the same layout.
+// errors-<b> the outputs, with errors sent, of its unexplained differences
+// of rules that do not send errors; in/ and shrink/ hold scratch inputs.
+// kuiperdiff -recorded reads the same layout.
 type Pool struct {
 	Oracles []Runner
 	Funcs   *function.Registry
