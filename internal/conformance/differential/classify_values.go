@@ -1,6 +1,7 @@
 package differential
 
 import (
+	"regexp"
 	"sort"
 	"strings"
 
@@ -100,11 +101,29 @@ var valueQuirks = []valueQuirk{
 			return strings.HasPrefix(aliases[col], "format(") && wok && gok && strings.ReplaceAll(g, ",", "") == w
 		}
 	}},
+	{"changed-int-float", "diff_analytic/changed_int_float", func(o Outcome) func(string, any, any) bool {
+		// eKuiper sees 1 followed by 1.0 as a change.
+		changed := derivedFrom(o, "changed_col(", "had_changed(")
+		prefixes := changedColsPrefix.FindAllStringSubmatch(o.Case.Rule.SQL, -1)
+		return func(col string, _, _ any) bool {
+			if changed[col] {
+				return true
+			}
+			for _, p := range prefixes {
+				if strings.HasPrefix(col, p[1]) {
+					return true
+				}
+			}
+			return false
+		}
+	}},
 	{"chr", "gen_func_conv/chr", func(o Outcome) func(string, any, any) bool {
 		aliases := selectAliases(o.Case.Rule.SQL)
 		return func(col string, _, _ any) bool { return strings.HasPrefix(aliases[col], "chr(") }
 	}},
 }
+
+var changedColsPrefix = regexp.MustCompile(`(?i)changed_cols\("([^"]*)"`)
 
 // explainValues matches eKuiper's emissions (want) with rekuiper's (got),
 // accepting the value pairs of valueQuirks, the rows of a group in another
