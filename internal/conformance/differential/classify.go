@@ -380,6 +380,9 @@ var quirkRules = []quirkRule{
 		// rpad/lpad by a negative length stop eKuiper's output.
 		return sqlHas(o, "rpad(", "lpad(") && rekuiperSays(o, "padding length must not be negative")
 	}},
+	{"format-time-pattern", "diff_funcs/format_time_pattern_type", func(o Outcome, _ *function.Registry) bool {
+		return sqlHas(o, "format_time(") && rekuiperSays(o, "the format should be a string")
+	}},
 	{"split-value-index", "diff_funcs/split_value_index", func(o Outcome, _ *function.Registry) bool {
 		return sqlHas(o, "split_value(") && rekuiperSays(o, "to int")
 	}},
