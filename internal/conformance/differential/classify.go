@@ -43,7 +43,11 @@ func Classify(o Outcome, varied bool, funcs *function.Registry) string {
 	if varied {
 		return Variance
 	}
-	for _, r := range quirkRules {
+	rules := quirkRules
+	if o.Kind != Differs {
+		rules = refusalRules
+	}
+	for _, r := range rules {
 		if r.match(o, funcs) {
 			return r.name
 		}
@@ -202,7 +206,7 @@ func describeClass(c string) string {
 
 // quirkEntry is the documented entry a quirk's name stands for.
 func quirkEntry(name string) string {
-	for _, r := range quirkRules {
+	for _, r := range append(refusalRules, quirkRules...) {
 		if r.name == name {
 			return r.entry
 		}
@@ -328,6 +332,20 @@ func ekuiperSays(o Outcome, frags ...string) bool {
 	return false
 }
 
+// refusalRules explain a rule only one engine refused.
+var refusalRules = []quirkRule{
+	{"ekuiper-validates-syntax", `date_calc("2023-11-14", "1h")`, func(o Outcome, _ *function.Registry) bool {
+		return o.Kind == EKuiperRefused && strings.Contains(o.Case.OracleError, "validate function ") &&
+			strings.Contains(o.Case.OracleError, " type for parameter ")
+	}},
+	{"unary-minus", "SELECT -v", func(o Outcome, _ *function.Registry) bool {
+		return o.Kind == EKuiperRefused && strings.Contains(o.Case.OracleError, `found "-", expected expression`)
+	}},
+	{"literal-argument-at-creation", "rand_func/s1_120", func(o Outcome, _ *function.Registry) bool {
+		return o.Kind == RekuiperRefused
+	}},
+}
+
 // quirkRules are tried in order; the first that matches names the class.
 var quirkRules = []quirkRule{
 	{"operator-precedence", "2 * arr[0]", func(o Outcome, _ *function.Registry) bool {
@@ -393,16 +411,6 @@ var quirkRules = []quirkRule{
 		return ekuiperSays(o, "<nil> should be number", "to int slice for the", "to float slice for the")
 	}},
 	{"like", "diff_expr/like_null", func(o Outcome, _ *function.Registry) bool { return sqlHas(o, " LIKE ") }},
-	{"ekuiper-validates-syntax", `date_calc("2023-11-14", "1h")`, func(o Outcome, _ *function.Registry) bool {
-		return o.Kind == EKuiperRefused && strings.Contains(o.Case.OracleError, "validate function ") &&
-			strings.Contains(o.Case.OracleError, " type for parameter ")
-	}},
-	{"unary-minus", "SELECT -v", func(o Outcome, _ *function.Registry) bool {
-		return o.Kind == EKuiperRefused && strings.Contains(o.Case.OracleError, `found "-", expected expression`)
-	}},
-	{"literal-argument-at-creation", "rand_func/s1_120", func(o Outcome, _ *function.Registry) bool {
-		return o.Kind == RekuiperRefused
-	}},
 }
 
 // chrAnswersIntegers reports whether every value eKuiper gave a chr()

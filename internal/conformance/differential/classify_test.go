@@ -28,7 +28,7 @@ func TestQuirkRulesNameDocumentedEntries(t *testing.T) {
 		}
 	}
 	seen := map[string]bool{}
-	for _, r := range quirkRules {
+	for _, r := range append(refusalRules, quirkRules...) {
 		if r.name == "" || r.name == Variance || r.name == Unexplained || seen[r.name] {
 			t.Errorf("quirk rule %q: empty, reserved or duplicate name", r.name)
 		}
