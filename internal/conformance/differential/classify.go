@@ -342,7 +342,11 @@ var refusalRules = []quirkRule{
 		return o.Kind == EKuiperRefused && strings.Contains(o.Case.OracleError, `found "-", expected expression`)
 	}},
 	{"literal-argument-at-creation", "rand_func/s1_120", func(o Outcome, _ *function.Registry) bool {
-		return o.Kind == RekuiperRefused
+		// A literal argument of the wrong type, or an invalid literal
+		// JSON path, compression method or time zone, is refused at
+		// creation where eKuiper fails on every row.
+		return o.Kind == RekuiperRefused && rekuiperSays(o, " type for parameter ", "parse json path",
+			"unsupported compression method", "unknown time zone")
 	}},
 }
 
