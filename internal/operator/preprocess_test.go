@@ -180,3 +180,27 @@ func TestConvertToNulls(t *testing.T) {
 		})
 	}
 }
+
+// TestOrderKeysWithoutOrder: an object or array in an ORDER BY key of two
+// rows or more is an error, beside a null too (diff_window/order_by_composite);
+// alone, or among nulls of one row, it is not.
+func TestOrderKeysWithoutOrder(t *testing.T) {
+	tests := []struct {
+		name    string
+		keys    [][]any
+		wantErr bool
+	}{
+		{"object beside null", [][]any{{map[string]any{}}, {nil}}, true},
+		{"two arrays", [][]any{{[]any{int64(1)}}, {[]any{int64(2)}}}, true},
+		{"one object", [][]any{{map[string]any{}}}, false},
+		{"numbers", [][]any{{int64(1)}, {2.5}, {nil}}, false},
+		{"number and string", [][]any{{int64(1)}, {"a"}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := comparableKeys(tt.keys, 1); (err != nil) != tt.wantErr {
+				t.Fatalf("comparableKeys = %v, want an error: %v", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -64,6 +64,10 @@ func Classify(o Outcome, varied bool, funcs *function.Registry) string {
 	return Unexplained
 }
 
+// aggOfExpr finds an aggregate that takes errors as values in eKuiper
+// (count, collect, merge_agg) over an arithmetic expression.
+var aggOfExpr = regexp.MustCompile(`(?i)\b(count|collect|merge_agg)\([^()]*[-+*/%][^()]*\)`)
+
 var (
 	ddlName   = regexp.MustCompile(`(?i)^\s*CREATE\s+(?:STREAM|TABLE)\s+(\w+)`)
 	ddlBigint = regexp.MustCompile(`(\w+) BIGINT\b`)
@@ -391,7 +395,7 @@ var quirkRules = []quirkRule{
 		// collect() keeps the error's text; merge_agg() skips it as a
 		// value that is not an object.
 		return ekuiperDataSays(o, "invalid operation", "cannot convert") ||
-			sqlHas(o, "merge_agg(") && rekuiperSays(o, "invalid operation")
+			aggOfExpr.MatchString(o.Case.Rule.SQL) && rekuiperSays(o, "invalid operation")
 	}},
 	{"percentile-edges", "gen_agg/percentile_edges", func(o Outcome, _ *function.Registry) bool {
 		// eKuiper fails on percentile 0 (and other edges of its
