@@ -64,6 +64,9 @@ func Classify(o Outcome, varied bool, funcs *function.Registry) string {
 	return Unexplained
 }
 
+// intLiteralArg finds an array search by an integer literal.
+var intLiteralArg = regexp.MustCompile(`(?i)\b(array_remove|array_position|array_last_position|array_contains)\([^()]*,\s*\(?-?[0-9]+\)?\)`)
+
 // aggOfExpr finds an aggregate that takes errors as values in eKuiper
 // (count, collect, merge_agg) over an arithmetic expression.
 var aggOfExpr = regexp.MustCompile(`(?i)\b(count|collect|merge_agg)\([^()]*[-+*/%][^()]*\)`)
@@ -408,6 +411,13 @@ var quirkRules = []quirkRule{
 	}},
 	{"format-time-pattern", "diff_funcs/format_time_pattern_type", func(o Outcome, _ *function.Registry) bool {
 		return sqlHas(o, "format_time(") && rekuiperSays(o, "the format should be a string")
+	}},
+	{"round-digits", "diff_funcs/round_digits_fraction", func(o Outcome, _ *function.Registry) bool {
+		return sqlHas(o, "round(") && rekuiperSays(o, "the second argument must be an integer")
+	}},
+	{"integer-literal-match", "gen_func_array/array_position_literal_int", func(o Outcome, _ *function.Registry) bool {
+		// An integer literal never matches an element in eKuiper.
+		return intLiteralArg.MatchString(o.Case.Rule.SQL)
 	}},
 	{"split-value-index", "diff_funcs/split_value_index", func(o Outcome, _ *function.Registry) bool {
 		return sqlHas(o, "split_value(") && rekuiperSays(o, "to int")

@@ -117,6 +117,11 @@ var valueQuirks = []valueQuirk{
 			return false
 		}
 	}},
+	{"array-extremum-mixed", "gen_func_array/array_max_mixed", func(o Outcome) func(string, any, any) bool {
+		// eKuiper's array_max/array_min compare as the first element's type.
+		ext := derivedFrom(o, "array_max(", "array_min(")
+		return func(col string, want, got any) bool { return ext[col] }
+	}},
 	{"chr", "gen_func_conv/chr", func(o Outcome) func(string, any, any) bool {
 		aliases := selectAliases(o.Case.Rule.SQL)
 		return func(col string, _, _ any) bool { return strings.HasPrefix(aliases[col], "chr(") }
