@@ -379,7 +379,7 @@ var quirkRules = []quirkRule{
 		// eKuiper's chr answers the code point as an integer (wrapped to
 		// 32 bits); rekuiper's makes a character, and a number that is no
 		// code point is an error.
-		return sqlHas(o, "chr(") && (rekuiperSays(o, "is not a valid code point") || chrAnswersIntegers(o))
+		return sqlHas(o, "chr(") && (rekuiperSays(o, "is not a valid code point", "chr expects a single character") || chrAnswersIntegers(o))
 	}},
 	{"integer-overflow", "gen_expr/int_overflow", func(o Outcome, _ *function.Registry) bool {
 		// eKuiper wraps bigint arithmetic around; rekuiper reports it.
