@@ -1,13 +1,15 @@
 // Command kuiperdiff is the differential test of rekuiper against eKuiper:
 // it takes rule test cases (authored ones, or random ones from the seeded
 // generator), runs them through eKuiper's rule test harness (the oracle
-// scripts/ekuiper-oracle.sh builds), replays eKuiper's outputs through
-// rekuiper and reports the differences per category. docs/compatibility.md
-// describes the run and its figures.
+// scripts/ekuiper-oracle.sh builds) on several oracles at once, replays
+// eKuiper's outputs through rekuiper, reports the differences per
+// category and sorts each into a documented quirk, eKuiper's variance or
+// unexplained (listed after the report). docs/compatibility.md describes
+// the run and its figures.
 //
 //	kuiperdiff -oracle /tmp/ekuiper-oracle/oracle.test -cases DIR
-//	kuiperdiff -oracle /tmp/ekuiper-oracle/oracle.test -seed 1 -n 5000 -keep diffs/
-//	kuiperdiff -recorded WORK/  # replay an earlier run's eKuiper outputs
+//	kuiperdiff -oracle /tmp/ekuiper-oracle/oracle.test -seed 1 -n 5000 -workers 8 -keep diffs/
+//	kuiperdiff -recorded WORK/  # sort an earlier run's differences again
 package main
 
 import (
@@ -39,18 +41,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	recorded := fs.String("recorded", "", "a folder of oracle outputs from an earlier run: compare rekuiper with them, without running eKuiper")
 	seed := fs.Uint64("seed", 1, "generator seed")
 	n := fs.Int("n", 0, "number of random cases to generate and compare")
-	batch := fs.Int("batch", 250, "cases per oracle run")
+	batch := fs.Int("batch", 100, "cases per oracle run")
+	workers := fs.Int("workers", 4, "oracles run at once, each in a root of its own under the working folder")
+	variance := fs.Bool("variance", true, "run every differing case through eKuiper twice: outputs that differ are eKuiper's variance")
+	unexplained := fs.Int("list", 50, "list at most this many unexplained differences after the report (-1: all)")
 	work := fs.String("work", "", "working folder (default: a new temporary folder)")
 	keep := fs.String("keep", "", "write every case that differs, with eKuiper's outputs, into this folder")
-	shrink := fs.Bool("shrink", true, "shrink differing generated cases (fewer records, fewer fields) before keeping them")
+	shrink := fs.Bool("shrink", true, "shrink unexplained differences of generated cases (fewer records, fewer fields) before keeping them")
 	verbose := fs.Bool("v", false, "print every difference")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *workers < 1 {
+		fmt.Fprintln(stderr, "kuiperdiff: -workers must be at least 1")
+		return 2
+	}
+	if *batch < 1 {
+		fmt.Fprintln(stderr, "kuiperdiff: -batch must be at least 1")
 		return 2
 	}
 	if *recorded != "" {
 		d := &differ{funcs: function.Builtins(), keep: *keep, verbose: *verbose, out: stdout}
 		err := d.runRecorded(*recorded)
-		fmt.Fprint(stdout, d.report.String())
+		d.printReport(*unexplained)
 		if err != nil {
 			fmt.Fprintf(stderr, "kuiperdiff: %v\n", err)
 			return 1
@@ -72,14 +85,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		dir = d
 	}
 	d := &differ{oracle: &differential.Oracle{Binary: *oracle}, funcs: function.Builtins(), work: dir,
-		keep: *keep, shrink: *shrink, verbose: *verbose, out: stdout}
+		keep: *keep, shrink: *shrink, variance: *variance, verbose: *verbose, out: stdout}
 	var err error
 	if *cases != "" {
 		err = d.runFolder(ctx, *cases)
 	} else {
-		err = d.runGenerated(ctx, *seed, *n, *batch)
+		err = d.runGenerated(ctx, *seed, *n, *batch, *workers)
 	}
-	fmt.Fprint(stdout, d.report.String())
+	d.printReport(*unexplained)
 	if err != nil {
 		fmt.Fprintf(stderr, "kuiperdiff: %v\n", err)
 		return 1
@@ -88,15 +101,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 type differ struct {
-	oracle  *differential.Oracle
-	funcs   *function.Registry
-	work    string
-	keep    string
-	shrink  bool
-	verbose bool
-	out     io.Writer
-	report  differential.Report
-	batchNo int
+	oracle   *differential.Oracle
+	funcs    *function.Registry
+	work     string
+	keep     string
+	shrink   bool
+	variance bool
+	verbose  bool
+	out      io.Writer
+	report   differential.Report
+	batchNo  int
 }
 
 // runFolder compares the cases of one folder (recursively).
@@ -130,68 +144,84 @@ func (d *differ) runFolder(ctx context.Context, folder string) error {
 		return err
 	}
 	for _, c := range outs {
-		d.record(differential.Check(c, d.funcs))
+		o := differential.Check(c, d.funcs)
+		if o.IsDifference() {
+			o.Class = differential.Classify(o, false, d.funcs)
+		}
+		d.record(o)
 	}
 	return nil
 }
 
-// runRecorded compares rekuiper with the oracle outputs under folder.
+// runRecorded compares rekuiper with the oracle outputs under folder (a
+// work folder of an earlier run, or any folder of oracle outputs). A
+// case's second output, rerun-<b>/ beside ekuiper-<b>/, marks eKuiper's
+// variance as in the run itself.
 func (d *differ) runRecorded(folder string) error {
 	paths, err := conformance.Discover(folder)
 	if err != nil {
 		return err
 	}
-	// A work folder also holds in/, the inputs of the last batch, which
-	// carry no eKuiper outputs.
-	in := filepath.Join(folder, "in") + string(filepath.Separator)
 	for _, p := range paths {
-		if strings.HasPrefix(p, in) {
+		rel, err := filepath.Rel(folder, p)
+		if err != nil {
+			return err
+		}
+		top := strings.SplitN(filepath.ToSlash(rel), "/", 2)[0]
+		// Scratch inputs without eKuiper outputs, shrink rounds, reruns.
+		if top == "in" || top == "shrink" || top == "oracles" || strings.HasPrefix(top, "rerun-") || strings.HasPrefix(top, "errors-") {
 			continue
 		}
 		c, err := conformance.Load(p)
 		if err != nil {
 			return err
 		}
-		d.record(differential.Check(c, d.funcs))
+		o := differential.Check(c, d.funcs)
+		if o.IsDifference() {
+			varied := false
+			if b, ok := strings.CutPrefix(top, "ekuiper-"); ok {
+				varied = differential.OutputsDiffer(p, filepath.Join(folder, "rerun-"+b, filepath.Base(p)))
+			}
+			o.Class = differential.Classify(o, varied, d.funcs)
+			if b, ok := strings.CutPrefix(top, "ekuiper-"); ok && o.Class == differential.Unexplained {
+				o.Class = differential.ClassifyErrorsSent(o, filepath.Join(folder, "errors-"+b, filepath.Base(p)), d.funcs)
+			}
+		}
+		d.record(o)
 	}
 	return nil
 }
 
-// runGenerated generates n cases from seed and compares them in batches.
-func (d *differ) runGenerated(ctx context.Context, seed uint64, n, batch int) error {
+// runGenerated generates n cases from seed, splits them into batches and
+// compares them on workers oracles at once.
+func (d *differ) runGenerated(ctx context.Context, seed uint64, n, batch, workers int) error {
 	g := differential.NewGenerator(seed)
+	var batches [][]*conformance.Case
 	for done := 0; done < n; done += batch {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		m := min(batch, n-done)
-		in := filepath.Join(d.work, "in")
-		if err := os.RemoveAll(in); err != nil {
-			return err
-		}
-		cs := make([]*conformance.Case, m)
+		cs := make([]*conformance.Case, min(batch, n-done))
 		for i := range cs {
 			cs[i] = g.Case()
 		}
-		if err := differential.WriteCases(in, cs); err != nil {
-			return err
-		}
-		outs, err := d.runOracle(ctx, in)
+		batches = append(batches, cs)
+	}
+	pool := &differential.Pool{Funcs: d.funcs, Work: d.work, Variance: d.variance, Shrink: d.shrink}
+	for w := range min(workers, len(batches)) {
+		o, err := d.oracle.WorkerOracle(filepath.Join(d.work, "oracles", fmt.Sprint(w+1)))
 		if err != nil {
 			return err
 		}
-		for _, c := range outs {
-			o := differential.Check(c, d.funcs)
-			if o.Kind != differential.Same && d.shrink {
-				o = differential.Shrink(ctx, o, d.oracle, d.funcs, filepath.Join(d.work, "shrink"))
-			}
+		pool.Oracles = append(pool.Oracles, o)
+	}
+	total := 0
+	return pool.Run(ctx, batches, func(_ int, outs []differential.Outcome) {
+		for _, o := range outs {
 			d.record(o)
 		}
-		fmt.Fprintf(d.out, "%d/%d cases: %d same, %d differ, %d refused by eKuiper only, %d by rekuiper only\n", done+m, n,
+		total += len(outs)
+		fmt.Fprintf(d.out, "%d/%d cases: %d same, %d differ, %d refused by eKuiper only, %d by rekuiper only\n", total, n,
 			d.report.Total(differential.Same), d.report.Total(differential.Differs),
 			d.report.Total(differential.EKuiperRefused), d.report.Total(differential.RekuiperRefused))
-	}
-	return nil
+	})
 }
 
 // runOracle runs the cases of folder in through eKuiper and loads its
@@ -199,7 +229,13 @@ func (d *differ) runGenerated(ctx context.Context, seed uint64, n, batch int) er
 func (d *differ) runOracle(ctx context.Context, in string) ([]*conformance.Case, error) {
 	d.batchNo++
 	out := filepath.Join(d.work, fmt.Sprintf("ekuiper-%d", d.batchNo))
-	if err := d.oracle.Run(ctx, in, out); err != nil {
+	// A root of its own, so that a run beside another never shares
+	// eKuiper's data folder.
+	o, err := d.oracle.WorkerOracle(filepath.Join(d.work, "oracles", "1"))
+	if err != nil {
+		return nil, err
+	}
+	if err := o.Run(ctx, in, out); err != nil {
 		return nil, err
 	}
 	paths, err := conformance.Discover(out)
@@ -217,13 +253,33 @@ func (d *differ) runOracle(ctx context.Context, in string) ([]*conformance.Case,
 	return cs, nil
 }
 
+// printReport prints the report and at most limit unexplained
+// differences (all when limit is negative).
+func (d *differ) printReport(limit int) {
+	fmt.Fprint(d.out, d.report.String())
+	un := d.report.Unexplained
+	if len(un) == 0 {
+		return
+	}
+	fmt.Fprintf(d.out, "\nunexplained differences (%d):\n", len(un))
+	for i, o := range un {
+		if limit >= 0 && i >= limit {
+			fmt.Fprintf(d.out, "... %d more (-list -1 lists all)\n", len(un)-limit)
+			break
+		}
+		fmt.Fprintf(d.out, "%s %s: %s\n  rule: %s\n  %s\n", o.Kind, o.Case.ID(), o.Case.Path, o.Case.Rule.SQL, indent(o.Detail))
+	}
+}
+
+func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n  ") }
+
 func (d *differ) record(o differential.Outcome) {
 	d.report.Add(o)
 	if o.Kind == differential.Same || o.Kind == differential.BothRefused {
 		return
 	}
 	if d.verbose {
-		fmt.Fprintf(d.out, "%s %s: %s\n  rule: %s\n  %s\n", o.Kind, o.Case.ID(), o.Case.Path, o.Case.Rule.SQL, o.Detail)
+		fmt.Fprintf(d.out, "%s [%s] %s: %s\n  rule: %s\n  %s\n", o.Kind, o.Class, o.Case.ID(), o.Case.Path, o.Case.Rule.SQL, indent(o.Detail))
 	}
 	if d.keep != "" {
 		if err := differential.KeepCase(d.keep, o); err != nil {

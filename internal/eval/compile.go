@@ -397,7 +397,9 @@ func (c *Compiler) compileIndex(n *ast.IndexExpr) (Expr, error) {
 			if s, ok := i.(string); ok {
 				return arr[s], nil
 			}
-			return nil, nil
+			// A position in an object is an error, as in eKuiper
+			// (diff_expr/index_non_array).
+			return nil, fmt.Errorf("[] is an invalid operation for %s", value.Describe(v))
 		}
 		return nil, fmt.Errorf("invalid operation %s [] %s", value.Describe(v), value.Describe(i))
 	}, nil

@@ -43,3 +43,22 @@ func evalOn(t *testing.T, c *Compiler, r *row.Tuple, src string) (any, error) {
 	}
 	return e(&Ctx{Row: r})
 }
+
+// TestIndexOfNonArray: a position in anything but an array is an error
+// (diff_expr/index_non_array); a key in an object and anything of null are
+// not.
+func TestIndexOfNonArray(t *testing.T) {
+	m := map[string]any{"o": map[string]any{"a": int64(1)}, "s": "str", "n": int64(5), "b": true}
+	r := &row.Tuple{Emitter: "s", Message: m}
+	c := NewCompiler(function.Builtins(), map[string]string{"s": "s"}, nil)
+	for _, src := range []string{"o[0]", "s[0]", "n[0]", "b[0]"} {
+		if got, err := evalOn(t, c, r, src); err == nil {
+			t.Errorf("%s = %v, want an error", src, got)
+		}
+	}
+	for src, want := range map[string]any{`o["a"]`: int64(1), "nope[0]": nil} {
+		if got, err := evalOn(t, c, r, src); err != nil || got != want {
+			t.Errorf("%s = %v, %v; want %v", src, got, err, want)
+		}
+	}
+}

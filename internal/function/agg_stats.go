@@ -99,11 +99,13 @@ func aggVariance(col []any, sample bool) (v float64, ok bool, err error) {
 }
 
 // aggVarianceFunc builds var/vars/stddev/stddevs. Too few values give nil
-// (SQL NULL) rather than NaN.
+// (SQL NULL) rather than NaN, and so does a variance that overflows
+// (values near the float range: eKuiper answers +Inf or NaN, which no JSON
+// sink can write).
 func aggVarianceFunc(sample, root bool) AggregateFunc {
 	return func(_ Env, cols [][]any) (any, error) {
 		v, ok, err := aggVariance(cols[0], sample)
-		if err != nil || !ok {
+		if err != nil || !ok || math.IsInf(v, 0) || math.IsNaN(v) {
 			return nil, err
 		}
 		if root {

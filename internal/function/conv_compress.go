@@ -36,6 +36,23 @@ func convIsCompression(m string) bool {
 	return false
 }
 
+// convCompressArgs reads the arguments of compress and decompress as
+// eKuiper does: a nil payload is nil; a payload that is not a string or
+// bytea is an error whatever the method; then a nil method is an error
+// (there is nothing to compress with).
+func convCompressArgs(args []any) (data []byte, method string, isNil bool, err error) {
+	if args[0] == nil {
+		return nil, "", true, nil
+	}
+	if data, err = convBytesArg(args[0]); err != nil {
+		return nil, "", false, err
+	}
+	if args[1] == nil {
+		return nil, "", false, fmt.Errorf("unsupported compression method: the method is null")
+	}
+	return data, value.ToString(args[1]), false, nil
+}
+
 // convBytesArg accepts the string or bytea payload of compress/decompress.
 func convBytesArg(v any) ([]byte, error) {
 	switch x := v.(type) {
@@ -50,14 +67,10 @@ func convBytesArg(v any) ([]byte, error) {
 // convCompress implements compress(data, method): the compressed bytes.
 // Unlike eKuiper it keeps no per-call state, so the method may vary by row.
 func convCompress(_ Env, args []any) (any, error) {
-	if mathHasNil(args) {
-		return nil, nil
-	}
-	data, err := convBytesArg(args[0])
-	if err != nil {
+	data, method, isNil, err := convCompressArgs(args)
+	if err != nil || isNil {
 		return nil, err
 	}
-	method := value.ToString(args[1])
 	var buf bytes.Buffer
 	var w io.WriteCloser
 	switch method {
@@ -91,14 +104,10 @@ func convCompress(_ Env, args []any) (any, error) {
 // convDecompress implements decompress(data, method). Errors read
 // "failed to decompress: <cause>" as in eKuiper.
 func convDecompress(_ Env, args []any) (any, error) {
-	if mathHasNil(args) {
-		return nil, nil
-	}
-	data, err := convBytesArg(args[0])
-	if err != nil {
+	data, method, isNil, err := convCompressArgs(args)
+	if err != nil || isNil {
 		return nil, err
 	}
-	method := value.ToString(args[1])
 	var r io.ReadCloser
 	switch method {
 	case "zlib":

@@ -265,9 +265,17 @@ func arrayUnion(_ Env, args []any) (any, error) {
 }
 
 // arrayExcept is the distinct elements of the first array not in the second.
+// arrayExcept keeps the distinct elements of the first array, in order,
+// that are not in the second. As in eKuiper, a nil first array is nil
+// whatever the second (which must still be an array when it is not nil),
+// and a nil second array removes nothing (diff_funcs/array_except_nils).
 func arrayExcept(_ Env, args []any) (any, error) {
-	a, b, isNil, err := arrayTwo(args)
-	if isNil || err != nil {
+	a, aNil, err := arrayArg(args, 0)
+	if aNil || err != nil {
+		return nil, err
+	}
+	b, _, err := arrayArg(args, 1)
+	if err != nil {
 		return nil, err
 	}
 	seen := arraySet{}
@@ -358,8 +366,9 @@ func arraySort(_ Env, args []any) (any, error) {
 
 // arrayConcat concatenates its array arguments, skipping nil ones.
 func arrayConcat(_ Env, args []any) (any, error) {
-	// Nothing to concatenate (nil or empty arrays only) gives nil, as in
-	// eKuiper.
+	// Nothing to concatenate (nil or empty arrays only) gives a null that
+	// is written out (an empty list typed as a list), as in eKuiper
+	// (diff_funcs/array_concat_nothing).
 	var out []any
 	for i, a := range args {
 		switch x := a.(type) {
@@ -371,7 +380,7 @@ func arrayConcat(_ Env, args []any) (any, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, nil
+		return []any(nil), nil
 	}
 	return out, nil
 }

@@ -106,6 +106,10 @@ func TestArrayCorpus(t *testing.T) {
 		{name: "set_ops/i2", fn: "array_intersect", args: []any{[]any{"p", "q"}, []any{}}, want: nil},
 		{name: "set_ops/u2", fn: "array_union", args: []any{[]any{"p", "q"}, []any{}}, want: []any{"p", "q"}},
 		{name: "set_ops/e2", fn: "array_except", args: []any{[]any{"p", "q"}, []any{}}, want: []any{"p", "q"}},
+		// diff_funcs/array_except_nils
+		{name: "except nil first", fn: "array_except", args: []any{nil, map[string]any{"k": int64(1)}}, want: nil},
+		{name: "except nil second", fn: "array_except", args: []any{arrayInts(1, 1), nil}, want: arrayInts(1)},
+		{name: "except bad second", fn: "array_except", args: []any{[]any{}, 2.5}, wantErr: "second argument should be array"},
 	})
 }
 
@@ -181,5 +185,20 @@ func TestArrayShuffleKeepsElements(t *testing.T) {
 	sorted, _ := miscCall(t, miscTestEnv{}, "array_sort", got)
 	if !arraySame(sorted, arrayInts(1, 2, 3, 4)) {
 		t.Fatalf("shuffle lost elements: %v", got)
+	}
+}
+
+// TestArrayConcatNothing: concatenating nothing is a null list that sinks
+// write out (a typed nil), as eKuiper's is (diff_funcs/array_concat_nothing).
+func TestArrayConcatNothing(t *testing.T) {
+	d, _ := Builtins().Lookup("array_concat")
+	for _, args := range [][]any{{nil}, {[]any{}}, {nil, []any{}}} {
+		got, err := d.Scalar(nil, args)
+		if err != nil {
+			t.Fatalf("array_concat%v: %v", args, err)
+		}
+		if l, ok := got.([]any); !ok || l != nil {
+			t.Fatalf("array_concat%v = %#v, want a nil []any", args, got)
+		}
 	}
 }

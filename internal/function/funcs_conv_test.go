@@ -137,6 +137,13 @@ func TestConvCompressRoundTrip(t *testing.T) {
 		{"compress", "compress", []any{"x", "lz4"}, nil, "unsupported compression method lz4"},
 		{"compress", "compress", []any{int64(1), "zlib"}, nil, "require string or bytea parameter"},
 		{"compress", "compress", []any{nil, "zlib"}, nil, ""},
+		{"compress", "compress", []any{nil, nil}, nil, ""},
+		// As in eKuiper (diff_funcs/compress_nil_args): the payload's type is
+		// checked before the method, and a null method is an error.
+		{"compress", "compress", []any{1.5, nil}, nil, "require string or bytea parameter"},
+		{"compress", "compress", []any{"x", nil}, nil, "the method is null"},
+		{"decompress", "decompress", []any{true, nil}, nil, "require string or bytea parameter"},
+		{"decompress", "decompress", []any{[]byte("x"), nil}, nil, "the method is null"},
 		{"decompress", "decompress", []any{[]byte("junk"), "gzip"}, nil, "failed to decompress"},
 		{"decompress", "decompress", []any{[]byte("junk"), "zstd"}, nil, "failed to decompress"},
 	}

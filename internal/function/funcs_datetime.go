@@ -2,6 +2,7 @@ package function
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -234,7 +235,7 @@ func datetimeFromDays(_ Env, args []any) (any, error) {
 	return time.Unix(0, 0).UTC().AddDate(0, 0, int(n-1)).Format(time.DateOnly), nil
 }
 
-// datetimeFromUnix converts epoch seconds (integer or fractional) to a
+// datetimeFromUnix converts whole epoch seconds (0 is nil) to a
 // datetime in env.Location().
 func datetimeFromUnix(env Env, args []any) (any, error) {
 	var t time.Time
@@ -242,9 +243,21 @@ func datetimeFromUnix(env Env, args []any) (any, error) {
 	case nil:
 		return nil, nil
 	case int64:
+		if x == 0 {
+			// 0 seconds is nil, as in eKuiper (and from_days(0)).
+			return nil, nil
+		}
 		t = time.Unix(x, 0)
 	case float64:
-		t = time.UnixMilli(int64(x * 1000))
+		// Whole seconds, as in eKuiper: a fraction is an error, not
+		// milliseconds.
+		if x != math.Trunc(x) || math.Abs(x) > 1<<53 {
+			return nil, fmt.Errorf("cannot convert %s to int", value.Describe(x))
+		}
+		if x == 0 {
+			return nil, nil
+		}
+		t = time.Unix(int64(x), 0)
 	default:
 		return nil, fmt.Errorf("the argument should be unix seconds, got %s", value.Describe(x))
 	}

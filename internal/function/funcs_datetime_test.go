@@ -90,8 +90,12 @@ func TestDatetimeFunctions(t *testing.T) {
 		{name: "from_days 366", fn: "from_days", args: []any{int64(366)}, want: "1971-01-01"},
 		{name: "from_days 0", fn: "from_days", args: []any{int64(0)}, want: nil},
 		{name: "from_unix_time", fn: "from_unix_time", args: []any{int64(1700000000)}, want: time.Unix(1700000000, 0).UTC()},
-		{name: "from_unix_time zero", fn: "from_unix_time", args: []any{int64(0)}, want: time.Unix(0, 0).UTC()},
-		{name: "from_unix_time float", fn: "from_unix_time", args: []any{1.5}, want: time.UnixMilli(1500).UTC()},
+		// diff_funcs/from_unix_time_zero: 0 is nil, as in eKuiper.
+		{name: "from_unix_time zero", fn: "from_unix_time", args: []any{int64(0)}, want: nil},
+		{name: "from_unix_time zero float", fn: "from_unix_time", args: []any{0.0}, want: nil},
+		// diff_funcs/from_unix_time_fraction: whole seconds only, as in eKuiper.
+		{name: "from_unix_time whole float", fn: "from_unix_time", args: []any{2.0}, want: time.Unix(2, 0).UTC()},
+		{name: "from_unix_time fraction", fn: "from_unix_time", args: []any{1.5}, wantErr: "cannot convert float64(1.5) to int"},
 		{name: "from_unix_time string", fn: "from_unix_time", args: []any{"1"}, wantErr: "unix seconds"},
 		{name: "format_time bad pattern type", fn: "format_time", args: []any{ts, int64(1)}, wantErr: "format should be a string"},
 	})

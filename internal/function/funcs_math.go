@@ -69,7 +69,7 @@ func registerMath(r *Registry) {
 				if args[0] == nil {
 					return nil, nil
 				}
-				v, ok := args[0].(int64)
+				v, ok := mathBitOperand(args[0])
 				if !ok {
 					return nil, fmt.Errorf("Expect int type for operand but got %v", args[0])
 				}
@@ -212,6 +212,21 @@ func mathBinary(name string, f func(a, b float64) float64) *Def {
 
 // mathBitwise builds a two-argument bit function; floats are rejected at run
 // time with eKuiper's message.
+// mathBitOperand reads an operand of a bitwise function: an integer, or a
+// float without fraction that fits a bigint (2.0 is 2, as in eKuiper;
+// diff_funcs/bits_whole_floats).
+func mathBitOperand(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case float64:
+		if x == math.Trunc(x) && x >= -(1<<63) && x < 1<<63 {
+			return int64(x), true
+		}
+	}
+	return 0, false
+}
+
 func mathBitwise(name string, f func(a, b int64) int64) *Def {
 	return &Def{
 		Name: name, Kind: Scalar, MinArgs: 2, MaxArgs: 2,
@@ -220,11 +235,11 @@ func mathBitwise(name string, f func(a, b int64) int64) *Def {
 			if mathHasNil(args) {
 				return nil, nil
 			}
-			a, ok := args[0].(int64)
+			a, ok := mathBitOperand(args[0])
 			if !ok {
 				return nil, fmt.Errorf("Expect int type for the first operand but got %v", args[0])
 			}
-			b, ok := args[1].(int64)
+			b, ok := mathBitOperand(args[1])
 			if !ok {
 				return nil, fmt.Errorf("Expect int type for the second operand but got %v", args[1])
 			}

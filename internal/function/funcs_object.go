@@ -257,22 +257,34 @@ func objectErase(_ Env, args []any) (any, error) {
 // objectPick keeps the given keys. A dotted key "a.b" is a path into nested
 // objects and picks only that member, keeping the nesting.
 func objectPick(_ Env, args []any) (any, error) {
-	if args[1] == nil {
-		return nil, nil
-	}
-	m, isNil, err := objectArg(args, "the first argument should be map[string]interface{}, got %v")
+	m, isNil, err := objectArg(args, "the first argument should be a map, got %v")
 	if isNil || err != nil {
 		return nil, err
 	}
-	keys, err := objectKeyList(args[1])
-	if err != nil {
-		return nil, err
-	}
 	out := map[string]any{}
-	for _, k := range keys {
+	for _, k := range objectPickKeys(args[1]) {
 		objectPickPath(m, out, strings.Split(k, "."))
 	}
 	return out, nil
+}
+
+// objectPickKeys reads the keys of object_pick as eKuiper does
+// (diff_funcs/object_pick_keys): a list (its strings; other elements are
+// skipped) or a string; anything else (null, a number) picks nothing.
+func objectPickKeys(v any) []string {
+	switch x := v.(type) {
+	case []any:
+		var keys []string
+		for _, e := range x {
+			if s, ok := e.(string); ok {
+				keys = append(keys, s)
+			}
+		}
+		return keys
+	case string:
+		return []string{x}
+	}
+	return nil
 }
 
 // objectPickPath copies src's member at path into dst, creating the

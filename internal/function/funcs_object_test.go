@@ -66,6 +66,13 @@ func TestObjectFunctions(t *testing.T) {
 			want: map[string]any{"a": int64(1), "c": map[string]any{"y": int64(2)}}},
 		{name: "pick whole then nested", fn: "object_pick", args: []any{m, []any{"c", "c.x"}},
 			want: map[string]any{"c": map[string]any{"x": int64(1), "y": int64(2)}}},
+		// diff_funcs/object_pick_keys
+		{name: "pick string", fn: "object_pick", args: []any{m, "a"}, want: map[string]any{"a": int64(1)}},
+		{name: "pick skips non-strings", fn: "object_pick", args: []any{m, []any{"a", 2.5}}, want: map[string]any{"a": int64(1)}},
+		{name: "pick nil keys", fn: "object_pick", args: []any{m, nil}, want: map[string]any{}},
+		{name: "pick number key", fn: "object_pick", args: []any{m, 2.5}, want: map[string]any{}},
+		{name: "pick nil object", fn: "object_pick", args: []any{nil, "a"}, want: nil},
+		{name: "pick bad object", fn: "object_pick", args: []any{true, "a"}, wantErr: "the first argument should be a map, got true"},
 		{name: "object_size nil", fn: "object_size", args: []any{nil}, want: int64(0)},
 		{name: "obj_to_kvpair sorted", fn: "obj_to_kvpair_array", args: []any{map[string]any{"b": int64(2), "a": int64(1)}},
 			want: []any{map[string]any{"key": "a", "value": int64(1)}, map[string]any{"key": "b", "value": int64(2)}}},

@@ -131,16 +131,17 @@ func mathToInt(v any) (int64, error) {
 	return 0, fmt.Errorf("cannot convert %s to int", value.Describe(v))
 }
 
-// mathFloatResult maps NaN (a domain error) to nil.
+// mathFloatResult maps NaN (a domain error) and an infinity (an overflow:
+// cosh(1e10), power(10, 400)) to nil, which a JSON sink can write.
 func mathFloatResult(f float64) any {
-	if math.IsNaN(f) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return nil
 	}
 	return f
 }
 
-// mathUnary builds a one-argument float function: nil in, nil out; NaN out,
-// nil out.
+// mathUnary builds a one-argument float function: nil in, nil out; NaN or
+// an infinity out, nil out.
 func mathUnary(name string, f func(float64) float64) *Def {
 	return &Def{
 		Name: name, Kind: Scalar, MinArgs: 1, MaxArgs: 1,

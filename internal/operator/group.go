@@ -230,12 +230,17 @@ func (o *Order) Process(ctx *Context, it Item, emit Emit) error {
 }
 
 // comparableKeys checks that each ORDER BY key holds values of one kind
-// (numbers, strings, ...), ignoring nulls.
+// (numbers, strings, ...), ignoring nulls. Objects and arrays have no
+// order: one of them in a key of two rows or more is an error, beside a
+// null too, as in eKuiper (diff_window/order_by_composite).
 func comparableKeys(keys [][]any, width int) error {
 	for j := 0; j < width; j++ {
 		var first any
 		for _, k := range keys {
 			v := k[j]
+			if v != nil && len(keys) > 1 && kindRank(v) == unorderedRank {
+				return fmt.Errorf("incompatible types for comparison: %s has no order", kindName(v))
+			}
 			if v == nil {
 				continue
 			}
@@ -251,6 +256,10 @@ func comparableKeys(keys [][]any, width int) error {
 	return nil
 }
 
+// unorderedRank is the rank of values that have no order (objects,
+// arrays, bytes).
+const unorderedRank = 5
+
 func kindRank(v any) int {
 	switch v.(type) {
 	case int64, float64:
@@ -262,7 +271,7 @@ func kindRank(v any) int {
 	case time.Time:
 		return 4
 	}
-	return 5
+	return unorderedRank
 }
 
 func kindName(v any) string {

@@ -200,9 +200,9 @@ func toEpochMS(v any, loc *time.Location) (int64, error) {
 // does. Unlike eKuiper, a BIGINT column refuses a float with a fraction
 // instead of truncating it (docs/compatibility.md).
 func convertTo(v any, dt *ast.DataType, loc *time.Location) (any, error) {
-	if dt == nil || v == nil && dt.Kind == token.STRUCT {
-		// A null struct is accepted, as eKuiper accepts it (a null BIGINT,
-		// say, is not).
+	if dt == nil || v == nil && (dt.Kind == token.STRUCT || dt.Kind == token.ARRAY) {
+		// A null struct or array is accepted, as eKuiper accepts it (a
+		// null BIGINT, say, is not, nor a null element of an array).
 		return v, nil
 	}
 	switch dt.Kind {

@@ -150,3 +150,57 @@ func TestProjectWildcardOfSlottedTuple(t *testing.T) {
 		}
 	}
 }
+
+// TestConvertToNulls: strict validation passes a null ARRAY or STRUCT
+// column, as eKuiper does, and refuses a null scalar column or a null
+// element of an array (diff_schema/strict_nulls).
+func TestConvertToNulls(t *testing.T) {
+	arr := &ast.DataType{Kind: token.ARRAY, Elem: &ast.DataType{Kind: token.BIGINT}}
+	tests := []struct {
+		name    string
+		v       any
+		dt      *ast.DataType
+		wantErr bool
+	}{
+		{"null array", nil, arr, false},
+		{"null struct", nil, &ast.DataType{Kind: token.STRUCT}, false},
+		{"null element", []any{int64(1), nil}, arr, true},
+		{"null bigint", nil, &ast.DataType{Kind: token.BIGINT}, true},
+		{"null string", nil, &ast.DataType{Kind: token.STRINGTYPE}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := convertTo(tt.v, tt.dt, time.UTC)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("convertTo(%#v) = %#v, %v; want an error: %v", tt.v, got, err, tt.wantErr)
+			}
+			if err == nil && tt.v == nil && got != nil {
+				t.Fatalf("a null became %#v", got)
+			}
+		})
+	}
+}
+
+// TestOrderKeysWithoutOrder: an object or array in an ORDER BY key of two
+// rows or more is an error, beside a null too (diff_window/order_by_composite);
+// alone, or among nulls of one row, it is not.
+func TestOrderKeysWithoutOrder(t *testing.T) {
+	tests := []struct {
+		name    string
+		keys    [][]any
+		wantErr bool
+	}{
+		{"object beside null", [][]any{{map[string]any{}}, {nil}}, true},
+		{"two arrays", [][]any{{[]any{int64(1)}}, {[]any{int64(2)}}}, true},
+		{"one object", [][]any{{map[string]any{}}}, false},
+		{"numbers", [][]any{{int64(1)}, {2.5}, {nil}}, false},
+		{"number and string", [][]any{{int64(1)}, {"a"}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := comparableKeys(tt.keys, 1); (err != nil) != tt.wantErr {
+				t.Fatalf("comparableKeys = %v, want an error: %v", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -150,7 +150,14 @@ func (b *builder) preprocess() *operator.Preprocess {
 					// a column read only whole is passed as it is.
 					sub := structFields(f.Type, used.sub[f.Name])
 					if sub == nil {
-						continue
+						if len(used.sub[f.Name]) == 0 {
+							continue
+						}
+						// Only keys the type does not declare are read
+						// (info->other): the column must still be there
+						// and be an object, as in eKuiper
+						// (diff_schema/struct_undeclared_key).
+						sub = &ast.DataType{P: f.Type.P, Kind: token.STRUCT}
 					}
 					s.Fields[f.Name] = sub
 				}

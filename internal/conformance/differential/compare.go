@@ -34,12 +34,27 @@ type Outcome struct {
 	Case   *conformance.Case
 	Kind   Kind
 	Detail string // the mismatch or the refusal
+	// Actual is what rekuiper emitted (nil when it refused the rule).
+	Actual [][]map[string]any
+	// Class sorts a difference (Classify): a quirk rule's name, Variance
+	// or Unexplained; empty for Same and BothRefused.
+	Class string
 }
+
+// IsDifference reports whether the engines disagree: one refused what the
+// other ran, or both ran the rule and emitted different things.
+func (o Outcome) IsDifference() bool { return o.Kind != Same && o.Kind != BothRefused }
 
 // Check replays c (whose Expected or OracleError came from eKuiper)
 // through rekuiper with the case's rule options.
 func Check(c *conformance.Case, funcs *function.Registry) Outcome {
 	actual, err := conformance.Replay(c, c.Rule.Options, funcs)
+	o := check(c, actual, err)
+	o.Actual = actual
+	return o
+}
+
+func check(c *conformance.Case, actual [][]map[string]any, err error) Outcome {
 	switch {
 	case c.OracleError != "" && err != nil:
 		return Outcome{Case: c, Kind: BothRefused, Detail: fmt.Sprintf("ekuiper: %s; rekuiper: %v", c.OracleError, err)}
@@ -59,7 +74,11 @@ func Category(c *conformance.Case) string { return c.Suite }
 
 // Report counts outcomes per category and kind.
 type Report struct {
-	counts map[string]map[Kind]int
+	counts  map[string]map[Kind]int
+	classes map[string]int
+	// Unexplained lists the differences no quirk rule or rerun explains,
+	// in the order they were added.
+	Unexplained []Outcome
 }
 
 // Add counts one outcome.
@@ -72,7 +91,24 @@ func (r *Report) Add(o Outcome) {
 		r.counts[cat] = map[Kind]int{}
 	}
 	r.counts[cat][o.Kind]++
+	if !o.IsDifference() {
+		return
+	}
+	if r.classes == nil {
+		r.classes = map[string]int{}
+	}
+	class := o.Class
+	if class == "" {
+		class = Unexplained
+	}
+	r.classes[class]++
+	if class == Unexplained {
+		r.Unexplained = append(r.Unexplained, o)
+	}
 }
+
+// Classes is the number of differences per class.
+func (r *Report) Classes() map[string]int { return r.classes }
 
 // Total is the number of outcomes of a kind (all categories).
 func (r *Report) Total(k Kind) int {
@@ -103,5 +139,20 @@ func (r *Report) String() string {
 		fmt.Fprintf(&b, "%-28s %6d %6d %8d %9d %9d %6d\n", c, n, m[Same], m[Differs], m[EKuiperRefused], m[RekuiperRefused], m[BothRefused])
 	}
 	fmt.Fprintf(&b, "%-28s %6d %6d %8d %9d %9d %6d\n", "total", tot[0]+tot[1]+tot[2]+tot[3]+tot[4], tot[0], tot[1], tot[2], tot[3], tot[4])
+	if len(r.classes) == 0 {
+		return b.String()
+	}
+	classes := make([]string, 0, len(r.classes))
+	for c := range r.classes {
+		classes = append(classes, c)
+	}
+	sort.Slice(classes, func(i, j int) bool {
+		ci, cj := r.classes[classes[i]], r.classes[classes[j]]
+		return ci > cj || ci == cj && classes[i] < classes[j]
+	})
+	fmt.Fprintf(&b, "\ndifferences by class (quirk rules name their entry in docs/compatibility.md):\n")
+	for _, c := range classes {
+		fmt.Fprintf(&b, "%6d  %s\n", r.classes[c], describeClass(c))
+	}
 	return b.String()
 }

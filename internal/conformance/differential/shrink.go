@@ -19,7 +19,7 @@ const shrinkRounds = 8
 // fewer, runs them all through eKuiper at once, and keeps the first that
 // still shows the difference. It returns the smallest outcome found (o
 // itself when nothing smaller differs, or when the oracle fails).
-func Shrink(ctx context.Context, o Outcome, oracle *Oracle, funcs *function.Registry, work string) Outcome {
+func Shrink(ctx context.Context, o Outcome, oracle Runner, funcs *function.Registry, work string) Outcome {
 	best := o
 	for round := range shrinkRounds {
 		cands := candidates(best.Case)

@@ -1,0 +1,129 @@
+package differential
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/rekuiper/rekuiper/internal/conformance"
+	"github.com/rekuiper/rekuiper/internal/function"
+)
+
+// TestQuirkRulesNameDocumentedEntries: every quirk rule names an entry
+// that docs/compatibility.md still has in back-quotes, and names are
+// unique.
+func TestQuirkRulesNameDocumentedEntries(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/compatibility.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []string{bigintEntry, nullArrayEntry, droppedEntry, groupOrderEntry, eventTimeEndEntry} {
+		if !strings.Contains(string(doc), "`"+e+"`") {
+			t.Errorf("docs/compatibility.md does not name %q in back-quotes", e)
+		}
+	}
+	for _, q := range valueQuirks {
+		if !strings.Contains(string(doc), "`"+q.entry+"`") {
+			t.Errorf("value quirk %s names %q, which docs/compatibility.md does not have in back-quotes", q.name, q.entry)
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range append(refusalRules, quirkRules...) {
+		if r.name == "" || r.name == Variance || r.name == Unexplained || seen[r.name] {
+			t.Errorf("quirk rule %q: empty, reserved or duplicate name", r.name)
+		}
+		seen[r.name] = true
+		if !strings.Contains(string(doc), "`"+r.entry+"`") {
+			t.Errorf("quirk rule %s names %q, which docs/compatibility.md does not have in back-quotes", r.name, r.entry)
+		}
+	}
+}
+
+func outcome(kind Kind, sql string, opts map[string]any, want, got [][]map[string]any) Outcome {
+	c := &conformance.Case{Suite: "t", Name: "c", Expected: want}
+	c.Rule.SQL = sql
+	c.Rule.Options = opts
+	return Outcome{Case: c, Kind: kind, Actual: got}
+}
+
+type rows = []map[string]any
+
+func TestClassify(t *testing.T) {
+	quiet := map[string]any{"sendError": false}
+	loud := map[string]any{"sendError": true}
+	tests := []struct {
+		name   string
+		o      Outcome
+		varied bool
+		want   string
+	}{
+		{"acc zero and the alias reused", outcome(Differs, "SELECT v, acc_max(v) AS a0, a0 + 1 AS r FROM fx", loud,
+			[][]map[string]any{{{"v": int64(1), "a0": 0.0, "r": 1.0}}}, [][]map[string]any{{{"v": int64(1)}}}), false, "acc-functions"},
+		{"a value no quirk explains", outcome(Differs, "SELECT v + 1 AS x FROM fx", loud,
+			[][]map[string]any{{{"x": int64(2)}}}, [][]map[string]any{{{"x": int64(3)}}}), false, Unexplained},
+		{"acc beside a value no quirk explains", outcome(Differs, "SELECT v + 1 AS x, acc_max(v) AS a0 FROM fx", loud,
+			[][]map[string]any{{{"x": int64(2), "a0": 0.0}}}, [][]map[string]any{{{"x": int64(3)}}}), false, Unexplained},
+		{"groups in another order", outcome(Differs, "SELECT k, count(*) AS c FROM fx GROUP BY k, TUMBLINGWINDOW(ss, 1)", loud,
+			[][]map[string]any{rows{{"k": "a", "c": int64(1)}, {"k": "b", "c": int64(2)}}},
+			[][]map[string]any{rows{{"k": "b", "c": int64(2)}, {"k": "a", "c": int64(1)}}}), false, "group-order"},
+		{"ordered groups in another order", outcome(Differs, "SELECT k, count(*) AS c FROM fx GROUP BY k, TUMBLINGWINDOW(ss, 1) ORDER BY k", loud,
+			[][]map[string]any{rows{{"k": "a", "c": int64(1)}, {"k": "b", "c": int64(2)}}},
+			[][]map[string]any{rows{{"k": "b", "c": int64(2)}, {"k": "a", "c": int64(1)}}}), false, Unexplained},
+		{"integer avg and a window eKuiper lost", outcome(Differs, "SELECT avg(v) AS g FROM fx GROUP BY COUNTWINDOW(2)", quiet,
+			[][]map[string]any{{{"g": int64(1)}}}, [][]map[string]any{{{"g": 1.5}}, {{"g": 2.25}}}), false, "avg-integer+ekuiper-dropped"},
+		{"a window lost while errors are sent", outcome(Differs, "SELECT avg(v) AS g FROM fx GROUP BY COUNTWINDOW(2)", loud,
+			[][]map[string]any{{{"g": int64(1)}}}, [][]map[string]any{{{"g": 1.5}}, {{"g": 2.25}}}), false, Unexplained},
+		{"a last event-time window", func() Outcome {
+			o := outcome(Differs, "SELECT count(*) AS c FROM fx GROUP BY TUMBLINGWINDOW(ss, 1)", loud,
+				[][]map[string]any{{{"c": int64(1)}}}, [][]map[string]any{{{"c": int64(1)}}, {{"c": int64(2)}}})
+			o.Case.Clock = "event"
+			return o
+		}(), false, "eventtime-end"},
+		{"a last processing-time window", outcome(Differs, "SELECT count(*) AS c FROM fx GROUP BY TUMBLINGWINDOW(ss, 1)", loud,
+			[][]map[string]any{{{"c": int64(1)}}}, [][]map[string]any{{{"c": int64(1)}}, {{"c": int64(2)}}}), false, Unexplained},
+		{"NaN against nil", outcome(Differs, "SELECT stddevs(v) AS g FROM fx GROUP BY COUNTWINDOW(1)", loud,
+			[][]map[string]any{{{"g": "NaN"}}}, [][]map[string]any{{{}}}), false, "nan-infinity"},
+		{"unary minus", Outcome{Kind: EKuiperRefused, Case: &conformance.Case{Suite: "t", Name: "c",
+			OracleError: `plan: Parse SQL SELECT -v FROM fx error: found "-", expected expression..`}}, false, "unary-minus"},
+		{"eKuiper varies", outcome(Differs, "SELECT v + 1 AS x FROM fx", loud,
+			[][]map[string]any{{{"x": int64(2)}}}, [][]map[string]any{{{"x": int64(3)}}}), true, Variance},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.o.Case.Rule.SQL == "" {
+				tt.o.Case.Rule.SQL = "SELECT 1 FROM fx"
+			}
+			if got := Classify(tt.o, tt.varied, nil); got != tt.want {
+				t.Fatalf("class %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestClassifyBigintTruncation: a fraction in a BIGINT column, which
+// rekuiper refuses and eKuiper cuts off, explains the difference when
+// rekuiper, given the cut value, emits what eKuiper did.
+func TestClassifyBigintTruncation(t *testing.T) {
+	funcs := function.Builtins()
+	mk := func(want [][]map[string]any) Outcome {
+		c := &conformance.Case{Suite: "t", Name: "c", Clock: "processing", StartTime: 1_700_000_000_000,
+			Streams:     []string{`CREATE STREAM fx (v BIGINT, w FLOAT) WITH (DATASOURCE="fx", TYPE="mock", FORMAT="json", STRICT_VALIDATION="true");`},
+			StreamNames: []string{"fx"},
+			Inputs:      map[string][]conformance.Event{"fx": {{TS: 1_700_000_000_100, Data: map[string]any{"v": 2.5, "w": 1.0}}}},
+			Timeline:    []conformance.Step{{At: 1_700_000_000_100, Stream: "fx", Index: 0}},
+			EndTime:     1_700_000_000_100, Expected: want}
+		c.Rule.SQL = "SELECT v, w FROM fx"
+		c.Rule.Options = map[string]any{"sendError": false}
+		return Check(c, funcs)
+	}
+	o := mk([][]map[string]any{{{"v": int64(2), "w": 1.0}}})
+	if o.Kind != Differs {
+		t.Fatalf("rekuiper should refuse the fraction: %s %s", o.Kind, o.Detail)
+	}
+	if got := Classify(o, false, funcs); got != "bigint-fraction" {
+		t.Fatalf("class %q, want bigint-fraction", got)
+	}
+	if got := Classify(mk([][]map[string]any{{{"v": int64(3), "w": 1.0}}}), false, funcs); got != Unexplained {
+		t.Fatalf("a value the truncation does not give: class %q, want %s", got, Unexplained)
+	}
+}
