@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -97,8 +98,10 @@ func total(m map[string]int) int {
 // 6-partition Kafka topic whose producers key records at random runs on
 // two nodes as six tasks re-keying the stream by device into the internal
 // topic and six tasks reading its partitions, and writes, at qos 2,
-// exactly the windows the same rule writes on a single node. Deleting the
-// rule deletes the internal topic.
+// exactly the windows the same rule writes on a single node. Once a node
+// is killed, its tasks of both stages resume on the other node: every
+// window is still exact, and none is written twice. Deleting the rule
+// deletes the internal topic.
 func TestClusterRepartitionedRule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs kuiperd")
@@ -143,6 +146,48 @@ func TestClusterRepartitionedRule(t *testing.T) {
 	}
 	checkWindows(t, single, partBase)
 
+	// kill -9 a node once its tasks completed two more checkpoints: its
+	// tasks of both stages resume on the other node from their shared
+	// checkpoints, the first stage's open transactions aborted.
+	victim, survivor := a, b
+	before := taskCheckpoints(ruleStatus(victim.daemon))
+	waitFor(t, "two more checkpoints of the victim's tasks", 30*time.Second, func() bool {
+		now := taskCheckpoints(ruleStatus(victim.daemon))
+		for id, n := range before {
+			if now[id] < n+2 {
+				return false
+			}
+		}
+		return len(before) > 0
+	})
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	victim.cmd.Wait() //nolint:errcheck // killed
+	waitFor(t, "every task of both stages running on the survivor", 60*time.Second, func() bool {
+		repart, own = stages(ruleStatus(survivor.daemon))
+		return repart[survivor.id] == partTopicPartitions && own[survivor.id] == partTopicPartitions
+	})
+	t.Logf("tasks of %s running on %s %s after kill -9 (lease time %s)", victim.id, survivor.id, time.Since(killed).Round(100*time.Millisecond), testLeaseTime)
+	n2 := k.produceUnkeyed(t, partBase+3_600_000+1000, false)
+	waitFor(t, "the single node read phase 2", 30*time.Second, func() bool {
+		return recordsIn(ruleStatus(whole)) == int64(n1+partDevices+n2)
+	})
+	k.produceUnkeyed(t, partBase+7_200_000, true)
+	want = partDevices*partWindows*2 + partDevices
+	waitFor(t, "phase 2 windows written by both runs", 60*time.Second, func() bool {
+		split, single = k.rows(t, "out_split"), k.rows(t, "out_whole")
+		return len(distinct(split)) >= want && len(single) >= want
+	})
+	slices.Sort(single)
+	if got := distinct(split); len(single) != want || !slices.Equal(got, single) {
+		t.Fatalf("after the kill: split run wrote %d distinct windows (%d in all), single node %d (want %d)", len(got), len(split), len(single), want)
+	}
+	if len(split) != want {
+		t.Fatalf("after the kill: %d windows written twice (want 0 at qos 2)", len(split)-want)
+	}
+
 	adm := func() *kadm.Client {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(k.addr))
 		if err != nil {
@@ -156,7 +201,7 @@ func TestClusterRepartitionedRule(t *testing.T) {
 	if err != nil || !td.Has(internal) || len(td[internal].Partitions) != partTopicPartitions {
 		t.Fatalf("internal topic %s: %v, %v (want %d partitions)", internal, td, err, partTopicPartitions)
 	}
-	if _, err := b.daemon.c.DeleteRule(context.Background(), "agg"); err != nil {
+	if _, err := survivor.daemon.c.DeleteRule(context.Background(), "agg"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the internal topic deleted with the rule", 30*time.Second, func() bool {

@@ -141,6 +141,15 @@ func TestSplit(t *testing.T) {
 		if sp.Repartition.SQL != "SELECT * FROM p" || !strings.Contains(sp.Repartition.RuleSQL, "WHERE lag(v)") {
 			t.Errorf("first stage %q, second %q", sp.Repartition.SQL, sp.Repartition.RuleSQL)
 		}
+		// A topic of one partition is repartitioned only with the option.
+		one := &rule.Def{ID: "one", SQL: "SELECT count(*) FROM o GROUP BY v, TUMBLINGWINDOW(ss, 1)"}
+		if sp, err := e.runner.Split(ctx, one); err != nil || sp.Repartition != nil || !strings.Contains(sp.Reason, "repartitionPartitions") {
+			t.Fatalf("one partition, no option: %+v, %v", sp, err)
+		}
+		one.Options.RepartitionPartitions = 4
+		if sp, err := e.runner.Split(ctx, one); err != nil || sp.Repartition == nil || sp.Partitions != 4 || sp.Repartition.Sources != 1 {
+			t.Fatalf("one partition, repartitionPartitions 4: %+v, %v", sp, err)
+		}
 		// Deleting the rule on a cluster deletes its internal topic.
 		e.runner.ClusterNode = "A"
 		if err := e.runner.Forget(ctx, def); err != nil {

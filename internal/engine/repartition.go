@@ -25,8 +25,9 @@ type topicMaker interface {
 // repartition decides a windowed GROUP BY rule over a kafka stream whose
 // key is not the record key: when its GROUP BY is made of stream fields,
 // its records are re-keyed by those fields' values into the internal topic
-// rule.RepartitionTopic (created here, with as many partitions as the
-// stream's topic, unless it exists) by one first-stage task per partition
+// rule.RepartitionTopic (created here unless it exists, with the rule
+// option repartitionPartitions or as many partitions as the stream's
+// topic) by one first-stage task per partition
 // of the stream, and the rule runs as one task per partition of the
 // internal topic. The rule's other checks (joins, window kind, LIMIT)
 // passed already.
@@ -68,12 +69,16 @@ func (rn *Runner) repartition(ctx context.Context, def *rule.Def, stmt *ast.Sele
 	if err != nil {
 		return rule.Split{}, fmt.Errorf("stream %s: %w", cs.Name, err)
 	}
-	if n < 2 {
-		sp.Reason = "its topic has one partition"
+	want := n
+	if o := def.Options.RepartitionPartitions; o > 0 {
+		want = o
+	}
+	if n < 2 && want < 2 {
+		sp.Reason = "its topic has one partition (rule option repartitionPartitions spreads it over more)"
 		return sp, nil
 	}
 	topic := rule.RepartitionTopic(def.ID)
-	parts, err := tm.EnsureTopic(ctx, topic, n)
+	parts, err := tm.EnsureTopic(ctx, topic, want)
 	if err != nil {
 		return rule.Split{}, fmt.Errorf("rule %s: internal topic: %w", def.ID, err)
 	}
