@@ -160,6 +160,7 @@ func TestClusterRepartitionedRule(t *testing.T) {
 		}
 		return len(before) > 0
 	})
+	survivorRead := recordsIn(ruleStatus(survivor.daemon))
 	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -174,6 +175,11 @@ func TestClusterRepartitionedRule(t *testing.T) {
 	waitFor(t, "the single node read phase 2", 30*time.Second, func() bool {
 		return recordsIn(ruleStatus(whole)) == int64(n1+partDevices+n2)
 	})
+	// The first-stage tasks run apart: a flush record one of them writes
+	// before another wrote its phase 2 records would make those late.
+	waitFor(t, "the rule's tasks read phase 2", 60*time.Second, func() bool {
+		return recordsIn(ruleStatus(survivor.daemon))-survivorRead >= int64(n2)
+	})
 	k.produceUnkeyed(t, partBase+7_200_000, true)
 	want = partDevices*partWindows*2 + partDevices
 	waitFor(t, "phase 2 windows written by both runs", 60*time.Second, func() bool {
@@ -182,7 +188,8 @@ func TestClusterRepartitionedRule(t *testing.T) {
 	})
 	slices.Sort(single)
 	if got := distinct(split); len(single) != want || !slices.Equal(got, single) {
-		t.Fatalf("after the kill: split run wrote %d distinct windows (%d in all), single node %d (want %d)", len(got), len(split), len(single), want)
+		t.Fatalf("after the kill: split run wrote %d distinct windows (%d in all), single node %d (want %d); only split: %v; only single: %v",
+			len(got), len(split), len(single), want, minus(got, single), minus(single, got))
 	}
 	if len(split) != want {
 		t.Fatalf("after the kill: %d windows written twice (want 0 at qos 2)", len(split)-want)
@@ -208,4 +215,15 @@ func TestClusterRepartitionedRule(t *testing.T) {
 		td, err := adm().ListTopics(context.Background(), internal)
 		return err == nil && !td.Has(internal)
 	})
+}
+
+// minus returns the rows of a that are not in b.
+func minus(a, b []string) []string {
+	var out []string
+	for _, r := range a {
+		if !slices.Contains(b, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -31,7 +31,7 @@ func (rn *Runner) Split(ctx context.Context, def *rule.Def) (rule.Split, error) 
 		return rule.Split{}, err
 	}
 	sp := rule.Split{Stream: stmt.From.Name}
-	cs, _, err := rn.streamDef(def.ID, stmt.From.Name)
+	cs, streamSQL, err := rn.streamDef(def.ID, stmt.From.Name)
 	if err != nil {
 		return rule.Split{}, err
 	}
@@ -54,7 +54,7 @@ func (rn *Runner) Split(ctx context.Context, def *rule.Def) (rule.Split, error) 
 	case stmt.HasLimit:
 		sp.Reason = "LIMIT applies across the groups of a window"
 	case !anyOf(stmt.Dimensions, isKey):
-		return rn.repartition(ctx, def, stmt, cs, keyField)
+		return rn.repartition(ctx, def, stmt, cs, streamSQL, keyField)
 	}
 	if sp.Reason == "" {
 		sp.Reason = rn.analyticReason(stmt, isKey)

@@ -132,6 +132,26 @@ func TestSplit(t *testing.T) {
 		if err != nil || !td.Has(r.Topic) || len(td[r.Topic].Partitions) != 6 {
 			t.Fatalf("internal topic: %v, %v", td, err)
 		}
+		// The generation follows what the first stage writes: a new
+		// SELECT list keeps it, a new WHERE changes it.
+		if len(r.Generation) != 16 {
+			t.Errorf("generation %q", r.Generation)
+		}
+		for _, c := range []struct {
+			sql  string
+			same bool
+		}{
+			{"SELECT dev, count(*) AS n FROM p WHERE v > 2 GROUP BY dev, v, TUMBLINGWINDOW(ss, 1)", true},
+			{"SELECT dev, v, count(*) AS n FROM p WHERE v > 3 GROUP BY dev, v, TUMBLINGWINDOW(ss, 1)", false},
+		} {
+			other, err := e.runner.Split(ctx, &rule.Def{ID: "agg", SQL: c.sql})
+			if err != nil || other.Repartition == nil {
+				t.Fatalf("split %+v, %v", other, err)
+			}
+			if (other.Repartition.Generation == r.Generation) != c.same {
+				t.Errorf("%s: generation %s, first %s: want the same %v", c.sql, other.Repartition.Generation, r.Generation, c.same)
+			}
+		}
 		// The rule's WHERE calls an analytic function: the second stage
 		// keeps it.
 		def.SQL = "SELECT dev FROM p WHERE lag(v) OVER (PARTITION BY dev) > 1 GROUP BY dev, TUMBLINGWINDOW(ss, 1)"

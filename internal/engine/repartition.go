@@ -2,11 +2,15 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
@@ -31,7 +35,7 @@ type topicMaker interface {
 // of the stream, and the rule runs as one task per partition of the
 // internal topic. The rule's other checks (joins, window kind, LIMIT)
 // passed already.
-func (rn *Runner) repartition(ctx context.Context, def *rule.Def, stmt *ast.SelectStmt, cs *ast.CreateStreamStmt, keyField string) (rule.Split, error) {
+func (rn *Runner) repartition(ctx context.Context, def *rule.Def, stmt *ast.SelectStmt, cs *ast.CreateStreamStmt, streamSQL, keyField string) (rule.Split, error) {
 	sp := rule.Split{Stream: cs.Name, Keyed: true}
 	fields, reason := rn.repartitionKey(stmt, cs)
 	if reason == "" {
@@ -88,8 +92,18 @@ func (rn *Runner) repartition(ctx context.Context, def *rule.Def, stmt *ast.Sele
 	sink["key"] = keyTemplate(fields)
 	sink["sendSingle"] = true
 	sp.Partitions = parts
-	sp.Repartition = &rule.Repartition{Topic: topic, Sources: n, SQL: first.String(), Sink: sink, RuleSQL: second.String()}
+	sp.Repartition = &rule.Repartition{Topic: topic, Sources: n, SQL: first.String(), Sink: sink, RuleSQL: second.String(),
+		Generation: generation(first.String(), streamSQL, def.Options.SendNilField)}
 	return sp, nil
+}
+
+// generation names what a first stage writes: a hash of everything that
+// shapes its rows, which is also everything its checkpoint fingerprint
+// covers (Runner.prepare).
+func generation(firstSQL, streamSQL string, sendNil bool) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "repartition\nsql:%s\nstream:%s\nnil:%v\n", firstSQL, streamSQL, sendNil)
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 // repartitionKey returns the stream fields the rule groups by, named as
@@ -228,4 +242,53 @@ func unparen(e ast.Expr) ast.Expr {
 		}
 		e = p.X
 	}
+}
+
+// generationFilter is the source of the second stage of a repartitioned
+// rule: the internal topic's reader, passing on only the records whose
+// rule.GenerationHeader is gen, so that a rule started afresh does not
+// count what an earlier first stage wrote. It is Rewindable as its
+// source is (the kafka source); offsets count the skipped records too.
+type generationFilter struct {
+	src api.Source
+	gen string
+}
+
+var (
+	_ api.Rewindable = generationFilter{}
+	_ api.Source     = generationFilter{}
+)
+
+func (g generationFilter) Connect(ctx context.Context) error { return g.src.Connect(ctx) }
+func (g generationFilter) Close(ctx context.Context) error   { return g.src.Close(ctx) }
+
+// Inner is the filtered source (its connection status).
+func (g generationFilter) Inner() api.Source { return g.src }
+
+func (g generationFilter) Read(ctx context.Context) (*api.Message, error) {
+	for {
+		m, err := g.src.Read(ctx)
+		if err != nil || m == nil {
+			return m, err
+		}
+		if h, _ := m.Meta["headers"].(map[string]any); h != nil && h[rule.GenerationHeader] == g.gen {
+			return m, nil
+		}
+	}
+}
+
+func (g generationFilter) Offset() ([]byte, error) {
+	r, ok := g.src.(api.Rewindable)
+	if !ok {
+		return nil, errors.New("the internal topic's source cannot tell its offset")
+	}
+	return r.Offset()
+}
+
+func (g generationFilter) Rewind(offset []byte) error {
+	r, ok := g.src.(api.Rewindable)
+	if !ok {
+		return errors.New("the internal topic's source cannot rewind")
+	}
+	return r.Rewind(offset)
 }

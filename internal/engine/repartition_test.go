@@ -22,7 +22,8 @@ import (
 // that passes the rule's WHERE to the internal topic, in transactions,
 // keyed by the rule's GROUP BY field so that each device's records are in
 // one partition; the second stage's tasks, one per partition of the
-// internal topic, write exactly the windows of the input.
+// internal topic, write exactly the windows of the input, skipping
+// internal records of another generation.
 func TestRepartitionStages(t *testing.T) {
 	const (
 		parts   = 3
@@ -142,6 +143,16 @@ func TestRepartitionStages(t *testing.T) {
 		t.Fatalf("internal topic: %d records of %d devices, want %d of %d", read, len(partOf), passed, devices)
 	}
 
+	// What an earlier generation of the first stage left, or anything
+	// else in the internal topic, is not the rule's input.
+	stray := fmt.Appendf(nil, `{"dev":"d0","v":1000000,"ts":%d}`, base)
+	if err := prod.ProduceSync(ctx,
+		&kgo.Record{Topic: sp.Repartition.Topic, Partition: partOf["d0"], Key: []byte(`"d0"`), Value: stray,
+			Headers: []kgo.RecordHeader{{Key: rule.GenerationHeader, Value: []byte("0123456789abcdef")}}},
+		&kgo.Record{Topic: sp.Repartition.Topic, Partition: partOf["d0"], Key: []byte(`"d0"`), Value: stray},
+	).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
 	for p := range parts {
 		run, err := e.runner.Start(ctx, def.ForSplit(sp, p))
 		if err != nil {

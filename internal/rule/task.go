@@ -19,6 +19,11 @@ type Task struct {
 	// Topic, when set, replaces the stream's topic: the second stage of
 	// a repartitioned rule reads the internal topic instead.
 	Topic string
+	// Generation, set on both stages of a repartitioned rule, names what
+	// the first stage writes (Repartition.Generation): it is part of each
+	// stage's checkpoint fingerprint, and the second stage reads only the
+	// internal records of its generation.
+	Generation string
 }
 
 // Split is whether a rule runs as one task per partition of its stream
@@ -45,13 +50,23 @@ type Split struct {
 // kafka sink with the properties Sink, keyed by the rule's GROUP BY
 // values. The rule's own tasks then run RuleSQL (the rule's statement,
 // without the WHERE the first stage applied) over Topic.
+//
+// Generation changes exactly when what the first stage writes changes
+// (its statement, the stream's definition): a new generation starts both
+// stages afresh, and the second stage skips the records earlier
+// generations left in the internal topic (GenerationHeader).
 type Repartition struct {
-	Topic   string
-	Sources int
-	SQL     string
-	Sink    map[string]any
-	RuleSQL string
+	Topic      string
+	Sources    int
+	SQL        string
+	Sink       map[string]any
+	RuleSQL    string
+	Generation string
 }
+
+// GenerationHeader is the header of the internal records that holds the
+// generation of the first stage that wrote them.
+const GenerationHeader = "rekuiper-generation"
 
 // RepartitionTopic is the internal topic of rule's repartitioning stage.
 func RepartitionTopic(rule string) string { return "rekuiper-" + rule + "-repartition" }
@@ -119,7 +134,7 @@ func (d *Def) ForSplit(sp Split, p int) *Def {
 	if sp.Repartition == nil {
 		return d.ForTask(sp.Stream, p)
 	}
-	t := d.forTask(TaskID(d.ID, p), &Task{Rule: d.ID, Stream: sp.Stream, Partition: p, Topic: sp.Repartition.Topic})
+	t := d.forTask(TaskID(d.ID, p), &Task{Rule: d.ID, Stream: sp.Stream, Partition: p, Topic: sp.Repartition.Topic, Generation: sp.Repartition.Generation})
 	t.SQL = sp.Repartition.RuleSQL
 	return t
 }
@@ -135,11 +150,14 @@ func (d *Def) ForRepartition(sp Split, p int) *Def {
 	for k, v := range r.Sink {
 		props[k] = v
 	}
+	props["headers"] = map[string]any{GenerationHeader: r.Generation}
 	t := &Def{ID: RepartitionTaskID(d.ID, p), Name: d.Name, SQL: r.SQL, Options: d.Options, Triggered: true, Version: d.Version,
 		Actions: []Action{{Type: "kafka", Props: props}},
-		Task:    &Task{Rule: d.ID, Stream: sp.Stream, Partition: p}}
-	// Rows only: an error row would reach the rule as a record.
+		Task:    &Task{Rule: d.ID, Stream: sp.Stream, Partition: p, Generation: r.Generation}}
+	// Rows only: an error row would reach the rule as a record. The
+	// options that shape its rows are the generation's (Repartition).
 	t.Options.IsEventTime, t.Options.SendError, t.Options.SendMetaToSink = false, false, false
+	t.Options.LateTolerance = 0
 	t.Options.Cron, t.Options.Duration, t.Options.CronDatetimeRange = "", "", nil
 	return t
 }

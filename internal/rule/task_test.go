@@ -51,17 +51,20 @@ func TestForSplitRepartitioned(t *testing.T) {
 		Actions: []Action{{Type: "log", Props: map[string]any{}}}}
 	sp := Split{Stream: "s", Partitions: 4, Repartition: &Repartition{Topic: RepartitionTopic("r"), Sources: 3,
 		SQL: "SELECT * FROM s WHERE v > 0", Sink: map[string]any{"brokers": "b:9092", "topic": "rekuiper-r-repartition"},
-		RuleSQL: "SELECT dev, count(*) FROM s GROUP BY dev, TUMBLINGWINDOW(ss, 1)"}}
+		RuleSQL: "SELECT dev, count(*) FROM s GROUP BY dev, TUMBLINGWINDOW(ss, 1)", Generation: "g1"}}
 	second := d.ForSplit(sp, 3)
-	if second.ID != "r#p3" || *second.Task != (Task{Rule: "r", Stream: "s", Partition: 3, Topic: "rekuiper-r-repartition"}) || second.SQL != sp.Repartition.RuleSQL {
+	if second.ID != "r#p3" || *second.Task != (Task{Rule: "r", Stream: "s", Partition: 3, Topic: "rekuiper-r-repartition", Generation: "g1"}) || second.SQL != sp.Repartition.RuleSQL {
 		t.Errorf("second stage: id %q, task %+v, sql %q", second.ID, second.Task, second.SQL)
 	}
 	first := d.ForRepartition(sp, 2)
-	if first.ID != "r#r2" || *first.Task != (Task{Rule: "r", Stream: "s", Partition: 2}) || first.SQL != sp.Repartition.SQL {
+	if first.ID != "r#r2" || *first.Task != (Task{Rule: "r", Stream: "s", Partition: 2, Generation: "g1"}) || first.SQL != sp.Repartition.SQL {
 		t.Errorf("first stage: id %q, task %+v, sql %q", first.ID, first.Task, first.SQL)
 	}
 	if len(first.Actions) != 1 || first.Actions[0].Type != "kafka" || first.Actions[0].Props["topic"] != "rekuiper-r-repartition" {
 		t.Errorf("first stage actions: %+v", first.Actions)
+	}
+	if h, _ := first.Actions[0].Props["headers"].(map[string]any); h[GenerationHeader] != "g1" {
+		t.Errorf("first stage sink headers: %v, want the generation", first.Actions[0].Props["headers"])
 	}
 	if first.Options.Qos != 2 || first.Options.IsEventTime || first.Options.SendError {
 		t.Errorf("first stage options: %+v (want the rule's qos, processing time, no error rows)", first.Options)
