@@ -249,15 +249,39 @@ func unparen(e ast.Expr) ast.Expr {
 // rule.GenerationHeader is gen, so that a rule started afresh does not
 // count what an earlier first stage wrote. It is Rewindable as its
 // source is (the kafka source); offsets count the skipped records too.
+// As an OffsetCommitter (qos 1 and 2) it purges, once a checkpoint
+// committed, the records before the checkpoint's offsets from the
+// internal topic: no restore reads them again.
 type generationFilter struct {
 	src api.Source
 	gen string
 }
 
+// recordPurger is implemented by sources that can delete the records
+// before an offset (the kafka source).
+type recordPurger interface {
+	DeleteBefore(ctx context.Context, offset []byte) error
+}
+
 var (
-	_ api.Rewindable = generationFilter{}
-	_ api.Source     = generationFilter{}
+	_ api.OffsetCommitter = generationFilter{}
+	_ api.Source          = generationFilter{}
 )
+
+// CommitOnCheckpoints turns the source's own commits off.
+func (g generationFilter) CommitOnCheckpoints() {
+	if oc, ok := g.src.(api.OffsetCommitter); ok {
+		oc.CommitOnCheckpoints()
+	}
+}
+
+// CommitOffset purges the internal topic's records before offset.
+func (g generationFilter) CommitOffset(ctx context.Context, offset []byte) error {
+	if p, ok := g.src.(recordPurger); ok {
+		return p.DeleteBefore(ctx, offset)
+	}
+	return nil
+}
 
 func (g generationFilter) Connect(ctx context.Context) error { return g.src.Connect(ctx) }
 func (g generationFilter) Close(ctx context.Context) error   { return g.src.Close(ctx) }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -176,5 +177,21 @@ func TestRepartitionStages(t *testing.T) {
 	}
 	if len(msgs) != len(want) || !maps.Equal(got, want) {
 		t.Fatalf("second stage wrote %d windows:\n%v\nwant %d:\n%v", len(msgs), msgs, len(want), slices.Sorted(maps.Keys(want)))
+	}
+	// Once their checkpoints committed, the second stage's tasks purge
+	// what they read from the internal topic.
+	adm := kadm.NewClient(newKafkaClient(t, kc))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		starts, err := adm.ListStartOffsets(ctx, sp.Repartition.Topic)
+		purged := err == nil
+		starts.Each(func(o kadm.ListedOffset) { purged = purged && o.Offset > 0 })
+		if purged && len(starts[sp.Repartition.Topic]) == parts {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("internal topic not purged: start offsets %v, %v", starts, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -85,3 +85,33 @@ func (s *Source) DeleteTopic(ctx context.Context, topic string) error {
 	}
 	return nil
 }
+
+// DeleteBefore deletes, in each partition that offset (taken by Offset)
+// names, the records before its next offset: what a checkpoint shows
+// consumed. The second stage of a repartitioned rule purges its internal
+// topic with it. ctx and connectTimeout bound the call.
+func (s *Source) DeleteBefore(ctx context.Context, offset []byte) error {
+	next, err := s.decodeOffset(offset)
+	if err != nil || len(next) == 0 {
+		return err
+	}
+	cl, err := kgo.NewClient(s.base...)
+	if err != nil {
+		return fmt.Errorf("create kafka client: %w", err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, s.connectTO)
+	defer cancel()
+	var offs kadm.Offsets
+	for p, n := range next {
+		offs.AddOffset(s.topic, p, n, -1)
+	}
+	resp, err := kadm.NewClient(cl).DeleteRecords(ctx, offs)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("delete consumed records of kafka topic %s: %w", s.topic, err)
+	}
+	return nil
+}

@@ -37,3 +37,33 @@ func TestEnsureAndDeleteTopic(t *testing.T) {
 		t.Fatalf("topic after delete: %v, %v", td, err)
 	}
 }
+
+// TestDeleteBefore: the records before an offset taken by Offset go, in
+// the partitions it names.
+func TestDeleteBefore(t *testing.T) {
+	k := newCluster(t)
+	topic := topicName(t)
+	k.createTopic(t, topic, 2)
+	k.produce(t, topic, keyed(10, 0)...)
+	s := newSource(t, map[string]any{"brokers": k.addr(), "datasource": topic, "partition": 1})
+	connectT(t, s)
+	defer s.Close(context.Background())
+	readValues(t, s, 3)
+	off, err := s.Offset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteBefore(context.Background(), off); err != nil {
+		t.Fatal(err)
+	}
+	starts, err := kadm.NewClient(k.client(t)).ListStartOffsets(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := starts.Lookup(topic, 1); o.Offset != 3 {
+		t.Errorf("partition 1 starts at %d, want 3", o.Offset)
+	}
+	if o, _ := starts.Lookup(topic, 0); o.Offset != 0 {
+		t.Errorf("partition 0 starts at %d, want 0 (not named by the offset)", o.Offset)
+	}
+}
