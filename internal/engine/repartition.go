@@ -31,10 +31,9 @@ type topicMaker interface {
 // its records are re-keyed by those fields' values into the internal topic
 // rule.RepartitionTopic (created here unless it exists, with the rule
 // option repartitionPartitions or as many partitions as the stream's
-// topic) by one first-stage task per partition
-// of the stream, and the rule runs as one task per partition of the
-// internal topic. The rule's other checks (joins, window kind, LIMIT)
-// passed already.
+// topic) by one first-stage task per partition of the stream, and the
+// rule runs as one task per partition of the internal topic. The rule's
+// other checks (joins, window kind, LIMIT) passed already.
 func (rn *Runner) repartition(ctx context.Context, def *rule.Def, stmt *ast.SelectStmt, cs *ast.CreateStreamStmt, streamSQL, keyField string) (rule.Split, error) {
 	sp := rule.Split{Stream: cs.Name, Keyed: true}
 	fields, reason := rn.repartitionKey(stmt, cs)
