@@ -122,14 +122,15 @@ func placed(mgr *rulemgr.Manager, tasks *cluster.Tasks) cluster.RuleRunner {
 }
 
 // removeTaskData removes what the tasks of rule id left in the data
-// folder (data/rule_<id>#p<n>, data/cache/<id>#p<n>).
+// folder (data/rule_<id>#p<n>, data/cache/<id>#p<n>, and #r<n> for the
+// tasks of its repartitioning stage).
 func removeTaskData(dataDir, id string) error {
 	if dataDir == "" {
 		return nil
 	}
 	// Task ids are never valid names, so PathElem encodes them byte by
 	// byte and the prefix of every task of id is the encoded prefix.
-	prefix := guard.PathElem(id + "#p")
+	prefix := guard.PathElem(rule.TaskPrefix(id))
 	var errs []error
 	for _, pat := range []string{filepath.Join(dataDir, "rule_"+prefix+"*"), filepath.Join(dataDir, "cache", prefix+"*")} {
 		dirs, _ := filepath.Glob(pat)

@@ -11,7 +11,7 @@ import (
 // itself (removeRuleData's) and of other rules stay.
 func TestRemoveTaskData(t *testing.T) {
 	dir := t.TempDir()
-	for _, d := range []string{"rule_r%23p0", "rule_r%23p11", "cache/r%23p0", "rule_r", "cache/r", "rule_rx%23p0", "rule_r2%23p0"} {
+	for _, d := range []string{"rule_r%23p0", "rule_r%23p11", "cache/r%23p0", "rule_r%23r3", "cache/r%23r3", "rule_r", "cache/r", "rule_rx%23p0", "rule_r2%23p0"} {
 		if err := os.MkdirAll(filepath.Join(dir, d, "checkpoints"), 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -153,9 +153,10 @@ func (s *PostgresStore) DeleteCheckpoints(ctx context.Context, rule string) erro
 		}
 		defer tx.Rollback() //nolint:errcheck // no-op after commit
 		st := stmts{q: tx, dollar: true}
-		// A partitioned rule's tasks checkpoint under "<rule>#p<n>"
-		// (rule.TaskID); rule ids cannot contain '#'.
-		prefix := rule + "#p"
+		// A partitioned rule's tasks checkpoint under "<rule>#p<n>" and
+		// "<rule>#r<n>" (rule.TaskID, rule.RepartitionTaskID); rule ids
+		// cannot contain '#'.
+		prefix := rule + "#"
 		n := utf8.RuneCountInString(prefix)
 		for _, q := range []string{`DELETE FROM rule_checkpoints WHERE rule_id = ? OR left(rule_id, ?) = ?`, `DELETE FROM rule_checkpoint_commits WHERE rule_id = ? OR left(rule_id, ?) = ?`} {
 			if _, err := st.ExecContext(ctx, q, rule, n, prefix); err != nil {

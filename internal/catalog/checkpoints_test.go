@@ -78,9 +78,10 @@ func TestCheckpointStore(t *testing.T) {
 	}
 
 	// A partitioned rule's tasks checkpoint under their own ids
-	// ("r1#p0"); deleting the rule removes them, not those of a rule
-	// whose id merely starts alike ("r1x").
-	for _, id := range []string{"r1#p0", "r1x"} {
+	// ("r1#p0", "r1#r0" for its repartitioning stage); deleting the rule
+	// removes them, not those of a rule whose id merely starts alike
+	// ("r1x").
+	for _, id := range []string{"r1#p0", "r1#r0", "r1x"} {
 		tk, ok, err := s.AcquireLease(ctx, id, "B", time.Minute)
 		if err != nil || !ok {
 			t.Fatalf("acquire %s: %v %v", id, ok, err)
@@ -92,8 +93,10 @@ func TestCheckpointStore(t *testing.T) {
 	if err := s.DeleteCheckpoints(ctx, "r1"); err != nil {
 		t.Fatal(err)
 	}
-	if ids, _ := s.CheckpointIDs(ctx, "r1#p0", ""); len(ids) != 0 {
-		t.Fatalf("task checkpoints after the rule's delete: %v", ids)
+	for _, id := range []string{"r1#p0", "r1#r0"} {
+		if ids, _ := s.CheckpointIDs(ctx, id, ""); len(ids) != 0 {
+			t.Fatalf("checkpoints of task %s after the rule's delete: %v", id, ids)
+		}
 	}
 	if ids, _ := s.CheckpointIDs(ctx, "r1x", ""); !slices.Equal(ids, []uint64{1}) {
 		t.Fatalf("another rule's checkpoints after r1's delete: %v", ids)

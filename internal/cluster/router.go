@@ -80,14 +80,15 @@ func (s SplitPlacement) Tasks(id string) ([]rulemgr.TaskStatus, bool) {
 	if !ok || sp.Partitions == 0 {
 		return nil, false
 	}
-	out := make([]rulemgr.TaskStatus, 0, sp.Partitions)
-	for p := range sp.Partitions {
-		tid := rule.TaskID(id, p)
+	ids := taskIDs(id, sp)
+	out := make([]rulemgr.TaskStatus, 0, len(ids))
+	for _, tid := range ids {
+		_, p, repart, _ := rule.ParseTask(tid)
 		if st, ok := s.tasks.local(tid); ok {
 			out = append(out, st)
 			continue
 		}
-		st := rulemgr.TaskStatus{ID: tid, Partition: p, State: rulemgr.StateStopped.String()}
+		st := rulemgr.TaskStatus{ID: tid, Partition: p, Stage: stage(repart), State: rulemgr.StateStopped.String()}
 		if l, ok := s.placer.lease(tid); ok && l.Live {
 			st.Node, st.State, st.Message, st.LastStart = l.Node, l.Summary.State, l.Summary.Message, l.Summary.LastStart
 			if st.State == "" {
@@ -97,6 +98,14 @@ func (s SplitPlacement) Tasks(id string) ([]rulemgr.TaskStatus, bool) {
 		out = append(out, st)
 	}
 	return out, true
+}
+
+// stage is TaskStatus.Stage of a task.
+func stage(repartition bool) string {
+	if repartition {
+		return "repartition"
+	}
+	return ""
 }
 
 // lease returns the lease row of id as of the last placement pass.

@@ -74,9 +74,11 @@ type splitEntry struct {
 type task struct {
 	id, rule string
 	part     int
-	cancel   context.CancelFunc
-	restart  chan struct{}
-	done     chan struct{}
+	// repartition: a task of the rule's repartitioning stage.
+	repartition bool
+	cancel      context.CancelFunc
+	restart     chan struct{}
+	done        chan struct{}
 
 	mu        sync.Mutex
 	stopCtx   context.Context
@@ -122,9 +124,7 @@ func (ts *Tasks) Expand(ctx context.Context, ids []string) []string {
 		case sp.Partitions == 0:
 			out = append(out, id)
 		default:
-			for p := range sp.Partitions {
-				out = append(out, rule.TaskID(id, p))
-			}
+			out = append(out, taskIDs(id, sp)...)
 		}
 	}
 	ts.mu.Lock()
@@ -134,6 +134,21 @@ func (ts *Tasks) Expand(ctx context.Context, ids []string) []string {
 		}
 	}
 	ts.mu.Unlock()
+	return out
+}
+
+// taskIDs lists the tasks of a split rule: those of its repartitioning
+// stage, if any, then its own.
+func taskIDs(id string, sp rule.Split) []string {
+	var out []string
+	if r := sp.Repartition; r != nil {
+		for p := range r.Sources {
+			out = append(out, rule.RepartitionTaskID(id, p))
+		}
+	}
+	for p := range sp.Partitions {
+		out = append(out, rule.TaskID(id, p))
+	}
 	return out
 }
 
@@ -184,8 +199,14 @@ func (ts *Tasks) split(ctx context.Context, id string) (rule.Split, bool) {
 	if same && e.split.Partitions > sp.Partitions {
 		sp.Partitions = e.split.Partitions
 	}
-	if !same || e.split.Partitions != sp.Partitions {
+	if same && sp.Repartition != nil && e.split.Repartition != nil && e.split.Repartition.Sources > sp.Repartition.Sources {
+		sp.Repartition.Sources = e.split.Repartition.Sources
+	}
+	if !same || e.split.Partitions != sp.Partitions || sources(e.split) != sources(sp) {
 		switch {
+		case sp.Repartition != nil:
+			ts.cfg.Logger.Info("rule runs as one task per partition, its stream repartitioned by the rule's key", "rule", id, "stream", sp.Stream,
+				"topic", sp.Repartition.Topic, "repartitionTasks", sp.Repartition.Sources, "tasks", sp.Partitions)
 		case sp.Partitions > 0:
 			ts.cfg.Logger.Info("rule runs as one task per partition", "rule", id, "stream", sp.Stream, "tasks", sp.Partitions)
 		case sp.Keyed:
@@ -203,6 +224,14 @@ func (ts *Tasks) split(ctx context.Context, id string) (rule.Split, bool) {
 	return sp, true
 }
 
+// sources is the number of repartitioning tasks of a split.
+func sources(sp rule.Split) int {
+	if sp.Repartition == nil {
+		return 0
+	}
+	return sp.Repartition.Sources
+}
+
 // Split returns the last split decision about rule id.
 func (ts *Tasks) Split(id string) (rule.Split, bool) {
 	ts.mu.Lock()
@@ -213,7 +242,7 @@ func (ts *Tasks) Split(id string) (rule.Split, bool) {
 
 // Place starts task id here (this node acquired its lease).
 func (ts *Tasks) Place(id string) {
-	ruleID, p, ok := rule.ParseTaskID(id)
+	ruleID, p, repart, ok := rule.ParseTask(id)
 	if !ok {
 		return
 	}
@@ -223,7 +252,7 @@ func (ts *Tasks) Place(id string) {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &task{id: id, rule: ruleID, part: p, cancel: cancel, restart: make(chan struct{}, 1), done: make(chan struct{}), state: rulemgr.StateStarting}
+	t := &task{id: id, rule: ruleID, part: p, repartition: repart, cancel: cancel, restart: make(chan struct{}, 1), done: make(chan struct{}), state: rulemgr.StateStarting}
 	ts.tasks[id] = t
 	ts.wg.Go(func() {
 		defer close(t.done)
@@ -320,7 +349,7 @@ func (ts *Tasks) local(id string) (rulemgr.TaskStatus, bool) {
 		return rulemgr.TaskStatus{}, false
 	}
 	t.mu.Lock()
-	st := rulemgr.TaskStatus{ID: id, Partition: t.part, Node: ts.cfg.Node, State: t.state.String(), Message: t.message, LastStart: t.lastStart}
+	st := rulemgr.TaskStatus{ID: id, Partition: t.part, Stage: stage(t.repartition), Node: ts.cfg.Node, State: t.state.String(), Message: t.message, LastStart: t.lastStart}
 	r := t.running
 	t.mu.Unlock()
 	if r != nil {
@@ -403,12 +432,19 @@ func (ts *Tasks) start(ctx context.Context, t *task) (rulemgr.Running, error) {
 	if !ok || sp.Partitions == 0 {
 		return nil, errors.New("the rule is not split into tasks (any more)")
 	}
+	if t.repartition && sp.Repartition == nil {
+		return nil, errors.New("the rule's stream is not repartitioned (any more)")
+	}
+	td := def.ForSplit(sp, t.part)
+	if t.repartition {
+		td = def.ForRepartition(sp, t.part)
+	}
 	t.mu.Lock()
 	t.state = rulemgr.StateStarting
 	t.mu.Unlock()
 	sctx, cancel := context.WithTimeout(ctx, ts.cfg.StartTimeout)
 	defer cancel()
-	r, err := ts.cfg.Runner.Start(sctx, def.ForTask(sp.Stream, t.part))
+	r, err := ts.cfg.Runner.Start(sctx, td)
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,9 @@ type fakeSplits struct {
 	mu    sync.Mutex
 	parts map[string]int   // by rule id
 	errs  map[string]error // by rule id
-	asked map[string]int
+	// repart: the repartitioning stage's tasks, by rule id (none when 0)
+	repart map[string]int
+	asked  map[string]int
 }
 
 func (f *fakeSplits) split(_ context.Context, def *rule.Def) (rule.Split, error) {
@@ -30,7 +32,12 @@ func (f *fakeSplits) split(_ context.Context, def *rule.Def) (rule.Split, error)
 	if err := f.errs[def.ID]; err != nil {
 		return rule.Split{}, err
 	}
-	return rule.Split{Stream: "s", Partitions: f.parts[def.ID], Keyed: true}, nil
+	sp := rule.Split{Stream: "s", Partitions: f.parts[def.ID], Keyed: true}
+	if n := f.repart[def.ID]; n > 0 {
+		sp.Repartition = &rule.Repartition{Topic: rule.RepartitionTopic(def.ID), Sources: n, SQL: "SELECT * FROM s",
+			Sink: map[string]any{"topic": rule.RepartitionTopic(def.ID)}, RuleSQL: "SELECT 2"}
+	}
+	return sp, nil
 }
 
 func (f *fakeSplits) set(id string, parts int, err error) {
@@ -41,7 +48,7 @@ func (f *fakeSplits) set(id string, parts int, err error) {
 
 func newTestTasks(t *testing.T, vc clock.Clock) (*Tasks, *fakeSplits, *rulemgrtest.Runner, map[string]string) {
 	t.Helper()
-	fs := &fakeSplits{parts: map[string]int{}, errs: map[string]error{}, asked: map[string]int{}}
+	fs := &fakeSplits{parts: map[string]int{}, errs: map[string]error{}, asked: map[string]int{}, repart: map[string]int{}}
 	runner := rulemgrtest.New()
 	raws := map[string]string{"a": `{"v":1}`, "b": `{"v":1}`, "c": `{"v":1}`}
 	var mu sync.Mutex
@@ -102,6 +109,55 @@ func TestTasksExpand(t *testing.T) {
 	}
 	if _, ok := ts.Split("b"); ok {
 		t.Error("a rule no longer wanted keeps its split")
+	}
+}
+
+// TestTasksRepartitioned: a rule whose stream is repartitioned runs the
+// tasks of its first stage (one per partition of the stream) and its own
+// (one per partition of the internal topic), each with its definition.
+func TestTasksRepartitioned(t *testing.T) {
+	vc := clock.NewVirtual(0)
+	ts, fs, runner, _ := newTestTasks(t, vc)
+	ctx := context.Background()
+	fs.set("a", 3, nil)
+	fs.mu.Lock()
+	fs.repart["a"] = 2
+	fs.mu.Unlock()
+	got := ts.Expand(ctx, []string{"a", "b"})
+	want := []string{"a#r0", "a#r1", "a#p0", "a#p1", "a#p2", "b"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("expand: %v, want %v", got, want)
+	}
+	var mu sync.Mutex
+	defs := map[string]*rule.Def{}
+	runner.SetFailStart(func(def *rule.Def) error {
+		mu.Lock()
+		defer mu.Unlock()
+		defs[def.ID] = def
+		return nil
+	})
+	ts.Place("a#r1")
+	ts.Place("a#p2")
+	waitTrue(t, "both tasks running", func() bool { return summary(ts, "a#r1") == "running" && summary(ts, "a#p2") == "running" })
+	mu.Lock()
+	first, second := defs["a#r1"], defs["a#p2"]
+	mu.Unlock()
+	if first.SQL != "SELECT * FROM s" || len(first.Actions) != 1 || first.Actions[0].Props["topic"] != "rekuiper-a-repartition" || first.Task.Partition != 1 {
+		t.Errorf("first stage task: sql %q, actions %+v, task %+v", first.SQL, first.Actions, first.Task)
+	}
+	if second.SQL != "SELECT 2" || second.Task.Topic != "rekuiper-a-repartition" || second.Task.Partition != 2 {
+		t.Errorf("second stage task: sql %q, task %+v", second.SQL, second.Task)
+	}
+	sp := NewSplitPlacement(NewPlacer(PlacerConfig{Node: "n1"}), ts)
+	tasks, ok := sp.Tasks("a")
+	if !ok || len(tasks) != 5 {
+		t.Fatalf("tasks of a: %v, %v", tasks, ok)
+	}
+	if tasks[1].ID != "a#r1" || tasks[1].Stage != "repartition" || tasks[1].Partition != 1 || tasks[1].State != "running" {
+		t.Errorf("first stage task status: %+v", tasks[1])
+	}
+	if tasks[0].Stage != "repartition" || tasks[0].State != "stopped" || tasks[4].ID != "a#p2" || tasks[4].Stage != "" {
+		t.Errorf("task statuses: %+v", tasks)
 	}
 }
 

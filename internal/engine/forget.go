@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/rekuiper/rekuiper/internal/connector"
@@ -21,22 +22,55 @@ var _ rulemgr.Forgetter = (*Runner)(nil)
 // again from the stream's current definition and told to end it, so the
 // broker stops queueing for a rule that is gone. Every stream is tried;
 // the errors are joined.
+//
+// On a cluster it also deletes the internal topic of a rule whose stream
+// was repartitioned (rule.RepartitionTopic), if there is one.
 func (rn *Runner) Forget(ctx context.Context, def *rule.Def) error {
-	if def.Options.Qos == 0 {
-		return nil
-	}
-	_, names, err := parseRule(def)
+	stmt, names, err := parseRule(def)
 	if err != nil {
+		if def.Options.Qos == 0 {
+			return nil
+		}
 		return err
 	}
-	slices.Sort(names)
 	var errs []error
+	if rn.ClusterNode != "" && stmt.Window != nil && len(stmt.Dimensions) > 0 && len(stmt.Joins) == 0 {
+		if err := rn.deleteRepartitionTopic(ctx, def.ID, stmt.From.Name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if def.Options.Qos == 0 {
+		return errors.Join(errs...)
+	}
+	slices.Sort(names)
 	for _, name := range slices.Compact(names) {
 		if err := rn.endSession(ctx, def.ID, name); err != nil {
 			errs = append(errs, fmt.Errorf("stream %s: %w", name, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// deleteRepartitionTopic deletes the internal topic of rule's
+// repartitioning stage on the brokers of its kafka stream.
+func (rn *Runner) deleteRepartitionTopic(ctx context.Context, ruleID, stream string) error {
+	cs, _, err := rn.streamDef(ruleID, stream)
+	if err != nil || cs.Kind != ast.KindStream || sourceType(cs) != "kafka" {
+		return nil // nothing was repartitioned through a stream that is gone
+	}
+	typ, props, err := rn.sourceProps(cs)
+	if err != nil {
+		return err
+	}
+	src, err := rn.Registry.NewSource(typ, maps.Clone(props), rn.Deps)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", stream, err)
+	}
+	tm, ok := src.(topicMaker)
+	if !ok {
+		return nil
+	}
+	return tm.DeleteTopic(ctx, rule.RepartitionTopic(ruleID))
 }
 
 func (rn *Runner) endSession(ctx context.Context, ruleID, name string) error {

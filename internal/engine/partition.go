@@ -31,7 +31,7 @@ func (rn *Runner) Split(ctx context.Context, def *rule.Def) (rule.Split, error) 
 		return rule.Split{}, err
 	}
 	sp := rule.Split{Stream: stmt.From.Name}
-	cs, _, err := rn.streamDef(def.ID, stmt.From.Name)
+	cs, streamSQL, err := rn.streamDef(def.ID, stmt.From.Name)
 	if err != nil {
 		return rule.Split{}, err
 	}
@@ -54,7 +54,7 @@ func (rn *Runner) Split(ctx context.Context, def *rule.Def) (rule.Split, error) 
 	case stmt.HasLimit:
 		sp.Reason = "LIMIT applies across the groups of a window"
 	case !anyOf(stmt.Dimensions, isKey):
-		sp.Reason = keyReason(keyField)
+		return rn.repartition(ctx, def, stmt, cs, streamSQL, keyField)
 	}
 	if sp.Reason == "" {
 		sp.Reason = rn.analyticReason(stmt, isKey)
@@ -66,14 +66,10 @@ func (rn *Runner) Split(ctx context.Context, def *rule.Def) (rule.Split, error) 
 		sp.Reason = "its stream reads one partition already (property partition)"
 		return sp, nil
 	}
-	src, err := rn.Registry.NewSource(typ, maps.Clone(props), rn.Deps)
-	if err != nil {
-		return rule.Split{}, fmt.Errorf("stream %s: %w", cs.Name, err)
-	}
-	pt, ok := src.(partitioned)
-	if !ok {
-		sp.Reason = "its source cannot read a single partition"
-		return sp, nil
+	pt, reason, err := rn.partitionedSource(cs, typ, props)
+	if err != nil || reason != "" {
+		sp.Reason = reason
+		return sp, err
 	}
 	n, err := pt.Partitions(ctx)
 	if err != nil {
@@ -85,6 +81,20 @@ func (rn *Runner) Split(ctx context.Context, def *rule.Def) (rule.Split, error) 
 	}
 	sp.Partitions = n
 	return sp, nil
+}
+
+// partitionedSource builds the stream's source to ask about its topic; a
+// reason when it cannot read a single partition.
+func (rn *Runner) partitionedSource(cs *ast.CreateStreamStmt, typ string, props map[string]any) (partitioned, string, error) {
+	src, err := rn.Registry.NewSource(typ, maps.Clone(props), rn.Deps)
+	if err != nil {
+		return nil, "", fmt.Errorf("stream %s: %w", cs.Name, err)
+	}
+	pt, ok := src.(partitioned)
+	if !ok {
+		return nil, "its source cannot read a single partition", nil
+	}
+	return pt, "", nil
 }
 
 // keyReason explains a GROUP BY that does not include the record key.
@@ -163,5 +173,8 @@ func taskProps(props map[string]any, t *rule.Task) map[string]any {
 	out := maps.Clone(props)
 	out["partition"] = int64(t.Partition)
 	delete(out, "groupID")
+	if t.Topic != "" {
+		out["datasource"] = t.Topic
+	}
 	return out
 }

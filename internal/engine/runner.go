@@ -129,6 +129,11 @@ func (rn *Runner) prepare(def *rule.Def) (*prepared, error) {
 	}
 	o := def.Options
 	fmt.Fprintf(h, "opts:%v/%v/%v/%v/%v\n", o.IsEventTime, time.Duration(o.LateTolerance), o.SendError, o.SendNilField, o.SendMetaToSink)
+	if def.Task != nil && def.Task.Generation != "" {
+		// A new first stage of a repartitioned rule starts both stages
+		// afresh (rule.Repartition).
+		fmt.Fprintf(h, "generation:%s\n", def.Task.Generation)
+	}
 	p.fp = hex.EncodeToString(h.Sum(nil))
 	for i, a := range def.Actions {
 		sn, err := rn.buildSink(def.ID, def.Options.Qos, i, a.Type, a.Props, p.state)

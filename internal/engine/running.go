@@ -114,12 +114,25 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 		if perRule {
 			key = "rule|" + rr.def.ID + "|" + key
 		}
+		gen := ""
+		if t := rr.def.Task; t != nil && t.Topic != "" && !in.Table && in.Name == t.Stream {
+			gen = t.Generation
+			key += "|" + gen
+		}
 		var logged *sourcelog.Log
 		var upstream api.OffsetCommitter
 		sub, release, err := rr.rn.Streams.Acquire(key, func() (*stream.Subscription, error) {
 			var wrap func(api.Source) (api.Source, error)
-			if perRule {
+			if perRule || gen != "" {
 				wrap = func(src api.Source) (api.Source, error) {
+					if gen != "" {
+						// The second stage of a repartitioned rule reads
+						// its generation's records only.
+						src = generationFilter{src: src, gen: gen}
+					}
+					if !perRule {
+						return src, nil
+					}
 					if oc, ok := src.(api.OffsetCommitter); ok && rr.coord != nil {
 						oc.CommitOnCheckpoints()
 						upstream = oc

@@ -79,6 +79,11 @@ type Options struct {
 	// each batch before acknowledging it upstream; survives power loss).
 	// A rekuiper extension.
 	SourceLogSync string `json:"sourceLogSync,omitempty"`
+	// RepartitionPartitions is the partition count of the internal topic
+	// created when a cluster repartitions the rule's Kafka stream by its
+	// GROUP BY fields (docs/cluster.md); 0 takes the stream's topic's.
+	// A rekuiper extension.
+	RepartitionPartitions int `json:"repartitionPartitions,omitempty"`
 }
 
 // DatetimeRange is one entry of cronDatetimeRange: Begin/End as
@@ -112,6 +117,9 @@ const (
 	MaxRestartMultiplier = 100
 	// MaxForceExitTimeout bounds forceExitTimeout.
 	MaxForceExitTimeout = Duration(time.Hour)
+	// MaxRepartitionPartitions bounds repartitionPartitions: each
+	// partition is a task of the rule.
+	MaxRepartitionPartitions = 10_000
 )
 
 // Validate checks option ranges and refuses options rekuiper does not
@@ -148,6 +156,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("invalid rule option forceExitTimeout %s: must not be negative", time.Duration(o.ForceExitTimeout))
 	case o.ForceExitTimeout > MaxForceExitTimeout:
 		return durationBound("forceExitTimeout", o.ForceExitTimeout, MaxForceExitTimeout)
+	case o.RepartitionPartitions < 0 || o.RepartitionPartitions > MaxRepartitionPartitions:
+		return fmt.Errorf("invalid rule option repartitionPartitions %d: must be 0 to %d", o.RepartitionPartitions, MaxRepartitionPartitions)
 	}
 	return o.RestartStrategy.validate()
 }

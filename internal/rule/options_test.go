@@ -31,6 +31,8 @@ func TestOptionBounds(t *testing.T) {
 		{map[string]any{"checkpointInterval": "24h"}, map[string]any{"checkpointInterval": "24h1s"}, []string{"checkpointInterval", "24h0m1s", "24h0m0s"}},
 		{map[string]any{"checkpointInterval": "10ms"}, map[string]any{"checkpointInterval": "1ms"}, []string{"checkpointInterval", "1ms", "at least 10ms"}},
 		{map[string]any{"forceExitTimeout": "1h"}, map[string]any{"forceExitTimeout": "2h"}, []string{"forceExitTimeout", "2h0m0s", "1h0m0s"}},
+		{map[string]any{"repartitionPartitions": MaxRepartitionPartitions}, map[string]any{"repartitionPartitions": MaxRepartitionPartitions + 1}, []string{"repartitionPartitions", "10001", "10000"}},
+		{map[string]any{"repartitionPartitions": 0}, map[string]any{"repartitionPartitions": -1}, []string{"repartitionPartitions", "-1"}},
 		{map[string]any{"restartStrategy": map[string]any{"attempts": MaxRestartAttempts}}, map[string]any{"restartStrategy": map[string]any{"attempts": MaxRestartAttempts + 1}}, []string{"restartStrategy.attempts", "1000001", "1000000"}},
 		{map[string]any{"restartStrategy": map[string]any{"delay": "24h"}}, map[string]any{"restartStrategy": map[string]any{"delay": 86400001}}, []string{"restartStrategy.delay", "24h0m0.001s", "24h0m0s"}},
 		{map[string]any{"restartStrategy": map[string]any{"maxDelay": "24h"}}, map[string]any{"restartStrategy": map[string]any{"maxDelay": "48h"}}, []string{"restartStrategy.maxDelay", "48h0m0s"}},

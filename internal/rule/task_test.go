@@ -1,6 +1,9 @@
 package rule
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestTaskID(t *testing.T) {
 	for _, tc := range []struct {
@@ -18,14 +21,60 @@ func TestTaskID(t *testing.T) {
 		{"r#p01", "", 0, false},
 		{"r#p-1", "", 0, false},
 		{"r#px", "", 0, false},
+		{"r#r2", "r", 2, true},
+		{"r#r", "", 0, false},
+		{"r#q2", "", 0, false},
 	} {
 		rule, p, ok := ParseTaskID(tc.id)
 		if rule != tc.rule || p != tc.p || ok != tc.ok {
 			t.Errorf("ParseTaskID(%q) = %q, %d, %v; want %q, %d, %v", tc.id, rule, p, ok, tc.rule, tc.p, tc.ok)
 		}
-		if tc.ok && TaskID(rule, p) != tc.id {
+		_, _, repart, _ := ParseTask(tc.id)
+		if repart != (tc.ok && strings.Contains(tc.id, "#r")) {
+			t.Errorf("ParseTask(%q) says repartition %v", tc.id, repart)
+		}
+		if tc.ok && !repart && TaskID(rule, p) != tc.id {
 			t.Errorf("TaskID(%q, %d) = %q, want %q", rule, p, TaskID(rule, p), tc.id)
 		}
+		if tc.ok && repart && RepartitionTaskID(rule, p) != tc.id {
+			t.Errorf("RepartitionTaskID(%q, %d) = %q, want %q", rule, p, RepartitionTaskID(rule, p), tc.id)
+		}
+		if tc.ok && !strings.HasPrefix(tc.id, TaskPrefix(rule)) {
+			t.Errorf("task id %q does not start with TaskPrefix %q", tc.id, TaskPrefix(rule))
+		}
+	}
+}
+
+func TestForSplitRepartitioned(t *testing.T) {
+	d := &Def{ID: "r", SQL: "SELECT dev, count(*) FROM s WHERE v > 0 GROUP BY dev, TUMBLINGWINDOW(ss, 1)",
+		Options: Options{Qos: 2, IsEventTime: true, SendError: true},
+		Actions: []Action{{Type: "log", Props: map[string]any{}}}}
+	sp := Split{Stream: "s", Partitions: 4, Repartition: &Repartition{Topic: RepartitionTopic("r"), Sources: 3,
+		SQL: "SELECT * FROM s WHERE v > 0", Sink: map[string]any{"brokers": "b:9092", "topic": "rekuiper-r-repartition"},
+		RuleSQL: "SELECT dev, count(*) FROM s GROUP BY dev, TUMBLINGWINDOW(ss, 1)", Generation: "g1"}}
+	second := d.ForSplit(sp, 3)
+	if second.ID != "r#p3" || *second.Task != (Task{Rule: "r", Stream: "s", Partition: 3, Topic: "rekuiper-r-repartition", Generation: "g1"}) || second.SQL != sp.Repartition.RuleSQL {
+		t.Errorf("second stage: id %q, task %+v, sql %q", second.ID, second.Task, second.SQL)
+	}
+	first := d.ForRepartition(sp, 2)
+	if first.ID != "r#r2" || *first.Task != (Task{Rule: "r", Stream: "s", Partition: 2, Generation: "g1"}) || first.SQL != sp.Repartition.SQL {
+		t.Errorf("first stage: id %q, task %+v, sql %q", first.ID, first.Task, first.SQL)
+	}
+	if len(first.Actions) != 1 || first.Actions[0].Type != "kafka" || first.Actions[0].Props["topic"] != "rekuiper-r-repartition" {
+		t.Errorf("first stage actions: %+v", first.Actions)
+	}
+	if h, _ := first.Actions[0].Props["headers"].(map[string]any); h[GenerationHeader] != "g1" {
+		t.Errorf("first stage sink headers: %v, want the generation", first.Actions[0].Props["headers"])
+	}
+	if first.Options.Qos != 2 || first.Options.IsEventTime || first.Options.SendError {
+		t.Errorf("first stage options: %+v (want the rule's qos, processing time, no error rows)", first.Options)
+	}
+	first.Actions[0].Props["key"] = "k"
+	if _, ok := sp.Repartition.Sink["key"]; ok {
+		t.Error("ForRepartition shares its sink properties with the split")
+	}
+	if d.ForSplit(Split{Stream: "s", Partitions: 4}, 1).Task.Topic != "" {
+		t.Error("a task of a rule that is not repartitioned reads another topic")
 	}
 }
 

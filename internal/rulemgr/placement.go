@@ -191,7 +191,8 @@ func parseState(text string) State {
 // withTasks answers for a rule split into tasks: running once every task
 // runs, stopped by error when one is (with its message), else starting
 // while the rule is wanted running. Its metrics are the sums of the
-// counters (*_total) of the tasks this node runs.
+// counters (*_total) of the rule's own tasks this node runs (not of those
+// of a repartitioning stage, which count the same records once more).
 func withTasks(s Status, tasks []TaskStatus) Status {
 	s.Tasks, s.Message, s.NextStart, s.Metrics = tasks, "", 0, nil
 	if s.Wanted != catalog.RuleRunning {
@@ -220,7 +221,7 @@ func withTasks(s Status, tasks []TaskStatus) Status {
 			s.LastStart = t.LastStart
 		}
 		for k, v := range t.Metrics {
-			if !strings.HasSuffix(k, "_total") {
+			if t.Stage != "" || !strings.HasSuffix(k, "_total") {
 				continue
 			}
 			if s.Metrics == nil {

@@ -68,8 +68,12 @@ type Status struct {
 // TaskStatus is one task of a partitioned rule: the node running it and
 // the state it published (metrics only for tasks this node runs).
 type TaskStatus struct {
-	ID        string         `json:"id"`
-	Partition int            `json:"partition"`
+	ID        string `json:"id"`
+	Partition int    `json:"partition"`
+	// Stage is "repartition" for a task of the stage that re-keys the
+	// rule's stream into its internal topic (Partition is then the
+	// stream's); "" for the rule's own tasks.
+	Stage     string         `json:"stage,omitempty"`
 	Node      string         `json:"node"`
 	State     string         `json:"status"`
 	Message   string         `json:"message,omitempty"`

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/rekuiper/rekuiper/internal/connector/sqldb/pgtest"
+)
+
+// produceUnkeyed writes the records of partDevices devices in partWindows
+// windows from event time from (or, with flush, one record per device at
+// from), each to a random partition under a random key: the records of
+// one device are in every partition.
+func (k *partKafka) produceUnkeyed(t *testing.T, from int64, flush bool) int {
+	t.Helper()
+	var recs []*kgo.Record
+	add := func(dev int, ts int64, v int) {
+		b, _ := json.Marshal(map[string]any{"device": fmt.Sprintf("d%02d", dev), "v": v, "ts": ts})
+		recs = append(recs, &kgo.Record{Topic: "in", Partition: rand.Int32N(partTopicPartitions), Key: fmt.Appendf(nil, "%x", rand.Uint64()), Value: b})
+	}
+	for dev := range partDevices {
+		if flush {
+			add(dev, from, 0)
+			continue
+		}
+		for w := range partWindows {
+			for i := range partPerWindow {
+				add(dev, from+int64(w)*1000+int64(i)*200, dev*100+w*10+i+int(from%7))
+			}
+		}
+	}
+	if err := k.prod.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	return len(recs)
+}
+
+// setupRepartRule creates, through d, the kafka confKey (no keyField:
+// the records are not keyed by device), the stream over the input topic
+// and the windowed GROUP BY device rule at qos 2 writing to out.
+func setupRepartRule(t *testing.T, d *daemon, brokers, out string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := d.c.JSON(ctx, "PUT", "/metadata/sources/kafka/confKeys/k", map[string]any{"brokers": brokers}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.c.CreateStream(ctx, "stream", `CREATE STREAM s (device STRING, v BIGINT, ts BIGINT) WITH (TYPE="kafka", DATASOURCE="in", FORMAT="json", CONF_KEY="k", TIMESTAMP="ts")`); err != nil {
+		t.Fatal(err)
+	}
+	rule := map[string]any{
+		"id":      "agg",
+		"sql":     "SELECT device, count(*) AS n, sum(v) AS total, window_start() AS ws FROM s WHERE v >= 0 GROUP BY device, TUMBLINGWINDOW(ss, 1)",
+		"actions": []any{map[string]any{"kafka": map[string]any{"brokers": brokers, "topic": out, "sendSingle": true}}},
+		"options": map[string]any{"isEventTime": true, "lateTolerance": "60s", "qos": 2, "checkpointInterval": "500ms"},
+	}
+	b, _ := json.Marshal(rule)
+	if _, err := d.c.CreateRule(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stages counts, in a status, the running tasks of each stage per node.
+func stages(st map[string]any) (repart, own map[string]int) {
+	repart, own = map[string]int{}, map[string]int{}
+	tasks, _ := st["tasks"].([]any)
+	for _, x := range tasks {
+		m, _ := x.(map[string]any)
+		if m["status"] != "running" {
+			continue
+		}
+		if m["stage"] == "repartition" {
+			repart[fmt.Sprint(m["node"])]++
+		} else {
+			own[fmt.Sprint(m["node"])]++
+		}
+	}
+	return repart, own
+}
+
+func total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// TestClusterRepartitionedRule: a windowed GROUP BY rule over a
+// 6-partition Kafka topic whose producers key records at random runs on
+// two nodes as six tasks re-keying the stream by device into the internal
+// topic and six tasks reading its partitions, and writes, at qos 2,
+// exactly the windows the same rule writes on a single node. Once a node
+// is killed, its tasks of both stages resume on the other node: every
+// window is still exact, and none is written twice. Deleting the rule
+// deletes the internal topic.
+func TestClusterRepartitionedRule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs kuiperd")
+	}
+	k := newPartKafka(t)
+	db := pgtest.Start(t).NewDatabase(t)
+	bin := buildDaemon(t)
+	whole := startDaemon(t, bin, t.TempDir())
+	a, b := startNode(t, bin, db), startNode(t, bin, db)
+	setupRepartRule(t, whole, k.addr, "out_whole")
+	setupRepartRule(t, a.daemon, k.addr, "out_split")
+
+	var repart, own map[string]int
+	waitFor(t, "six repartitioning tasks and six tasks of the rule running, six on each node", 60*time.Second, func() bool {
+		repart, own = stages(ruleStatus(b.daemon))
+		return total(repart) == partTopicPartitions && total(own) == partTopicPartitions &&
+			repart[a.id]+own[a.id] == partTopicPartitions && repart[b.id]+own[b.id] == partTopicPartitions
+	})
+	t.Logf("repartitioning tasks per node %v, the rule's %v", repart, own)
+	if st := ruleStatus(whole); st["tasks"] != nil || st["status"] != "running" {
+		t.Fatalf("single node: status %v, tasks %v: want running whole", st["status"], st["tasks"])
+	}
+
+	n1 := k.produceUnkeyed(t, partBase, false)
+	waitFor(t, "the single node read the records", 30*time.Second, func() bool { return recordsIn(ruleStatus(whole)) == int64(n1) })
+	// The rule's status counts the records its own tasks read from the
+	// internal topic, not those of the repartitioning stage.
+	waitFor(t, "the rule's tasks read every record through the internal topic", 60*time.Second, func() bool {
+		return recordsIn(ruleStatus(a.daemon))+recordsIn(ruleStatus(b.daemon)) == int64(n1)
+	})
+	k.produceUnkeyed(t, partBase+3_600_000, true)
+	want := partDevices * partWindows
+	var split, single []string
+	waitFor(t, "the windows written by both runs", 60*time.Second, func() bool {
+		split, single = k.rows(t, "out_split"), k.rows(t, "out_whole")
+		return len(split) >= want && len(single) >= want
+	})
+	slices.Sort(split)
+	slices.Sort(single)
+	if len(single) != want || !slices.Equal(split, single) {
+		t.Fatalf("split run wrote %d windows, single node %d (want %d); equal: %v\nsplit:  %v\nsingle: %v", len(split), len(single), want, slices.Equal(split, single), split, single)
+	}
+	checkWindows(t, single, partBase)
+
+	// kill -9 a node once its tasks completed two more checkpoints: its
+	// tasks of both stages resume on the other node from their shared
+	// checkpoints, the first stage's open transactions aborted.
+	victim, survivor := a, b
+	before := taskCheckpoints(ruleStatus(victim.daemon))
+	waitFor(t, "two more checkpoints of the victim's tasks", 30*time.Second, func() bool {
+		now := taskCheckpoints(ruleStatus(victim.daemon))
+		for id, n := range before {
+			if now[id] < n+2 {
+				return false
+			}
+		}
+		return len(before) > 0
+	})
+	survivorRead := recordsIn(ruleStatus(survivor.daemon))
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	victim.cmd.Wait() //nolint:errcheck // killed
+	waitFor(t, "every task of both stages running on the survivor", 60*time.Second, func() bool {
+		repart, own = stages(ruleStatus(survivor.daemon))
+		return repart[survivor.id] == partTopicPartitions && own[survivor.id] == partTopicPartitions
+	})
+	t.Logf("tasks of %s running on %s %s after kill -9 (lease time %s)", victim.id, survivor.id, time.Since(killed).Round(100*time.Millisecond), testLeaseTime)
+	n2 := k.produceUnkeyed(t, partBase+3_600_000+1000, false)
+	waitFor(t, "the single node read phase 2", 30*time.Second, func() bool {
+		return recordsIn(ruleStatus(whole)) == int64(n1+partDevices+n2)
+	})
+	// The first-stage tasks run apart: a flush record one of them writes
+	// before another wrote its phase 2 records would make those late.
+	waitFor(t, "the rule's tasks read phase 2", 60*time.Second, func() bool {
+		return recordsIn(ruleStatus(survivor.daemon))-survivorRead >= int64(n2)
+	})
+	k.produceUnkeyed(t, partBase+7_200_000, true)
+	want = partDevices*partWindows*2 + partDevices
+	waitFor(t, "phase 2 windows written by both runs", 60*time.Second, func() bool {
+		split, single = k.rows(t, "out_split"), k.rows(t, "out_whole")
+		return len(distinct(split)) >= want && len(single) >= want
+	})
+	slices.Sort(single)
+	if got := distinct(split); len(single) != want || !slices.Equal(got, single) {
+		t.Fatalf("after the kill: split run wrote %d distinct windows (%d in all), single node %d (want %d); only split: %v; only single: %v",
+			len(got), len(split), len(single), want, minus(got, single), minus(single, got))
+	}
+	if len(split) != want {
+		t.Fatalf("after the kill: %d windows written twice (want 0 at qos 2)", len(split)-want)
+	}
+
+	adm := func() *kadm.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(k.addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return kadm.NewClient(cl)
+	}
+	const internal = "rekuiper-agg-repartition"
+	td, err := adm().ListTopics(context.Background(), internal)
+	if err != nil || !td.Has(internal) || len(td[internal].Partitions) != partTopicPartitions {
+		t.Fatalf("internal topic %s: %v, %v (want %d partitions)", internal, td, err, partTopicPartitions)
+	}
+	if _, err := survivor.daemon.c.DeleteRule(context.Background(), "agg"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the internal topic deleted with the rule", 30*time.Second, func() bool {
+		td, err := adm().ListTopics(context.Background(), internal)
+		return err == nil && !td.Has(internal)
+	})
+}
+
+// minus returns the rows of a that are not in b.
+func minus(a, b []string) []string {
+	var out []string
+	for _, r := range a {
+		if !slices.Contains(b, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
