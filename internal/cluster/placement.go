@@ -162,6 +162,7 @@ func (p *Placer) Fence(ctx context.Context, id string) error {
 func (p *Placer) Run(ctx context.Context, rules RuleRunner) {
 	var wg sync.WaitGroup
 	wg.Go(func() { p.renewLoop(ctx, rules, &wg) })
+	wg.Go(func() { p.fenceLoop(ctx, rules, &wg) })
 	for {
 		p.balance(ctx, rules)
 		if !p.wait(ctx, p.cfg.LeaseTime/3) {
@@ -187,13 +188,13 @@ func (p *Placer) wait(ctx context.Context, d time.Duration) bool {
 }
 
 // renewLoop renews the held leases every third of the lease time (every
-// tenth after a failure) and fences the leases it could not renew in time.
+// tenth after a failure); fenceLoop stops the rules of those it could not
+// renew in time.
 func (p *Placer) renewLoop(ctx context.Context, rules RuleRunner, wg *sync.WaitGroup) {
 	step := max(p.cfg.LeaseTime/10, 10*time.Millisecond)
 	next := p.cfg.Clock.Now()
 	for {
 		now := p.cfg.Clock.Now()
-		p.fenceExpired(ctx, now, rules, wg)
 		if !now.Before(next) {
 			next = now.Add(step)
 			if p.renew(ctx, rules, wg) {
@@ -259,6 +260,20 @@ func (p *Placer) renew(ctx context.Context, rules RuleRunner, wg *sync.WaitGroup
 		p.unplace(ctx, rules, id, p.margin, wg)
 	}
 	return true
+}
+
+// fenceLoop fences the leases that were not renewed in time. It runs on
+// its own: a renewal that hangs on an unreachable database (up to a third
+// of the lease time per try) must not delay the fencing past the lease's
+// expiry, when another node may take the rule.
+func (p *Placer) fenceLoop(ctx context.Context, rules RuleRunner, wg *sync.WaitGroup) {
+	step := max(p.margin/5, 5*time.Millisecond)
+	for {
+		p.fenceExpired(ctx, p.cfg.Clock.Now(), rules, wg)
+		if !clock.Sleep(ctx, p.cfg.Clock, step) {
+			return
+		}
+	}
 }
 
 // fenceExpired gives up the leases that may expire within the margin
