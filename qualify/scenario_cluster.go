@@ -404,7 +404,7 @@ func runClusterQos(ctx context.Context, env Env, p ClusterParams, qos int, dir, 
 			"id":      "win",
 			"sql":     "SELECT key, count(*) AS c, sum(v) AS s, window_start() AS ws FROM src GROUP BY key, TUMBLINGWINDOW(ss, 1)",
 			"actions": []any{action},
-			"options": map[string]any{"qos": qos, "checkpointInterval": "500ms", "isEventTime": true, "lateTolerance": "0s"},
+			"options": map[string]any{"qos": qos, "checkpointInterval": "1s", "isEventTime": true, "lateTolerance": "0s"},
 		}},
 	} {
 		if _, err := nodes[0].Do(step.method, step.path, step.body, nil); err != nil {
