@@ -298,15 +298,17 @@ type unit struct {
 // task's metrics, so a task appears once n has started it.
 func (n *clusterNode) work(rule string) map[string]unit {
 	out := map[string]unit{}
-	if st, ok := n.runs(rule); ok {
-		out[rule] = unit{int64(asFloat(st["checkpoint_completed_total"])), int64(asFloat(st["checkpoint_last_id"]))}
-		return out
-	}
 	st, err := n.RuleStatus(rule)
 	if err != nil {
 		return out
 	}
-	tasks, _ := st["tasks"].([]any)
+	tasks, split := st["tasks"].([]any)
+	if !split {
+		if st, ok := n.runs(rule); ok {
+			out[rule] = unit{int64(asFloat(st["checkpoint_completed_total"])), int64(asFloat(st["checkpoint_last_id"]))}
+		}
+		return out
+	}
 	for _, x := range tasks {
 		m, _ := x.(map[string]any)
 		met, ok := m["metrics"].(map[string]any)
