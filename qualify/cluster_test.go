@@ -13,14 +13,15 @@ import (
 
 // TestClusterFailoverKafka: three kuiperd share one PostgreSQL catalog; a
 // rule (event-time 1-second tumbling window, count and sum per key) reads
-// a Kafka topic fed at a steady pace and writes a Kafka topic. The node
-// running the rule is killed with SIGKILL three times per qos level, and
-// restarted; each time another node takes the rule over, restores the
-// checkpoint the killed node saved in PostgreSQL and rewinds the source to
-// it (its first checkpoint is numbered after the killed node's last). At
-// qos 1 no window is missing and every result is exact (identical repeats
-// allowed); at qos 2 a read_committed consumer sees every window exactly
-// once.
+// a 6-partition Kafka topic keyed by its group key, fed at a steady pace,
+// and writes a Kafka topic: it runs as six tasks spread over the nodes. A
+// node running tasks is killed with SIGKILL three times per qos level,
+// and restarted; each time the other nodes take its tasks over, restore
+// the checkpoints the killed node saved in PostgreSQL and rewind each
+// task's partition to them (each moved task's first checkpoint is
+// numbered after the killed node's last). At qos 1 no window is missing
+// and every result is exact (identical repeats allowed); at qos 2 a
+// read_committed consumer sees every window exactly once.
 func TestClusterFailoverKafka(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process-level cluster crash test; run without -short")
@@ -28,11 +29,46 @@ func TestClusterFailoverKafka(t *testing.T) {
 	pgURL := pgtest.Start(t).URL
 	res, err := RunCluster(context.Background(), Env{Bin: kuiperd(t), Dir: t.TempDir(), Logf: t.Logf},
 		ClusterParams{Qos: []int{1, 2}, Kills: 3, Rate: 200, Records: 4000, Seed: 5, CatalogURL: pgURL})
+	checkCluster(t, res, err, 2, 6)
+}
+
+// TestClusterFailoverKafkaToPostgres is the same at qos 2 with the sql
+// sink writing to a PostgreSQL table: each task's checkpoint rows commit
+// in one transaction with its id, under the task's own bookkeeping row,
+// so across the take-overs no window row may be missing or appear twice.
+func TestClusterFailoverKafkaToPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level cluster crash test; run without -short")
+	}
+	res, err := RunCluster(context.Background(), Env{Bin: kuiperd(t), Dir: t.TempDir(), Logf: t.Logf},
+		ClusterParams{Qos: []int{2}, Kills: 3, Rate: 200, Records: 4000, Seed: 7, CatalogURL: pgtest.Start(t).URL, SQLSink: true})
+	checkCluster(t, res, err, 1, 6)
+	if len(res) == 1 && res[0].Sink != "sql" {
+		t.Fatalf("ran the %s sink, want sql", res[0].Sink)
+	}
+}
+
+// TestClusterFailoverWholeRule: the same rule over a one-partition topic
+// runs whole, on one node; the node running it is killed and the rule
+// moves with its checkpoint, exactly once at qos 2.
+func TestClusterFailoverWholeRule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level cluster crash test; run without -short")
+	}
+	res, err := RunCluster(context.Background(), Env{Bin: kuiperd(t), Dir: t.TempDir(), Logf: t.Logf},
+		ClusterParams{Qos: []int{2}, Partitions: 1, Kills: 3, Rate: 200, Records: 4000, Seed: 9, CatalogURL: pgtest.Start(t).URL})
+	checkCluster(t, res, err, 1, 1)
+}
+
+// checkCluster asserts what must hold on any machine: every window exact,
+// none twice at qos 2, every moved task restored, each run with its kills
+// and tasks. Failover time is a figure here (the harness's report holds
+// it to the lease time + 2 s).
+func checkCluster(t *testing.T, res []ClusterResult, err error, runs, tasks int) {
+	t.Helper()
 	for _, r := range res {
-		t.Logf("qos %d: %d kills, failover %+v (p99 %.3fs, lease %.0fs), not restored %d, windows %+v",
-			r.Qos, r.Kills, r.Failover, r.FailoverP99, r.LeaseSeconds, r.NotRestored, r.Windows)
-		// Failover time is a figure here (the harness holds it to the
-		// lease time + 2s); what must hold on any machine is asserted.
+		t.Logf("qos %d, %s sink, %d tasks: %d kills moved %d tasks, failover %+v (p99 %.3fs, lease %.0fs), not restored %d, windows %+v",
+			r.Qos, r.Sink, r.Tasks, r.Kills, r.TakeOvers, r.Failover, r.FailoverP99, r.LeaseSeconds, r.NotRestored, r.Windows)
 		if !r.Windows.OK() || r.NotRestored > 0 || (r.Qos == 2 && r.Windows.Duplicates > 0) {
 			t.Errorf("qos %d: %v", r.Qos, r.Violations())
 		}
@@ -40,32 +76,13 @@ func TestClusterFailoverKafka(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res) != 2 || res[0].Kills != 3 || res[1].Kills != 3 {
-		t.Fatalf("ran %+v, want 3 kills at qos 1 and 2", res)
+	if len(res) != runs {
+		t.Fatalf("ran %d qos levels, want %d", len(res), runs)
 	}
-}
-
-// TestClusterFailoverKafkaToPostgres is the same at qos 2 with the sql
-// sink writing to a PostgreSQL table: each checkpoint's rows commit in one
-// transaction with its id, so across the take-overs no window row may be
-// missing or appear twice.
-func TestClusterFailoverKafkaToPostgres(t *testing.T) {
-	if testing.Short() {
-		t.Skip("process-level cluster crash test; run without -short")
-	}
-	res, err := RunCluster(context.Background(), Env{Bin: kuiperd(t), Dir: t.TempDir(), Logf: t.Logf},
-		ClusterParams{Qos: []int{2}, Kills: 3, Rate: 200, Records: 4000, Seed: 7, CatalogURL: pgtest.Start(t).URL, SQLSink: true})
 	for _, r := range res {
-		t.Logf("qos %d, %s sink: %d kills, failover %+v, not restored %d, windows %+v", r.Qos, r.Sink, r.Kills, r.Failover, r.NotRestored, r.Windows)
-		if !r.Windows.OK() || r.NotRestored > 0 || r.Windows.Duplicates > 0 {
-			t.Errorf("%v", r.Violations())
+		if r.Kills != 3 || r.Tasks != tasks || r.TakeOvers < r.Kills {
+			t.Errorf("qos %d: %d kills moving %d tasks of %d, want 3 kills of a rule of %d tasks", r.Qos, r.Kills, r.TakeOvers, r.Tasks, tasks)
 		}
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res) != 1 || res[0].Kills != 3 || res[0].Sink != "sql" {
-		t.Fatalf("ran %+v, want 3 kills at qos 2 with the sql sink", res)
 	}
 }
 

@@ -10,9 +10,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// produce writes the records as JSON to topic "in", one every pace.
-func produce(ctx context.Context, brokers string, recs []Record, pace time.Duration) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.DefaultProduceTopic("in"))
+// produce writes the records as JSON to topic "in", one every pace,
+// keyed by their Key, each into partition part(r).
+func produce(ctx context.Context, brokers string, recs []Record, part func(Record) int, pace time.Duration) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.DefaultProduceTopic("in"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		return err
 	}
@@ -26,12 +28,15 @@ func produce(ctx context.Context, brokers string, recs []Record, pace time.Durat
 		case <-tick.C:
 		}
 		b, _ := json.Marshal(r)
-		if err := cl.ProduceSync(ctx, &kgo.Record{Value: b}).FirstErr(); err != nil {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte(r.Key), Partition: int32(part(r)), Value: b}).FirstErr(); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// onePartition puts every record in partition 0.
+func onePartition(Record) int { return 0 }
 
 // consumeWindows reads the window results of topic "out" (read_committed
 // when committed) until want distinct windows arrived and the topic stayed

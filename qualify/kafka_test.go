@@ -45,7 +45,7 @@ func TestKafkaExactlyOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	produced := make(chan error, 1)
-	go func() { produced <- produce(ctx, brokers, recs, 4*time.Millisecond) }()
+	go func() { produced <- produce(ctx, brokers, recs, onePartition, 4*time.Millisecond) }()
 
 	d, err := NewDaemon(bin, filepath.Join(t.TempDir(), "kuiperd"), "")
 	if err != nil {
@@ -161,7 +161,7 @@ func TestKafkaToPostgresExactlyOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	produced := make(chan error, 1)
-	go func() { produced <- produce(ctx, brokers, recs, 4*time.Millisecond) }()
+	go func() { produced <- produce(ctx, brokers, recs, onePartition, 4*time.Millisecond) }()
 
 	d, err := NewDaemon(bin, filepath.Join(t.TempDir(), "kuiperd"), "")
 	if err != nil {

@@ -153,10 +153,11 @@ func (r *Report) Summary(w io.Writer) {
 		p("%s", line)
 	}
 	if len(r.Cluster) > 0 {
-		p("cluster (kill -9 of the owner): qos  sink   nodes  kills  windows  exact  missing  dup  not-restored  failover(mean/p99/max)")
+		p("cluster (kill -9 of a node): qos  sink   nodes  tasks  kills  windows  exact  missing  dup  moved  not-restored  failover(mean/p99/max)")
 		for _, c := range r.Cluster {
-			p("                                %3d  %-5s  %5d  %5d  %7d  %5d  %7d  %3d  %12d  %.2fs/%.2fs/%.2fs (lease %.0fs)", c.Qos, c.Sink, c.Nodes, c.Kills,
-				c.Windows.Expected, c.Windows.Exact, c.Windows.Missing, c.Windows.Duplicates, c.NotRestored, c.Failover.Mean, c.FailoverP99, c.Failover.Max, c.LeaseSeconds)
+			p("                              %3d  %-5s  %5d  %5d  %5d  %7d  %5d  %7d  %3d  %5d  %12d  %.2fs/%.2fs/%.2fs (lease %.0fs: p99 %s)", c.Qos, c.Sink, c.Nodes, c.Tasks, c.Kills,
+				c.Windows.Expected, c.Windows.Exact, c.Windows.Missing, c.Windows.Duplicates, c.TakeOvers, c.NotRestored, c.Failover.Mean, c.FailoverP99, c.Failover.Max, c.LeaseSeconds,
+				c.failoverVerdict())
 		}
 	}
 	for name, err := range r.Errors {

@@ -21,8 +21,11 @@ type Config struct {
 	OldBin   string        // upgrade: the old build (REKUIPER_OLD_BIN); a second build of Root when empty
 	NewBin   string        // upgrade: the new build (REKUIPER_NEW_BIN); Bin when empty
 	Kills    int           // crash scenario kills per qos (default 10)
-	Outage   time.Duration // broker outage length (default 5 s)
-	Interval time.Duration // soak sampling period (default 1 min in soak mode)
+	// Partitions of the cluster scenario's input topic (default 6: the
+	// rule runs as six tasks; 1: whole, on one node).
+	Partitions int
+	Outage     time.Duration // broker outage length (default 5 s)
+	Interval   time.Duration // soak sampling period (default 1 min in soak mode)
 	// Scenarios limits a short run to these of crash, outage, storage,
 	// soak, upgrade, cluster (empty: all).
 	Scenarios []string
@@ -46,7 +49,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("rate %v and duration %s must be positive", cfg.Rate, cfg.Duration)
 	}
 	rep := &Report{Mode: cfg.Mode, Started: time.Now(), Timings: map[string]float64{}, Errors: map[string]string{},
-		Params: map[string]any{"duration_seconds": cfg.Duration.Seconds(), "rate": cfg.Rate, "kills": cfg.Kills,
+		Params: map[string]any{"duration_seconds": cfg.Duration.Seconds(), "rate": cfg.Rate, "kills": cfg.Kills, "partitions": cfg.Partitions,
 			"outage_seconds": cfg.Outage.Seconds(), "interval_seconds": cfg.Interval.Seconds(), "scenarios": cfg.Scenarios}}
 	logf := cfg.Logf
 	if logf == nil {
@@ -138,10 +141,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return err
 	})
 	timed("cluster", func() error {
-		// Each kill takes about lease time + two checkpoints: feed the
-		// input long enough for every kill to fall on it.
-		feed := max(cfg.Duration, time.Duration(max(cfg.Kills, 1))*5*time.Second)
-		p := ClusterParams{Kills: cfg.Kills, Rate: cfg.Rate, Records: int(cfg.Rate * feed.Seconds()), Seed: uint64(time.Now().UnixNano())}
+		// Each kill takes about the lease time, two checkpoints and the
+		// restarted node taking its share back: feed the input long
+		// enough for every kill to fall on it.
+		feed := max(cfg.Duration, time.Duration(max(cfg.Kills, 1))*8*time.Second)
+		p := ClusterParams{Kills: cfg.Kills, Partitions: cfg.Partitions, Rate: cfg.Rate, Records: int(cfg.Rate * feed.Seconds()), Seed: uint64(time.Now().UnixNano())}
 		r, err := RunCluster(ctx, env("cluster"), p)
 		rep.Cluster = r
 		if err != nil {

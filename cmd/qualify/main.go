@@ -35,7 +35,8 @@ func run() int {
 	bin := fs.String("bin", "", "kuiperd to qualify (default: build ./cmd/kuiperd)")
 	work := fs.String("work", "", "scratch folder (default: a new temporary folder, removed unless -keep)")
 	keep := fs.Bool("keep", false, "keep the scratch folder (daemon logs, data)")
-	kills := fs.Int("kills", 10, "SIGKILLs per qos level in the crash scenario")
+	kills := fs.Int("kills", 10, "SIGKILLs per qos level in the crash and cluster scenarios")
+	partitions := fs.Int("partitions", 6, "partitions of the cluster scenario's input topic (1: the rule runs whole, on one node)")
 	outage := fs.Duration("outage", 5*time.Second, "broker outage length")
 	interval := fs.Duration("interval", 0, "soak sampling period (default 1m in soak mode, duration/10 in short mode)")
 	only := fs.String("scenarios", "", "short mode: comma-separated subset of crash,outage,storage,soak,upgrade,cluster (default all)")
@@ -64,7 +65,7 @@ func run() int {
 	start := time.Now()
 	cfg := qualify.Config{Mode: *mode, Duration: *duration, Rate: *rate, Root: root, WorkDir: dir, Bin: *bin,
 		OldBin: os.Getenv("REKUIPER_OLD_BIN"), NewBin: os.Getenv("REKUIPER_NEW_BIN"),
-		Kills: *kills, Outage: *outage, Interval: *interval, Scenarios: splitList(*only),
+		Kills: *kills, Partitions: *partitions, Outage: *outage, Interval: *interval, Scenarios: splitList(*only),
 		Logf: func(format string, args ...any) {
 			fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 		}}

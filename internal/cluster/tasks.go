@@ -340,7 +340,10 @@ func (ts *Tasks) Summary(id string) (catalog.RuleSummary, bool) {
 	return catalog.RuleSummary{State: t.state.String(), Message: t.message, LastStart: t.lastStart, LastStop: t.lastStop}, true
 }
 
-// local returns the status of task id if it runs here, with its counters.
+// local returns the status of task id if it runs here, with its counters
+// and the id of its last checkpoint (checkpoint_last_id: a task that
+// moved shows by it whether it continued from the previous node's
+// checkpoints).
 func (ts *Tasks) local(id string) (rulemgr.TaskStatus, bool) {
 	ts.mu.Lock()
 	t := ts.tasks[id]
@@ -354,7 +357,7 @@ func (ts *Tasks) local(id string) (rulemgr.TaskStatus, bool) {
 	t.mu.Unlock()
 	if r != nil {
 		for k, v := range r.Metrics() {
-			if strings.HasSuffix(k, "_total") {
+			if strings.HasSuffix(k, "_total") || k == "checkpoint_last_id" {
 				if st.Metrics == nil {
 					st.Metrics = map[string]any{}
 				}

@@ -192,7 +192,10 @@ func TestTasksRunAndRestart(t *testing.T) {
 		t.Errorf("unplaced task: %+v", tasks[0])
 	}
 	if _, ok := tasks[1].Metrics["sink_log_0_0_last_exception"]; ok {
-		t.Error("a task's status carries more than its counters")
+		t.Error("a task's status carries more than its counters and last checkpoint")
+	}
+	if tasks[1].Metrics["checkpoint_last_id"] != int64(7) {
+		t.Errorf("local task's last checkpoint: %v, want 7", tasks[1].Metrics["checkpoint_last_id"])
 	}
 	if _, ok := sp.Tasks("b"); ok {
 		t.Error("rule b is not split but has tasks")

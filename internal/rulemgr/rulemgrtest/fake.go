@@ -165,6 +165,7 @@ func (x *Run) Metrics() map[string]any {
 		"op_2_project_0_records_in_total": int64(3),
 		"sink_log_0_0_exceptions_total":   int64(1),
 		"sink_log_0_0_last_exception":     "boom",
+		"checkpoint_last_id":              int64(7),
 	}
 }
 
