@@ -23,7 +23,11 @@ type DaemonConfig struct {
 	Env    []string // added to kuiperd's environment (GODEBUG=..., GOGC=...)
 	// BufferLength, when positive, sets the rules' bufferLength option.
 	BufferLength int
-	Logf         func(format string, args ...any)
+	// Profiles, when set, is a folder for kuiperd's CPU profile of the
+	// first 10 s of the create phase (create.pprof) and its heap profile with all rules idle
+	// (idle-heap.pprof, after a forced collection).
+	Profiles string
+	Logf     func(format string, args ...any)
 }
 
 // DaemonResult holds the daemon figures.
@@ -36,11 +40,17 @@ type DaemonResult struct {
 	CreateSeconds    float64 `json:"createSeconds"`
 	CreateRate       float64 `json:"createRulesPerSecond"`
 	AllRunningAfterS float64 `json:"allRunningAfterCreateSeconds"` // after the last create answered
-	BaseRSSMB        float64 `json:"baseRssMB"`                    // VmRSS with the stream and no rules
+	BaseRSSMB        float64 `json:"baseRssMB"`                    // VmRSS with the stream and no rules, settled after a forced collection
+	BaseLiveMB       float64 `json:"baseLiveMB"`                   // live heap + stacks with the stream and no rules, after a forced collection
 	BaseGoroutines   int     `json:"baseGoroutines"`               // goroutines with the stream and no rules
-	IdleRSSMB        float64 `json:"idleRssMB"`                    // VmRSS with all rules running, 3 s after
+	IdleFoundRSSMB   float64 `json:"idleFoundRssMB"`               // VmRSS with all rules running, 8 s after, as found (depends on when the collector last ran)
+	IdleRSSMB        float64 `json:"idleRssMB"`                    // VmRSS with all rules running, settled after a forced collection
+	IdleLiveMB       float64 `json:"idleLiveMB"`                   // live heap + stacks with all rules running, after a forced collection
 	IdleGoroutines   int     `json:"idleGoroutines"`               // goroutines with all rules running
-	RuleKB           float64 `json:"ruleKB"`                       // (idle − base RSS) / rules
+	GCsDuringCreate  int64   `json:"gcsDuringCreate"`              // collections between the base and idle samples
+	RuleLiveKB       float64 `json:"ruleLiveKB"`                   // (idle − base live heap + stacks) / rules: the per-rule figure
+	RuleKB           float64 `json:"ruleKB"`                       // (idle − base settled RSS) / rules
+	RuleFoundKB      float64 `json:"ruleFoundKB"`                  // (idle as found − base settled RSS) / rules
 	RuleGoroutines   float64 `json:"ruleGoroutines"`               // (idle − base goroutines) / rules
 	IdlePeakRSSMB    float64 `json:"idlePeakRssMB"`                // VmHWM of that run
 	IdleCPUCores     float64 `json:"idleCpuCores"`                 // CPU use over 5 s with all rules idle
@@ -94,11 +104,11 @@ func RunDaemon(ctx context.Context, cfg DaemonConfig) (DaemonResult, error) {
 	if res.BaseGoroutines, err = rest.Goroutines(); err != nil {
 		return res, err
 	}
-	mem0, err := ReadMemory(d.PID())
+	base, err := settledMemory(rest, d.PID())
 	if err != nil {
 		return res, err
 	}
-	res.BaseRSSMB = mb(mem0.RSS)
+	res.BaseRSSMB, res.BaseLiveMB = mb(base.rss), mb(base.heap.Live())
 
 	logf("rules10k (%s): creating %d rules with %d clients", cfg.Source, cfg.Rules, cfg.Clients)
 	var next atomic.Int64
@@ -106,6 +116,10 @@ func RunDaemon(ctx context.Context, cfg DaemonConfig) (DaemonResult, error) {
 	var once sync.Once
 	var wg sync.WaitGroup
 	t0 := time.Now()
+	waitCPU := func() error { return nil }
+	if cfg.Profiles != "" {
+		waitCPU = rest.StartCPUProfile(filepath.Join(cfg.Profiles, "create.pprof"), 10)
+	}
 	for range cfg.Clients {
 		wg.Add(1)
 		go func() {
@@ -131,10 +145,13 @@ func RunDaemon(ctx context.Context, cfg DaemonConfig) (DaemonResult, error) {
 		}()
 	}
 	wg.Wait()
+	created := time.Since(t0)
+	if err := waitCPU(); err != nil {
+		logf("rules10k (%s): %v", cfg.Source, err)
+	}
 	if firstErr != nil {
 		return res, firstErr
 	}
-	created := time.Since(t0)
 	res.CreateSeconds = created.Seconds()
 	res.CreateRate = float64(cfg.Rules) / created.Seconds()
 	logf("rules10k (%s): created in %s (%.0f rules/s)", cfg.Source, created.Round(time.Millisecond), res.CreateRate)
@@ -159,11 +176,25 @@ func RunDaemon(ctx context.Context, cfg DaemonConfig) (DaemonResult, error) {
 	if err != nil {
 		return res, err
 	}
-	res.IdleRSSMB, res.IdlePeakRSSMB = mb(mem.RSS), mb(mem.Peak)
+	res.IdleFoundRSSMB, res.IdlePeakRSSMB = mb(mem.RSS), mb(mem.Peak)
 	if res.IdleGoroutines, err = rest.Goroutines(); err != nil {
 		return res, err
 	}
-	res.RuleKB = float64(mem.RSS-mem0.RSS) / 1024 / float64(cfg.Rules)
+	idle, err := settledMemory(rest, d.PID())
+	if err != nil {
+		return res, err
+	}
+	res.IdleRSSMB, res.IdleLiveMB = mb(idle.rss), mb(idle.heap.Live())
+	if cfg.Profiles != "" {
+		if err := rest.SaveProfile("/debug/pprof/heap?gc=1", filepath.Join(cfg.Profiles, "idle-heap.pprof")); err != nil {
+			return res, err
+		}
+	}
+	res.GCsDuringCreate = idle.heap.NumGC - base.heap.NumGC - 2 // less the two forced ones
+	perRule := func(b int64) float64 { return float64(b) / 1024 / float64(cfg.Rules) }
+	res.RuleLiveKB = perRule(idle.heap.Live() - base.heap.Live())
+	res.RuleKB = perRule(idle.rss - base.rss)
+	res.RuleFoundKB = perRule(mem.RSS - base.rss)
 	res.RuleGoroutines = float64(res.IdleGoroutines-res.BaseGoroutines) / float64(cfg.Rules)
 
 	t1 := time.Now()
@@ -189,6 +220,46 @@ func RunDaemon(ctx context.Context, cfg DaemonConfig) (DaemonResult, error) {
 		res.RestartRSSMB = mb(mem.RSS)
 	}
 	return res, nil
+}
+
+// sampledMemory is one memory sample of the daemon.
+type sampledMemory struct {
+	heap HeapStats
+	rss  int64
+}
+
+// settledMemory forces two full collections through the profiler (the
+// second frees what the first left to finalizers) and reads the live heap,
+// then polls VmRSS until the runtime has returned what it will return to
+// the OS (no drop of more than 1 % in a second, at most 30 s).
+func settledMemory(rest *REST, pid int) (sampledMemory, error) {
+	var s sampledMemory
+	if _, err := rest.HeapStats(true); err != nil {
+		return s, err
+	}
+	h, err := rest.HeapStats(true)
+	if err != nil {
+		return s, err
+	}
+	s.heap = h
+	prev, err := ReadMemory(pid)
+	if err != nil {
+		return s, err
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(time.Second)
+		m, err := ReadMemory(pid)
+		if err != nil {
+			return s, err
+		}
+		settled := m.RSS > prev.RSS-prev.RSS/100
+		prev = m
+		if settled {
+			break
+		}
+	}
+	s.rss = prev.RSS
+	return s, nil
 }
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }

@@ -90,6 +90,7 @@ func run(args []string, out io.Writer) error {
 	clients := fs.Int("clients", 4, "rules10k: concurrent REST clients")
 	bufLen := fs.Int("rule-buffer", 0, "rules10k: bufferLength option of the rules (0: the default)")
 	idle := fs.String("idle-source", "memory", "rules10k: idle stream type, memory or mqtt (comma-separated for both)")
+	profiles := fs.String("profiles", "", "rules10k: save kuiperd's CPU profile of the first 10 s of the create phase (create.pprof) and heap profile of the idle rules (idle-heap.pprof) in this folder")
 	verbose := fs.Bool("v", false, "print p50/p99 latency per second of each run")
 	var env []string
 	fs.Func("kuiperd-env", "KEY=VALUE added to kuiperd's environment (repeatable), e.g. GODEBUG=gctrace=1", func(v string) error {
@@ -142,7 +143,7 @@ func run(args []string, out io.Writer) error {
 		name = strings.TrimSpace(name)
 		if name == "rules10k" {
 			for _, src := range strings.Split(*idle, ",") {
-				r, err := bench.RunDaemon(ctx, bench.DaemonConfig{Kuiperd: bin, Dir: dir, Rules: *rules, Clients: *clients, Source: strings.TrimSpace(src), Env: env, BufferLength: *bufLen, Logf: logf})
+				r, err := bench.RunDaemon(ctx, bench.DaemonConfig{Kuiperd: bin, Dir: dir, Rules: *rules, Clients: *clients, Source: strings.TrimSpace(src), Env: env, BufferLength: *bufLen, Logf: logf, Profiles: *profiles})
 				if err != nil {
 					return fmt.Errorf("rules10k: %w", err)
 				}
@@ -248,9 +249,10 @@ func printResult(w io.Writer, r bench.Result) {
 func printDaemon(w io.Writer, r bench.DaemonResult) {
 	fmt.Fprintf(w, "rules10k (%d rules on one idle %s stream, %d REST clients, bufferLength %d)\n", r.Rules, r.Source, r.Clients, r.BufferLength)
 	fmt.Fprintf(w, "  create: %.1f s, %.0f rules/s; all running %.2f s after the last create\n", r.CreateSeconds, r.CreateRate, r.AllRunningAfterS)
-	fmt.Fprintf(w, "  before the rules: RSS %.1f MB, %d goroutines\n", r.BaseRSSMB, r.BaseGoroutines)
-	fmt.Fprintf(w, "  idle: RSS %.1f MB (peak %.1f MB), %d goroutines, CPU %.3f cores; catalog %.1f MB\n", r.IdleRSSMB, r.IdlePeakRSSMB, r.IdleGoroutines, r.IdleCPUCores, r.CatalogMB)
-	fmt.Fprintf(w, "  per rule: %.1f KB RSS, %.3f goroutines\n", r.RuleKB, r.RuleGoroutines)
+	fmt.Fprintf(w, "  before the rules (after a forced GC): live heap+stacks %.1f MB, RSS %.1f MB, %d goroutines\n", r.BaseLiveMB, r.BaseRSSMB, r.BaseGoroutines)
+	fmt.Fprintf(w, "  idle: RSS as found %.1f MB (peak %.1f MB, %d collections during create); after a forced GC: live heap+stacks %.1f MB, RSS %.1f MB; %d goroutines, CPU %.3f cores; catalog %.1f MB\n",
+		r.IdleFoundRSSMB, r.IdlePeakRSSMB, r.GCsDuringCreate, r.IdleLiveMB, r.IdleRSSMB, r.IdleGoroutines, r.IdleCPUCores, r.CatalogMB)
+	fmt.Fprintf(w, "  per rule: %.1f KB live heap+stacks, %.1f KB RSS settled (%.1f KB as found), %.3f goroutines\n", r.RuleLiveKB, r.RuleKB, r.RuleFoundKB, r.RuleGoroutines)
 	fmt.Fprintf(w, "  graceful stop %.2f s; restart: /ping after %.2f s, all running after %.2f s, RSS %.1f MB\n", r.StopSeconds, r.RestartPingS, r.RestartRunningS, r.RestartRSSMB)
 }
 
