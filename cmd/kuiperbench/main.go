@@ -90,7 +90,8 @@ func run(args []string, out io.Writer) error {
 	clients := fs.Int("clients", 4, "rules10k: concurrent REST clients")
 	bufLen := fs.Int("rule-buffer", 0, "rules10k: bufferLength option of the rules (0: the default)")
 	idle := fs.String("idle-source", "memory", "rules10k: idle stream type, memory or mqtt (comma-separated for both)")
-	profiles := fs.String("profiles", "", "rules10k: save kuiperd's CPU profile of the first 10 s of the create phase (create.pprof) and heap profile of the idle rules (idle-heap.pprof) in this folder")
+	profiles := fs.String("profiles", "", "save kuiperd's profiles in this folder: rules10k, a CPU profile of the first 10 s of the create phase (create.pprof) and the heap of the idle rules (idle-heap.pprof); MQTT scenarios, a CPU profile (<scenario>-cpu.pprof, up to 10 s) and an execution trace (<scenario>-trace.out, 3 s) from 2 s into publishing (of the last run)")
+	floor := fs.Bool("floor", false, "MQTT scenarios: also subscribe to the input topic and report its latency, the harness floor of the same run (the broker then delivers every input message twice, so its CPU per message rises)")
 	verbose := fs.Bool("v", false, "print p50/p99 latency per second of each run")
 	var env []string
 	fs.Func("kuiperd-env", "KEY=VALUE added to kuiperd's environment (repeatable), e.g. GODEBUG=gctrace=1", func(v string) error {
@@ -155,7 +156,7 @@ func run(args []string, out io.Writer) error {
 		var runOne func(q int) (bench.Result, error)
 		if sc, ok := bench.FindScenario(name); ok {
 			runOne = func(q int) (bench.Result, error) {
-				return bench.Run(ctx, sc, bench.RunConfig{Kuiperd: bin, Dir: dir, Duration: *dur, Publishers: *pubs, RuleQoS: q, Env: env, ReadPace: *readPace, Protocol: *protocol, Logf: logf})
+				return bench.Run(ctx, sc, bench.RunConfig{Kuiperd: bin, Dir: dir, Duration: *dur, Publishers: *pubs, RuleQoS: q, Env: env, ReadPace: *readPace, Protocol: *protocol, Floor: *floor, Profiles: *profiles, Logf: logf})
 			}
 		} else if ks, ok := bench.FindKafkaScenario(name); ok {
 			if *kafkaBatch > 0 {
@@ -244,6 +245,9 @@ func printResult(w io.Writer, r bench.Result) {
 			r.EngineCPUUS, r.BrokerCPUUS, r.BenchCPUUS, r.EngineCores, r.BrokerCores, r.BenchCores)
 	}
 	fmt.Fprintf(w, "  kuiperd peak RSS %.1f MB; latency (%s) p50 %.2f ms, p99 %.2f ms, max %.2f ms; last output %.0f ms after the last publish\n", r.PeakRSSMB, r.LatencyKind, r.LatencyP50MS, r.LatencyP99MS, r.LatencyMaxMS, r.TailMS)
+	if r.FloorP99MS > 0 {
+		fmt.Fprintf(w, "  floor (subscriber on the input topic, same run): p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", r.FloorP50MS, r.FloorP99MS, r.FloorMaxMS)
+	}
 }
 
 func printDaemon(w io.Writer, r bench.DaemonResult) {
