@@ -39,6 +39,7 @@ type DaemonResult struct {
 	BufferLength     int     `json:"bufferLength,omitempty"`
 	CreateSeconds    float64 `json:"createSeconds"`
 	CreateRate       float64 `json:"createRulesPerSecond"`
+	CreateCPUUS      float64 `json:"createCpuUsPerRule"`           // kuiperd CPU (utime+stime) during the create phase / rules
 	AllRunningAfterS float64 `json:"allRunningAfterCreateSeconds"` // after the last create answered
 	BaseRSSMB        float64 `json:"baseRssMB"`                    // VmRSS with the stream and no rules, settled after a forced collection
 	BaseLiveMB       float64 `json:"baseLiveMB"`                   // live heap + stacks with the stream and no rules, after a forced collection
@@ -115,6 +116,10 @@ func RunDaemon(ctx context.Context, cfg DaemonConfig) (DaemonResult, error) {
 	var firstErr error
 	var once sync.Once
 	var wg sync.WaitGroup
+	cpuCreate0, err := CPUTime(d.PID())
+	if err != nil {
+		return res, err
+	}
 	t0 := time.Now()
 	waitCPU := func() error { return nil }
 	if cfg.Profiles != "" {
@@ -146,6 +151,11 @@ func RunDaemon(ctx context.Context, cfg DaemonConfig) (DaemonResult, error) {
 	}
 	wg.Wait()
 	created := time.Since(t0)
+	cpuCreate1, err := CPUTime(d.PID())
+	if err != nil {
+		return res, err
+	}
+	res.CreateCPUUS = float64((cpuCreate1 - cpuCreate0).Microseconds()) / float64(cfg.Rules)
 	if err := waitCPU(); err != nil {
 		logf("rules10k (%s): %v", cfg.Source, err)
 	}
@@ -190,7 +200,7 @@ func RunDaemon(ctx context.Context, cfg DaemonConfig) (DaemonResult, error) {
 			return res, err
 		}
 	}
-	res.GCsDuringCreate = idle.heap.NumGC - base.heap.NumGC - 2 // less the two forced ones
+	res.GCsDuringCreate = idle.gcs - base.gcs - 3 // less the forced ones
 	perRule := func(b int64) float64 { return float64(b) / 1024 / float64(cfg.Rules) }
 	res.RuleLiveKB = perRule(idle.heap.Live() - base.heap.Live())
 	res.RuleKB = perRule(idle.rss - base.rss)
@@ -224,24 +234,32 @@ func RunDaemon(ctx context.Context, cfg DaemonConfig) (DaemonResult, error) {
 
 // sampledMemory is one memory sample of the daemon.
 type sampledMemory struct {
-	heap HeapStats
+	heap HeapStats // the sample with the least live heap
+	gcs  int64     // collections by the end of the sampling
 	rss  int64
 }
 
-// settledMemory forces two full collections through the profiler (the
-// second frees what the first left to finalizers) and reads the live heap,
-// then polls VmRSS until the runtime has returned what it will return to
-// the OS (no drop of more than 1 % in a second, at most 30 s).
+// settledMemory forces full collections through the profiler, three
+// times a second apart, and keeps the smallest live heap (work under way
+// at a collection, such as the metrics history sampling every rule, only
+// adds to what is held for good). It then polls VmRSS until the runtime
+// has returned what it will return to the OS (no drop of more than 1 % in
+// a second, at most 30 s).
 func settledMemory(rest *REST, pid int) (sampledMemory, error) {
 	var s sampledMemory
-	if _, err := rest.HeapStats(true); err != nil {
-		return s, err
+	for i := range 3 {
+		if i > 0 {
+			time.Sleep(time.Second)
+		}
+		h, err := rest.HeapStats(true)
+		if err != nil {
+			return s, err
+		}
+		if i == 0 || h.Live() < s.heap.Live() {
+			s.heap = h
+		}
+		s.gcs = h.NumGC
 	}
-	h, err := rest.HeapStats(true)
-	if err != nil {
-		return s, err
-	}
-	s.heap = h
 	prev, err := ReadMemory(pid)
 	if err != nil {
 		return s, err

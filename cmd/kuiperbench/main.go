@@ -252,7 +252,7 @@ func printResult(w io.Writer, r bench.Result) {
 
 func printDaemon(w io.Writer, r bench.DaemonResult) {
 	fmt.Fprintf(w, "rules10k (%d rules on one idle %s stream, %d REST clients, bufferLength %d)\n", r.Rules, r.Source, r.Clients, r.BufferLength)
-	fmt.Fprintf(w, "  create: %.1f s, %.0f rules/s; all running %.2f s after the last create\n", r.CreateSeconds, r.CreateRate, r.AllRunningAfterS)
+	fmt.Fprintf(w, "  create: %.1f s, %.0f rules/s, kuiperd CPU %.0f µs per rule; all running %.2f s after the last create\n", r.CreateSeconds, r.CreateRate, r.CreateCPUUS, r.AllRunningAfterS)
 	fmt.Fprintf(w, "  before the rules (after a forced GC): live heap+stacks %.1f MB, RSS %.1f MB, %d goroutines\n", r.BaseLiveMB, r.BaseRSSMB, r.BaseGoroutines)
 	fmt.Fprintf(w, "  idle: RSS as found %.1f MB (peak %.1f MB, %d collections during create); after a forced GC: live heap+stacks %.1f MB, RSS %.1f MB; %d goroutines, CPU %.3f cores; catalog %.1f MB\n",
 		r.IdleFoundRSSMB, r.IdlePeakRSSMB, r.GCsDuringCreate, r.IdleLiveMB, r.IdleRSSMB, r.IdleGoroutines, r.IdleCPUCores, r.CatalogMB)
