@@ -130,7 +130,9 @@ type Result struct {
 	FloorP50MS float64 `json:"floorP50Ms,omitempty"`
 	FloorP99MS float64 `json:"floorP99Ms,omitempty"`
 	FloorMaxMS float64 `json:"floorMaxMs,omitempty"`
-	TailMS     float64 `json:"tailMs"` // from the last publish to the last output received
+	// FloorBySecond is LatencyBySecond of the floor subscriber.
+	FloorBySecond [][2]float64 `json:"floorBySecond,omitempty"`
+	TailMS        float64      `json:"tailMs"` // from the last publish to the last output received
 	// LatencyBySecond holds p50 and p99 (ms) per second of the run, by
 	// the second the message was sent (window: the window end).
 	LatencyBySecond [][2]float64 `json:"latencyBySecond"`
@@ -287,7 +289,9 @@ func Run(ctx context.Context, sc Scenario, cfg RunConfig) (Result, error) {
 	res.LatencyBySecond = bySecond(st.Latencies, st.At, wall0)
 	res.LatencyP50MS, res.LatencyP99MS, res.LatencyMaxMS = percentiles(st.Latencies)
 	if floor != nil {
-		res.FloorP50MS, res.FloorP99MS, res.FloorMaxMS = percentiles(floor.Stats().Latencies)
+		fs := floor.Stats()
+		res.FloorP50MS, res.FloorP99MS, res.FloorMaxMS = percentiles(fs.Latencies)
+		res.FloorBySecond = bySecond(fs.Latencies, fs.At, wall0)
 	}
 	err = addEngineRecords(rest, &res, ids...)
 	return res, err

@@ -180,6 +180,9 @@ func run(args []string, out io.Writer) error {
 				printResult(out, r)
 				if *verbose {
 					fmt.Fprintf(out, "  p50/p99 ms by second: %v\n", r.LatencyBySecond)
+					if r.FloorBySecond != nil {
+						fmt.Fprintf(out, "  floor p50/p99 ms by second: %v\n", r.FloorBySecond)
+					}
 				}
 				cpu[q] = append(cpu[q], r.EngineCPUUS)
 				if q > 0 && round == rounds-1 {
