@@ -290,8 +290,8 @@ func Run(ctx context.Context, sc Scenario, cfg RunConfig) (Result, error) {
 	res.LatencyP50MS, res.LatencyP99MS, res.LatencyMaxMS = percentiles(st.Latencies)
 	if floor != nil {
 		fs := floor.Stats()
+		res.FloorBySecond = bySecond(fs.Latencies, fs.At, wall0) // before percentiles sorts Latencies
 		res.FloorP50MS, res.FloorP99MS, res.FloorMaxMS = percentiles(fs.Latencies)
-		res.FloorBySecond = bySecond(fs.Latencies, fs.At, wall0)
 	}
 	err = addEngineRecords(rest, &res, ids...)
 	return res, err
