@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,7 +25,8 @@ type DaemonConfig struct {
 	// BufferLength, when positive, sets the rules' bufferLength option.
 	BufferLength int
 	// Profiles, when set, is a folder for kuiperd's CPU profile of the
-	// first 10 s of the create phase (create.pprof) and its heap profile with all rules idle
+	// first 10 s of the create phase (create.pprof), an execution trace
+	// of 2 s from 1 s into it (create-trace.out) and its heap profile with all rules idle
 	// (idle-heap.pprof, after a forced collection).
 	Profiles string
 	Logf     func(format string, args ...any)
@@ -123,7 +125,13 @@ func RunDaemon(ctx context.Context, cfg DaemonConfig) (DaemonResult, error) {
 	t0 := time.Now()
 	waitCPU := func() error { return nil }
 	if cfg.Profiles != "" {
-		waitCPU = rest.StartCPUProfile(filepath.Join(cfg.Profiles, "create.pprof"), 10)
+		cpu := rest.StartCPUProfile(filepath.Join(cfg.Profiles, "create.pprof"), 10)
+		trace := make(chan error, 1)
+		go func() {
+			time.Sleep(time.Second)
+			trace <- rest.SaveProfile("/debug/pprof/trace?seconds=2", filepath.Join(cfg.Profiles, "create-trace.out"))
+		}()
+		waitCPU = func() error { return errors.Join(cpu(), <-trace) }
 	}
 	for range cfg.Clients {
 		wg.Add(1)

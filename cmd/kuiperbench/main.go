@@ -90,7 +90,7 @@ func run(args []string, out io.Writer) error {
 	clients := fs.Int("clients", 4, "rules10k: concurrent REST clients")
 	bufLen := fs.Int("rule-buffer", 0, "rules10k: bufferLength option of the rules (0: the default)")
 	idle := fs.String("idle-source", "memory", "rules10k: idle stream type, memory or mqtt (comma-separated for both)")
-	profiles := fs.String("profiles", "", "save kuiperd's profiles in this folder: rules10k, a CPU profile of the first 10 s of the create phase (create.pprof) and the heap of the idle rules (idle-heap.pprof); MQTT scenarios, a CPU profile (<scenario>-cpu.pprof, up to 10 s) and an execution trace (<scenario>-trace.out, 3 s) from 2 s into publishing (of the last run)")
+	profiles := fs.String("profiles", "", "save kuiperd's profiles in this folder: rules10k, a CPU profile of the first 10 s of the create phase (create.pprof), a 2 s execution trace from 1 s into it (create-trace.out) and the heap of the idle rules (idle-heap.pprof); MQTT scenarios, a CPU profile (<scenario>-cpu.pprof, up to 10 s) and an execution trace (<scenario>-trace.out, 3 s) from 2 s into publishing (of the last run)")
 	floor := fs.Bool("floor", false, "MQTT scenarios: also subscribe to the input topic and report its latency, the harness floor of the same run (the broker then delivers every input message twice, so its CPU per message rises)")
 	verbose := fs.Bool("v", false, "print p50/p99 latency per second of each run")
 	var env []string
