@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,7 +24,12 @@ type DaemonConfig struct {
 	Env    []string // added to kuiperd's environment (GODEBUG=..., GOGC=...)
 	// BufferLength, when positive, sets the rules' bufferLength option.
 	BufferLength int
-	Logf         func(format string, args ...any)
+	// Profiles, when set, is a folder for kuiperd's CPU profile of the
+	// first 10 s of the create phase (create.pprof), an execution trace
+	// of 2 s from 1 s into it (create-trace.out) and its heap profile with all rules idle
+	// (idle-heap.pprof, after a forced collection).
+	Profiles string
+	Logf     func(format string, args ...any)
 }
 
 // DaemonResult holds the daemon figures.
@@ -35,12 +41,19 @@ type DaemonResult struct {
 	BufferLength     int     `json:"bufferLength,omitempty"`
 	CreateSeconds    float64 `json:"createSeconds"`
 	CreateRate       float64 `json:"createRulesPerSecond"`
+	CreateCPUUS      float64 `json:"createCpuUsPerRule"`           // kuiperd CPU (utime+stime) during the create phase / rules
 	AllRunningAfterS float64 `json:"allRunningAfterCreateSeconds"` // after the last create answered
-	BaseRSSMB        float64 `json:"baseRssMB"`                    // VmRSS with the stream and no rules
+	BaseRSSMB        float64 `json:"baseRssMB"`                    // VmRSS with the stream and no rules, settled after a forced collection
+	BaseLiveMB       float64 `json:"baseLiveMB"`                   // live heap + stacks with the stream and no rules, after a forced collection
 	BaseGoroutines   int     `json:"baseGoroutines"`               // goroutines with the stream and no rules
-	IdleRSSMB        float64 `json:"idleRssMB"`                    // VmRSS with all rules running, 3 s after
+	IdleFoundRSSMB   float64 `json:"idleFoundRssMB"`               // VmRSS with all rules running, 8 s after, as found (depends on when the collector last ran)
+	IdleRSSMB        float64 `json:"idleRssMB"`                    // VmRSS with all rules running, settled after a forced collection
+	IdleLiveMB       float64 `json:"idleLiveMB"`                   // live heap + stacks with all rules running, after a forced collection
 	IdleGoroutines   int     `json:"idleGoroutines"`               // goroutines with all rules running
-	RuleKB           float64 `json:"ruleKB"`                       // (idle − base RSS) / rules
+	GCsDuringCreate  int64   `json:"gcsDuringCreate"`              // collections between the base and idle samples
+	RuleLiveKB       float64 `json:"ruleLiveKB"`                   // (idle − base live heap + stacks) / rules: the per-rule figure
+	RuleKB           float64 `json:"ruleKB"`                       // (idle − base settled RSS) / rules
+	RuleFoundKB      float64 `json:"ruleFoundKB"`                  // (idle as found − base settled RSS) / rules
 	RuleGoroutines   float64 `json:"ruleGoroutines"`               // (idle − base goroutines) / rules
 	IdlePeakRSSMB    float64 `json:"idlePeakRssMB"`                // VmHWM of that run
 	IdleCPUCores     float64 `json:"idleCpuCores"`                 // CPU use over 5 s with all rules idle
@@ -94,18 +107,32 @@ func RunDaemon(ctx context.Context, cfg DaemonConfig) (DaemonResult, error) {
 	if res.BaseGoroutines, err = rest.Goroutines(); err != nil {
 		return res, err
 	}
-	mem0, err := ReadMemory(d.PID())
+	base, err := settledMemory(rest, d.PID())
 	if err != nil {
 		return res, err
 	}
-	res.BaseRSSMB = mb(mem0.RSS)
+	res.BaseRSSMB, res.BaseLiveMB = mb(base.rss), mb(base.heap.Live())
 
 	logf("rules10k (%s): creating %d rules with %d clients", cfg.Source, cfg.Rules, cfg.Clients)
 	var next atomic.Int64
 	var firstErr error
 	var once sync.Once
 	var wg sync.WaitGroup
+	cpuCreate0, err := CPUTime(d.PID())
+	if err != nil {
+		return res, err
+	}
 	t0 := time.Now()
+	waitCPU := func() error { return nil }
+	if cfg.Profiles != "" {
+		cpu := rest.StartCPUProfile(filepath.Join(cfg.Profiles, "create.pprof"), 10)
+		trace := make(chan error, 1)
+		go func() {
+			time.Sleep(time.Second)
+			trace <- rest.SaveProfile("/debug/pprof/trace?seconds=2", filepath.Join(cfg.Profiles, "create-trace.out"))
+		}()
+		waitCPU = func() error { return errors.Join(cpu(), <-trace) }
+	}
 	for range cfg.Clients {
 		wg.Add(1)
 		go func() {
@@ -131,10 +158,18 @@ func RunDaemon(ctx context.Context, cfg DaemonConfig) (DaemonResult, error) {
 		}()
 	}
 	wg.Wait()
+	created := time.Since(t0)
+	cpuCreate1, err := CPUTime(d.PID())
+	if err != nil {
+		return res, err
+	}
+	res.CreateCPUUS = float64((cpuCreate1 - cpuCreate0).Microseconds()) / float64(cfg.Rules)
+	if err := waitCPU(); err != nil {
+		logf("rules10k (%s): %v", cfg.Source, err)
+	}
 	if firstErr != nil {
 		return res, firstErr
 	}
-	created := time.Since(t0)
 	res.CreateSeconds = created.Seconds()
 	res.CreateRate = float64(cfg.Rules) / created.Seconds()
 	logf("rules10k (%s): created in %s (%.0f rules/s)", cfg.Source, created.Round(time.Millisecond), res.CreateRate)
@@ -159,11 +194,25 @@ func RunDaemon(ctx context.Context, cfg DaemonConfig) (DaemonResult, error) {
 	if err != nil {
 		return res, err
 	}
-	res.IdleRSSMB, res.IdlePeakRSSMB = mb(mem.RSS), mb(mem.Peak)
+	res.IdleFoundRSSMB, res.IdlePeakRSSMB = mb(mem.RSS), mb(mem.Peak)
 	if res.IdleGoroutines, err = rest.Goroutines(); err != nil {
 		return res, err
 	}
-	res.RuleKB = float64(mem.RSS-mem0.RSS) / 1024 / float64(cfg.Rules)
+	idle, err := settledMemory(rest, d.PID())
+	if err != nil {
+		return res, err
+	}
+	res.IdleRSSMB, res.IdleLiveMB = mb(idle.rss), mb(idle.heap.Live())
+	if cfg.Profiles != "" {
+		if err := rest.SaveProfile("/debug/pprof/heap?gc=1", filepath.Join(cfg.Profiles, "idle-heap.pprof")); err != nil {
+			return res, err
+		}
+	}
+	res.GCsDuringCreate = idle.gcs - base.gcs - 3 // less the forced ones
+	perRule := func(b int64) float64 { return float64(b) / 1024 / float64(cfg.Rules) }
+	res.RuleLiveKB = perRule(idle.heap.Live() - base.heap.Live())
+	res.RuleKB = perRule(idle.rss - base.rss)
+	res.RuleFoundKB = perRule(mem.RSS - base.rss)
 	res.RuleGoroutines = float64(res.IdleGoroutines-res.BaseGoroutines) / float64(cfg.Rules)
 
 	t1 := time.Now()
@@ -189,6 +238,54 @@ func RunDaemon(ctx context.Context, cfg DaemonConfig) (DaemonResult, error) {
 		res.RestartRSSMB = mb(mem.RSS)
 	}
 	return res, nil
+}
+
+// sampledMemory is one memory sample of the daemon.
+type sampledMemory struct {
+	heap HeapStats // the sample with the least live heap
+	gcs  int64     // collections by the end of the sampling
+	rss  int64
+}
+
+// settledMemory forces full collections through the profiler, three
+// times a second apart, and keeps the smallest live heap (work under way
+// at a collection, such as the metrics history sampling every rule, only
+// adds to what is held for good). It then polls VmRSS until the runtime
+// has returned what it will return to the OS (no drop of more than 1 % in
+// a second, at most 30 s).
+func settledMemory(rest *REST, pid int) (sampledMemory, error) {
+	var s sampledMemory
+	for i := range 3 {
+		if i > 0 {
+			time.Sleep(time.Second)
+		}
+		h, err := rest.HeapStats(true)
+		if err != nil {
+			return s, err
+		}
+		if i == 0 || h.Live() < s.heap.Live() {
+			s.heap = h
+		}
+		s.gcs = h.NumGC
+	}
+	prev, err := ReadMemory(pid)
+	if err != nil {
+		return s, err
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(time.Second)
+		m, err := ReadMemory(pid)
+		if err != nil {
+			return s, err
+		}
+		settled := m.RSS > prev.RSS-prev.RSS/100
+		prev = m
+		if settled {
+			break
+		}
+	}
+	s.rss = prev.RSS
+	return s, nil
 }
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }

@@ -146,6 +146,11 @@ func startDaemon(ctx context.Context, cfg RunConfig, dir string, etc map[string]
 		return nil, nil, err
 	}
 	d.Env = cfg.Env
+	if cfg.Profiles != "" {
+		// pprof on the REST port, for the profiles of the run.
+		d.Env = append([]string{"KUIPER__BASIC__PPROF=true", "KUIPER__BASIC__PPROFIP=127.0.0.1",
+			"KUIPER__BASIC__PPROFPORT=" + strconv.Itoa(d.Port)}, cfg.Env...)
+	}
 	if _, err := d.Start(ctx); err != nil {
 		return nil, nil, err
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -149,4 +151,111 @@ func (r *REST) RuleMetrics(id string) (map[string]float64, error) {
 		}
 	}
 	return out, nil
+}
+
+// HeapStats is the daemon's Go memory as its runtime reports it (the
+// runtime.MemStats trailer of /debug/pprof/heap?debug=1), in bytes.
+type HeapStats struct {
+	HeapAlloc    int64 // live heap objects (after a forced collection: what is reachable)
+	HeapInuse    int64 // heap spans in use
+	HeapReleased int64 // heap returned to the OS
+	StackInuse   int64 // goroutine stacks
+	Sys          int64 // everything the runtime got from the OS
+	NumGC        int64
+}
+
+// Live is the reachable heap plus goroutine stacks: after a forced
+// collection it does not depend on when the collector last ran.
+func (h HeapStats) Live() int64 { return h.HeapAlloc + h.StackInuse }
+
+// HeapStats reads the daemon's MemStats from its profiler. With gc set
+// the profiler runs a full collection first (?gc=1), so HeapAlloc is the
+// live heap.
+func (r *REST) HeapStats(gc bool) (HeapStats, error) {
+	url := r.Base + "/debug/pprof/heap?debug=1"
+	if gc {
+		url += "&gc=1"
+	}
+	resp, err := r.hc.Get(url)
+	if err != nil {
+		return HeapStats{}, fmt.Errorf("heap profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return HeapStats{}, fmt.Errorf("heap profile: status %d", resp.StatusCode)
+	}
+	return parseMemStats(resp.Body)
+}
+
+// parseMemStats reads the "# Name = value" lines of a debug=1 heap
+// profile.
+func parseMemStats(rd io.Reader) (HeapStats, error) {
+	var h HeapStats
+	fields := map[string]*int64{
+		"HeapAlloc": &h.HeapAlloc, "HeapInuse": &h.HeapInuse, "HeapReleased": &h.HeapReleased,
+		"Sys": &h.Sys, "NumGC": &h.NumGC,
+	}
+	seen := 0
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "# "), " = ")
+		if !ok {
+			continue
+		}
+		if name == "Stack" { // "Stack = inuse / sys"
+			in, _, _ := strings.Cut(val, " / ")
+			if n, err := strconv.ParseInt(in, 10, 64); err == nil {
+				h.StackInuse = n
+				seen++
+			}
+			continue
+		}
+		if dst, ok := fields[name]; ok {
+			if n, err := strconv.ParseInt(val, 10, 64); err == nil {
+				*dst = n
+				seen++
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return HeapStats{}, fmt.Errorf("heap profile: %w", err)
+	}
+	if seen < len(fields)+1 {
+		return HeapStats{}, fmt.Errorf("heap profile: runtime.MemStats trailer incomplete (%d of %d fields)", seen, len(fields)+1)
+	}
+	return h, nil
+}
+
+// SaveProfile writes the answer of a profiler path (e.g.
+// /debug/pprof/heap?gc=1) to file.
+func (r *REST) SaveProfile(path, file string) error {
+	resp, err := r.hc.Get(r.Base + path)
+	if err != nil {
+		return fmt.Errorf("profile %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile %s: status %d", path, resp.StatusCode)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return fmt.Errorf("profile %s: %w", path, err)
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return fmt.Errorf("profile %s: write %s: %w", path, file, err)
+	}
+	return f.Close()
+}
+
+// StartCPUProfile starts a CPU profile of the daemon over the next
+// seconds and returns the function that waits for it and writes it to
+// file.
+func (r *REST) StartCPUProfile(file string, seconds int) (wait func() error) {
+	done := make(chan error, 1)
+	go func() {
+		done <- r.SaveProfile("/debug/pprof/profile?seconds="+strconv.Itoa(seconds), file)
+	}()
+	return func() error { return <-done }
 }

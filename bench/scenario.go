@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -74,7 +76,17 @@ type RunConfig struct {
 	Env        []string      // added to kuiperd's environment (GODEBUG=..., GOGC=...)
 	ReadPace   string        // MQTT source property readPace ("" leaves the default)
 	Protocol   string        // MQTT protocolVersion of the engine's source and sinks ("" leaves the default, 3.1.1)
-	Logf       func(format string, args ...any)
+	// Floor adds a second subscriber, on the input topic, whose latency
+	// (publisher → broker → subscriber, no engine) is the harness's floor
+	// in the same run. It makes the broker deliver every input message
+	// once more, so its CPU per message rises.
+	Floor bool
+	// Profiles, when set, is a folder for kuiperd's CPU profile
+	// (<scenario>-cpu.pprof) and execution trace (<scenario>-trace.out)
+	// of the publishing phase, taken from 2 s after its start (the CPU
+	// profile for up to 10 s, the trace for 3 s).
+	Profiles string
+	Logf     func(format string, args ...any)
 }
 
 // Result is the outcome of one scenario run. CPU figures are per
@@ -113,7 +125,14 @@ type Result struct {
 	LatencyP99MS   float64 `json:"latencyP99Ms"`
 	LatencyMaxMS   float64 `json:"latencyMaxMs"`
 	LatencyKind    string  `json:"latencyKind"`
-	TailMS         float64 `json:"tailMs"` // from the last publish to the last output received
+	// The floor: the latency of the input messages at a subscriber of
+	// the input topic in the same run (RunConfig.Floor).
+	FloorP50MS float64 `json:"floorP50Ms,omitempty"`
+	FloorP99MS float64 `json:"floorP99Ms,omitempty"`
+	FloorMaxMS float64 `json:"floorMaxMs,omitempty"`
+	// FloorBySecond is LatencyBySecond of the floor subscriber.
+	FloorBySecond [][2]float64 `json:"floorBySecond,omitempty"`
+	TailMS        float64      `json:"tailMs"` // from the last publish to the last output received
 	// LatencyBySecond holds p50 and p99 (ms) per second of the run, by
 	// the second the message was sent (window: the window end).
 	LatencyBySecond [][2]float64 `json:"latencyBySecond"`
@@ -170,6 +189,13 @@ func Run(ctx context.Context, sc Scenario, cfg RunConfig) (Result, error) {
 		return Result{}, err
 	}
 	defer sub.Close()
+	var floor *Subscriber
+	if cfg.Floor && !sc.Direct {
+		if floor, err = NewSubscriber(broker.URL(), "bench/in", false); err != nil {
+			return Result{}, err
+		}
+		defer floor.Close()
+	}
 
 	if err := rest.CreateStream(`CREATE STREAM bench () WITH (DATASOURCE="bench/in", FORMAT="json", TYPE="mqtt")`); err != nil {
 		return Result{}, err
@@ -201,6 +227,10 @@ func Run(ctx context.Context, sc Scenario, cfg RunConfig) (Result, error) {
 	}
 	wall0 := time.Now()
 	logf("%s qos %d: publishing %d msg/s for %s with %d client(s)", sc.Name, cfg.RuleQoS, sc.Rate, cfg.Duration, pubs)
+	waitProfiles := func() {}
+	if cfg.Profiles != "" && !sc.Direct {
+		waitProfiles = profilePublishing(rest, cfg, sc.Name, logf)
+	}
 	ps, err := Publish(ctx, PublisherConfig{URL: broker.URL(), Topic: "bench/in", Rate: sc.Rate, Duration: cfg.Duration, Clients: pubs, QoS: sc.InputQoS, Keys: sc.Keys})
 	if err != nil {
 		return Result{}, err
@@ -208,6 +238,7 @@ func Run(ctx context.Context, sc Scenario, cfg RunConfig) (Result, error) {
 	exp, perRule := expected(sc, ps.Sent)
 	pubEnd := time.Now()
 	drain(ctx, sub, exp)
+	waitProfiles()
 	cpu1, err := cpuOf(d.PID(), broker.PID())
 	if err != nil {
 		return Result{}, err
@@ -257,8 +288,35 @@ func Run(ctx context.Context, sc Scenario, cfg RunConfig) (Result, error) {
 	res.BenchCores = (cpu1.self - cpu0.self).Seconds() / wall.Seconds()
 	res.LatencyBySecond = bySecond(st.Latencies, st.At, wall0)
 	res.LatencyP50MS, res.LatencyP99MS, res.LatencyMaxMS = percentiles(st.Latencies)
+	if floor != nil {
+		fs := floor.Stats()
+		res.FloorBySecond = bySecond(fs.Latencies, fs.At, wall0) // before percentiles sorts Latencies
+		res.FloorP50MS, res.FloorP99MS, res.FloorMaxMS = percentiles(fs.Latencies)
+	}
 	err = addEngineRecords(rest, &res, ids...)
 	return res, err
+}
+
+// profilePublishing starts, 2 s from now, a CPU profile (up to 10 s, less
+// when the run is shorter) and a 3 s execution trace of kuiperd, and
+// returns the function that waits for both.
+func profilePublishing(rest *REST, cfg RunConfig, name string, logf func(string, ...any)) (wait func()) {
+	secs := max(1, min(10, int(cfg.Duration.Seconds())-3))
+	var wg sync.WaitGroup
+	for _, p := range []struct{ path, file string }{
+		{"/debug/pprof/profile?seconds=" + strconv.Itoa(secs), name + "-cpu.pprof"},
+		{"/debug/pprof/trace?seconds=3", name + "-trace.out"},
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(2 * time.Second)
+			if err := rest.SaveProfile(p.path, filepath.Join(cfg.Profiles, p.file)); err != nil {
+				logf("%s: %v", name, err)
+			}
+		}()
+	}
+	return wg.Wait
 }
 
 // addEngineRecords adds the rules' source records in and sink records out

@@ -90,6 +90,8 @@ func run(args []string, out io.Writer) error {
 	clients := fs.Int("clients", 4, "rules10k: concurrent REST clients")
 	bufLen := fs.Int("rule-buffer", 0, "rules10k: bufferLength option of the rules (0: the default)")
 	idle := fs.String("idle-source", "memory", "rules10k: idle stream type, memory or mqtt (comma-separated for both)")
+	profiles := fs.String("profiles", "", "save kuiperd's profiles in this folder: rules10k, a CPU profile of the first 10 s of the create phase (create.pprof), a 2 s execution trace from 1 s into it (create-trace.out) and the heap of the idle rules (idle-heap.pprof); MQTT scenarios, a CPU profile (<scenario>-cpu.pprof, up to 10 s) and an execution trace (<scenario>-trace.out, 3 s) from 2 s into publishing (of the last run)")
+	floor := fs.Bool("floor", false, "MQTT scenarios: also subscribe to the input topic and report its latency, the harness floor of the same run (the broker then delivers every input message twice, so its CPU per message rises)")
 	verbose := fs.Bool("v", false, "print p50/p99 latency per second of each run")
 	var env []string
 	fs.Func("kuiperd-env", "KEY=VALUE added to kuiperd's environment (repeatable), e.g. GODEBUG=gctrace=1", func(v string) error {
@@ -142,7 +144,7 @@ func run(args []string, out io.Writer) error {
 		name = strings.TrimSpace(name)
 		if name == "rules10k" {
 			for _, src := range strings.Split(*idle, ",") {
-				r, err := bench.RunDaemon(ctx, bench.DaemonConfig{Kuiperd: bin, Dir: dir, Rules: *rules, Clients: *clients, Source: strings.TrimSpace(src), Env: env, BufferLength: *bufLen, Logf: logf})
+				r, err := bench.RunDaemon(ctx, bench.DaemonConfig{Kuiperd: bin, Dir: dir, Rules: *rules, Clients: *clients, Source: strings.TrimSpace(src), Env: env, BufferLength: *bufLen, Logf: logf, Profiles: *profiles})
 				if err != nil {
 					return fmt.Errorf("rules10k: %w", err)
 				}
@@ -154,7 +156,7 @@ func run(args []string, out io.Writer) error {
 		var runOne func(q int) (bench.Result, error)
 		if sc, ok := bench.FindScenario(name); ok {
 			runOne = func(q int) (bench.Result, error) {
-				return bench.Run(ctx, sc, bench.RunConfig{Kuiperd: bin, Dir: dir, Duration: *dur, Publishers: *pubs, RuleQoS: q, Env: env, ReadPace: *readPace, Protocol: *protocol, Logf: logf})
+				return bench.Run(ctx, sc, bench.RunConfig{Kuiperd: bin, Dir: dir, Duration: *dur, Publishers: *pubs, RuleQoS: q, Env: env, ReadPace: *readPace, Protocol: *protocol, Floor: *floor, Profiles: *profiles, Logf: logf})
 			}
 		} else if ks, ok := bench.FindKafkaScenario(name); ok {
 			if *kafkaBatch > 0 {
@@ -178,6 +180,9 @@ func run(args []string, out io.Writer) error {
 				printResult(out, r)
 				if *verbose {
 					fmt.Fprintf(out, "  p50/p99 ms by second: %v\n", r.LatencyBySecond)
+					if r.FloorBySecond != nil {
+						fmt.Fprintf(out, "  floor p50/p99 ms by second: %v\n", r.FloorBySecond)
+					}
 				}
 				cpu[q] = append(cpu[q], r.EngineCPUUS)
 				if q > 0 && round == rounds-1 {
@@ -243,14 +248,18 @@ func printResult(w io.Writer, r bench.Result) {
 			r.EngineCPUUS, r.BrokerCPUUS, r.BenchCPUUS, r.EngineCores, r.BrokerCores, r.BenchCores)
 	}
 	fmt.Fprintf(w, "  kuiperd peak RSS %.1f MB; latency (%s) p50 %.2f ms, p99 %.2f ms, max %.2f ms; last output %.0f ms after the last publish\n", r.PeakRSSMB, r.LatencyKind, r.LatencyP50MS, r.LatencyP99MS, r.LatencyMaxMS, r.TailMS)
+	if r.FloorP99MS > 0 {
+		fmt.Fprintf(w, "  floor (subscriber on the input topic, same run): p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", r.FloorP50MS, r.FloorP99MS, r.FloorMaxMS)
+	}
 }
 
 func printDaemon(w io.Writer, r bench.DaemonResult) {
 	fmt.Fprintf(w, "rules10k (%d rules on one idle %s stream, %d REST clients, bufferLength %d)\n", r.Rules, r.Source, r.Clients, r.BufferLength)
-	fmt.Fprintf(w, "  create: %.1f s, %.0f rules/s; all running %.2f s after the last create\n", r.CreateSeconds, r.CreateRate, r.AllRunningAfterS)
-	fmt.Fprintf(w, "  before the rules: RSS %.1f MB, %d goroutines\n", r.BaseRSSMB, r.BaseGoroutines)
-	fmt.Fprintf(w, "  idle: RSS %.1f MB (peak %.1f MB), %d goroutines, CPU %.3f cores; catalog %.1f MB\n", r.IdleRSSMB, r.IdlePeakRSSMB, r.IdleGoroutines, r.IdleCPUCores, r.CatalogMB)
-	fmt.Fprintf(w, "  per rule: %.1f KB RSS, %.3f goroutines\n", r.RuleKB, r.RuleGoroutines)
+	fmt.Fprintf(w, "  create: %.1f s, %.0f rules/s, kuiperd CPU %.0f µs per rule; all running %.2f s after the last create\n", r.CreateSeconds, r.CreateRate, r.CreateCPUUS, r.AllRunningAfterS)
+	fmt.Fprintf(w, "  before the rules (after a forced GC): live heap+stacks %.1f MB, RSS %.1f MB, %d goroutines\n", r.BaseLiveMB, r.BaseRSSMB, r.BaseGoroutines)
+	fmt.Fprintf(w, "  idle: RSS as found %.1f MB (peak %.1f MB, %d collections during create); after a forced GC: live heap+stacks %.1f MB, RSS %.1f MB; %d goroutines, CPU %.3f cores; catalog %.1f MB\n",
+		r.IdleFoundRSSMB, r.IdlePeakRSSMB, r.GCsDuringCreate, r.IdleLiveMB, r.IdleRSSMB, r.IdleGoroutines, r.IdleCPUCores, r.CatalogMB)
+	fmt.Fprintf(w, "  per rule: %.1f KB live heap+stacks, %.1f KB RSS settled (%.1f KB as found), %.3f goroutines\n", r.RuleLiveKB, r.RuleKB, r.RuleFoundKB, r.RuleGoroutines)
 	fmt.Fprintf(w, "  graceful stop %.2f s; restart: /ping after %.2f s, all running after %.2f s, RSS %.1f MB\n", r.StopSeconds, r.RestartPingS, r.RestartRunningS, r.RestartRSSMB)
 }
 

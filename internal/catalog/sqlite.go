@@ -69,7 +69,7 @@ func Open(ctx context.Context, path string, opts Options) (*SQLiteStore, error) 
 	writer.SetMaxIdleConns(1)
 	writer.SetConnMaxIdleTime(0)
 	writer.SetConnMaxLifetime(0)
-	s := &SQLiteStore{sqlStore: &sqlStore{clock: opts.Clock, writer: writer}, path: path}
+	s := &SQLiteStore{sqlStore: &sqlStore{clock: opts.Clock, writer: writer, prepared: map[string]*sql.Stmt{}}, path: path}
 	if err := s.init(ctx, common, opts.ReadConns); err != nil {
 		s.Close() //nolint:errcheck // reporting the init error
 		return nil, fmt.Errorf("open catalog %s: %w", path, err)

@@ -29,6 +29,12 @@ type sqlStore struct {
 	writer *sql.DB
 	reader *sql.DB
 	closed bool
+	// prepared caches the write transactions' statements, prepared once
+	// on the writer (guarded by mu); nil prepares every statement each
+	// time it runs. Set where the writer has a single connection
+	// (SQLite): there a prepared statement is reused by every transaction.
+	prepared map[string]*sql.Stmt
+	pending  []string // statements to prepare after the transaction (guarded by mu)
 
 	// starts are rule start marker writes waiting for a transaction: the
 	// next write transaction carries them all (see WriteRuleStarts).
@@ -55,6 +61,43 @@ type dialect struct {
 	classify func(error) error
 }
 
+// maxPrepared bounds the cache of prepared write statements; the catalog's
+// statements are a fixed set of texts well below it.
+const maxPrepared = 128
+
+// errNotPrepared: the statement runs unprepared this time.
+var errNotPrepared = errors.New("statement not prepared yet")
+
+// preparedStmt returns the cached statement of query (already bound). On a
+// miss the statement is noted and prepared after the transaction
+// (preparePending): the writer's one connection is the transaction's
+// until then. The caller holds mu.
+func (s *sqlStore) preparedStmt(_ context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := s.prepared[query]; ok {
+		return st, nil
+	}
+	if len(s.prepared)+len(s.pending) < maxPrepared {
+		s.pending = append(s.pending, query)
+	}
+	return nil, errNotPrepared
+}
+
+// preparePending prepares on the writer the statements a transaction ran
+// unprepared. The caller holds mu, and no transaction is open. A statement
+// that does not prepare stays unprepared (and is tried again when next
+// run).
+func (s *sqlStore) preparePending(ctx context.Context) {
+	for _, q := range s.pending {
+		if _, ok := s.prepared[q]; ok {
+			continue
+		}
+		if st, err := s.writer.PrepareContext(ctx, q); err == nil {
+			s.prepared[q] = st
+		}
+	}
+	s.pending = s.pending[:0]
+}
+
 // stmts runs statements written with ? placeholders on a pool or a
 // transaction, rewriting the placeholders for the dialect.
 type stmts struct {
@@ -63,14 +106,31 @@ type stmts struct {
 		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	}
 	dollar bool
+	// tx and prep, when set, run each statement through tx as a
+	// statement prepared once (sqlStore.preparedStmt); one not prepared
+	// yet runs unprepared.
+	tx   *sql.Tx
+	prep func(ctx context.Context, query string) (*sql.Stmt, error)
 }
 
 func (s stmts) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return s.q.ExecContext(ctx, bind(query, s.dollar), args...)
+	query = bind(query, s.dollar)
+	if s.prep != nil {
+		if st, err := s.prep(ctx, query); err == nil {
+			return s.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		}
+	}
+	return s.q.ExecContext(ctx, query, args...)
 }
 
 func (s stmts) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return s.q.QueryContext(ctx, bind(query, s.dollar), args...)
+	query = bind(query, s.dollar)
+	if s.prep != nil {
+		if st, err := s.prep(ctx, query); err == nil {
+			return s.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+		}
+	}
+	return s.q.QueryContext(ctx, query, args...)
 }
 
 // bind rewrites ? placeholders as $1, $2, … when dollar is set. The
@@ -114,6 +174,9 @@ func (s *sqlStore) Close() error {
 	}
 	s.closed = true
 	var errs []error
+	for _, st := range s.prepared {
+		errs = append(errs, st.Close())
+	}
 	if s.reader != nil && s.reader != s.writer {
 		errs = append(errs, s.reader.Close())
 	}
@@ -167,6 +230,10 @@ func (s *sqlStore) txLocked(ctx context.Context, fn func(tx stmts) error) error 
 			return fmt.Errorf("begin: %w", err)
 		}
 		st := stmts{q: tx, dollar: s.d.postgres}
+		if s.prepared != nil {
+			st.tx, st.prep = tx, s.preparedStmt
+			defer s.preparePending(context.WithoutCancel(ctx))
+		}
 		if s.d.lockWrites != "" {
 			if _, err := tx.ExecContext(ctx, s.d.lockWrites); err != nil {
 				tx.Rollback() //nolint:errcheck // reporting the lock error

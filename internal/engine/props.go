@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
-	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 )
 
@@ -21,7 +20,8 @@ func sourceType(def *ast.CreateStreamStmt) string {
 }
 
 // sourceProps resolves a stream's source properties the way eKuiper does:
-// the `default` confKey of etc/sources/<type>.yaml, overlaid by the
+// the `default` confKey of etc/sources/<type>.yaml (read again when the
+// file changed since the last rule that read it), overlaid by the
 // stream's CONF_KEY section, then by confKeys stored through the REST API,
 // then DATASOURCE, then the EXTRA JSON object.
 func (rn *Runner) sourceProps(def *ast.CreateStreamStmt) (string, map[string]any, error) {
@@ -40,7 +40,7 @@ func (rn *Runner) sourcePropsConn(def *ast.CreateStreamStmt) (string, map[string
 	props := map[string]any{}
 	found := strings.EqualFold(key, "default")
 	if rn.Paths.Etc != "" {
-		keys, _, err := config.LoadConfKeys(rn.Paths.SourceConfFile(typ), rn.Environ)
+		keys, err := rn.confFiles.Load(rn.Paths.SourceConfFile(typ), rn.Environ)
 		if err != nil {
 			return "", nil, "", fmt.Errorf("stream %s: %w", def.Name, err)
 		}
@@ -118,7 +118,7 @@ func (rn *Runner) sinkProps(typ string, action map[string]any) (map[string]any, 
 	if id, ok := action["resourceId"].(string); ok && id != "" {
 		found := false
 		if rn.Paths.Etc != "" {
-			if keys, _, err := config.LoadConfKeys(rn.Paths.SinkConfFile(typ), rn.Environ); err == nil {
+			if keys, err := rn.confFiles.Load(rn.Paths.SinkConfFile(typ), rn.Environ); err == nil {
 				if p, ok := keys.Resolve(id); ok {
 					maps.Copy(props, p)
 					found = true

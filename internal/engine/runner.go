@@ -79,6 +79,7 @@ type Runner struct {
 	Tracing *tracing.Service
 
 	memTables memoryTables
+	confFiles config.ConfKeyFiles // etc/ confKey files, parsed once per change
 }
 
 var _ rulemgr.Runner = (*Runner)(nil)

@@ -27,10 +27,13 @@ type Point struct {
 }
 
 // History keeps a bounded window of per-rule and node-wide activity,
-// sampled from the rules' status counters. One timer drives every rule;
-// each rule costs a fixed ring of Points values (about 8.6 KB at the
-// defaults), freed when the rule is deleted. The node-wide series sums
-// every rule, including rules since deleted.
+// sampled from the rules' status counters. One timer drives every rule.
+// A rule with activity in the window costs a ring of Points values (about
+// 8.6 KB at the defaults); a rule with none in the window (an idle rule)
+// holds no ring, so thousands of idle rules cost a few dozen bytes each.
+// A ring is freed when the rule is deleted or has been idle for the whole
+// window. The node-wide series sums every rule, including rules since
+// deleted.
 type History struct {
 	rules    Rules
 	clock    clock.Clock
@@ -46,11 +49,13 @@ type History struct {
 }
 
 // series is one ring of deltas aligned with History.times, and the
-// counters of the previous sample they are taken from.
+// counters of the previous sample they are taken from. vals is nil while
+// every delta in the window is zero.
 type series struct {
-	start int64 // seq of the first sample the series has
-	vals  [][3]int64
-	last  [3]int64
+	start  int64 // seq of the first sample the series has
+	active int64 // seq of the last sample with a non-zero delta
+	vals   [][3]int64
+	last   [3]int64
 }
 
 // HistoryConfig configures a History. Rules is required.
@@ -137,7 +142,7 @@ func (h *History) Sample() {
 	for id, c := range cur {
 		s := h.byID[id]
 		if s == nil {
-			s = &series{start: h.seq, vals: make([][3]int64, len(h.times))}
+			s = &series{start: h.seq, active: -1}
 			h.byID[id] = s
 		}
 		var d [3]int64
@@ -148,7 +153,18 @@ func (h *History) Sample() {
 			}
 			total[k] += d[k]
 		}
-		s.vals[i], s.last = d, c
+		s.last = c
+		if d != ([3]int64{}) {
+			if s.vals == nil {
+				s.vals = make([][3]int64, len(h.times))
+			}
+			s.active = h.seq
+		} else if s.vals != nil && h.seq-s.active >= int64(len(h.times)) {
+			s.vals = nil // idle for the whole window: every kept delta is zero
+		}
+		if s.vals != nil {
+			s.vals[i] = d
+		}
 	}
 	for id := range h.byID {
 		if _, ok := cur[id]; !ok {
@@ -204,7 +220,10 @@ func (h *History) points(s *series) []Point {
 	out := make([]Point, 0, h.seq-from)
 	for q := from; q < h.seq; q++ {
 		i := int(q % int64(len(h.times)))
-		v := s.vals[i]
+		var v [3]int64
+		if s.vals != nil {
+			v = s.vals[i]
+		}
 		out = append(out, Point{Time: h.times[i], RecordsIn: v[0], RecordsOut: v[1], Errors: v[2]})
 	}
 	return out

@@ -126,3 +126,62 @@ func TestHistoryStopEndsSampling(t *testing.T) {
 		t.Fatalf("%d timers pending after Stop", vc.Pending())
 	}
 }
+
+// An idle rule keeps no ring; one that had activity keeps its ring until
+// the activity has left the window, and its points stay right throughout.
+func TestHistoryIdleRulesHoldNoRing(t *testing.T) {
+	f := &sampledRules{rules: map[string]rulemgr.Status{}}
+	vc := clock.NewVirtual(0)
+	h := NewHistory(HistoryConfig{Rules: f, Clock: vc, Interval: time.Second, Points: 3})
+	sample := func(sec int64) {
+		vc.AdvanceTo(sec*1000, nil)
+		h.Sample()
+	}
+	ring := func(id string) bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.byID[id].vals != nil
+	}
+	f.set("idle", 0, 0, 0)
+	f.set("busy", 0, 0, 0)
+	sample(1)
+	sample(2)
+	if ring("idle") || ring("busy") {
+		t.Fatal("a rule with no activity holds a ring")
+	}
+	f.set("busy", 4, 2, 0)
+	sample(3)
+	if !ring("busy") {
+		t.Fatal("a rule with activity holds no ring")
+	}
+	if got, want := fmt.Sprint(must(h.Rule("busy"))), fmt.Sprint([]Point{{1000, 0, 0, 0}, {2000, 0, 0, 0}, {3000, 4, 2, 0}}); got != want {
+		t.Fatalf("busy: got %s, want %s", got, want)
+	}
+	sample(4)
+	sample(5)
+	if !ring("busy") {
+		t.Fatal("ring dropped while its activity is still in the window")
+	}
+	if got, want := fmt.Sprint(must(h.Rule("busy"))), fmt.Sprint([]Point{{3000, 4, 2, 0}, {4000, 0, 0, 0}, {5000, 0, 0, 0}}); got != want {
+		t.Fatalf("busy: got %s, want %s", got, want)
+	}
+	sample(6)
+	if ring("busy") {
+		t.Fatal("ring kept after its activity left the window")
+	}
+	f.set("busy", 5, 2, 1)
+	sample(7)
+	if got, want := fmt.Sprint(must(h.Rule("busy"))), fmt.Sprint([]Point{{5000, 0, 0, 0}, {6000, 0, 0, 0}, {7000, 1, 0, 1}}); got != want {
+		t.Fatalf("busy after idling: got %s, want %s", got, want)
+	}
+	if got, want := fmt.Sprint(must(h.Rule("idle"))), fmt.Sprint([]Point{{5000, 0, 0, 0}, {6000, 0, 0, 0}, {7000, 0, 0, 0}}); got != want {
+		t.Fatalf("idle: got %s, want %s", got, want)
+	}
+}
+
+func must(p []Point, ok bool) []Point {
+	if !ok {
+		panic("rule not sampled")
+	}
+	return p
+}
