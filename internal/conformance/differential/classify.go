@@ -223,6 +223,11 @@ func quirkEntry(name string) string {
 			return q.entry
 		}
 	}
+	for _, q := range rowQuirks {
+		if q.name == name {
+			return q.entry
+		}
+	}
 	if name == "bigint-fraction" {
 		return bigintEntry
 	}
@@ -408,6 +413,11 @@ var quirkRules = []quirkRule{
 	{"negative-padding", "diff_funcs/pads", func(o Outcome, _ *function.Registry) bool {
 		// rpad/lpad by a negative length stop eKuiper's output.
 		return sqlHas(o, "rpad(", "lpad(") && rekuiperSays(o, "padding length must not be negative")
+	}},
+	{"negative-repeat", "diff_funcs/repeat_negative", func(o Outcome, _ *function.Registry) bool {
+		// repeat by a negative count stops eKuiper's output (a panic).
+		return sqlHas(o, "repeat(") && len(o.Case.Expected) < len(o.Actual) &&
+			rekuiperSays(o, "repeat: second argument should be between 0 and 1000000, got -")
 	}},
 	{"format-time-pattern", "diff_funcs/format_time_pattern_type", func(o Outcome, _ *function.Registry) bool {
 		return sqlHas(o, "format_time(") && rekuiperSays(o, "the format should be a string")
