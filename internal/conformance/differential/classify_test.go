@@ -108,6 +108,10 @@ func TestClassify(t *testing.T) {
 			[][]map[string]any{{{"f": "141410/1111/1113"}}}, [][]map[string]any{{{"f": "2023-11-14"}}}), false, Unexplained},
 		{"regexp_matches of an object", outcome(Differs, "SELECT regexp_matches(o, o) AS f FROM fx", loud,
 			[][]map[string]any{{{"f": false}}}, [][]map[string]any{{{"f": true}}}), false, "go-syntax"},
+		{"eKuiper stops at an object", outcome(Differs, "SELECT array_contains(arr, o) AS c FROM fx", loud,
+			[][]map[string]any{{{"c": true}}}, [][]map[string]any{{{"c": true}}, {{"c": false}}}), false, "composite-element-panic"},
+		{"eKuiper stops, with another first answer", outcome(Differs, "SELECT array_contains(arr, o) AS c FROM fx", loud,
+			[][]map[string]any{{{"c": false}}}, [][]map[string]any{{{"c": true}}, {{"c": false}}}), false, Unexplained},
 		{"eKuiper varies", outcome(Differs, "SELECT v + 1 AS x FROM fx", loud,
 			[][]map[string]any{{{"x": int64(2)}}}, [][]map[string]any{{{"x": int64(3)}}}), true, Variance},
 	}
