@@ -112,6 +112,14 @@ func TestClassify(t *testing.T) {
 			[][]map[string]any{{{"c": true}}}, [][]map[string]any{{{"c": true}}, {{"c": false}}}), false, "composite-element-panic"},
 		{"eKuiper stops, with another first answer", outcome(Differs, "SELECT array_contains(arr, o) AS c FROM fx", loud,
 			[][]map[string]any{{{"c": false}}}, [][]map[string]any{{{"c": true}}, {{"c": false}}}), false, Unexplained},
+		{"an empty event-time hopping window", func() Outcome {
+			o := outcome(Differs, "SELECT collect(v) AS c FROM fx GROUP BY HOPPINGWINDOW(ss, 2, 1)", loud,
+				[][]map[string]any{{{"c": []any{int64(1)}}}, {{"c": nil}}}, [][]map[string]any{{{"c": []any{int64(1)}}}, {{"c": []any{int64(2)}}}})
+			o.Case.Clock = "event"
+			return o
+		}(), false, "hopping-empty-window"},
+		{"an empty processing-time hopping window", outcome(Differs, "SELECT collect(v) AS c FROM fx GROUP BY HOPPINGWINDOW(ss, 2, 1)", loud,
+			[][]map[string]any{{{"c": []any{int64(1)}}}, {{"c": nil}}}, [][]map[string]any{{{"c": []any{int64(1)}}}, {{"c": []any{int64(2)}}}}), false, Unexplained},
 		{"eKuiper varies", outcome(Differs, "SELECT v + 1 AS x FROM fx", loud,
 			[][]map[string]any{{{"x": int64(2)}}}, [][]map[string]any{{{"x": int64(3)}}}), true, Variance},
 	}
