@@ -120,6 +120,10 @@ func TestClassify(t *testing.T) {
 		}(), false, "hopping-empty-window"},
 		{"an empty processing-time hopping window", outcome(Differs, "SELECT collect(v) AS c FROM fx GROUP BY HOPPINGWINDOW(ss, 2, 1)", loud,
 			[][]map[string]any{{{"c": []any{int64(1)}}}, {{"c": nil}}}, [][]map[string]any{{{"c": []any{int64(1)}}}, {{"c": []any{int64(2)}}}}), false, Unexplained},
+		{"array_sort by text", outcome(Differs, "SELECT array_sort(arr) AS s FROM fx", loud,
+			[][]map[string]any{{{"s": []any{int64(10), int64(9)}}}}, [][]map[string]any{{{"s": []any{int64(9), int64(10)}}}}), false, "array-sort-text"},
+		{"array_sort of other elements", outcome(Differs, "SELECT array_sort(arr) AS s FROM fx", loud,
+			[][]map[string]any{{{"s": []any{int64(10), int64(9)}}}}, [][]map[string]any{{{"s": []any{int64(9), int64(1)}}}}), false, Unexplained},
 		{"eKuiper varies", outcome(Differs, "SELECT v + 1 AS x FROM fx", loud,
 			[][]map[string]any{{{"x": int64(2)}}}, [][]map[string]any{{{"x": int64(3)}}}), true, Variance},
 	}

@@ -144,6 +144,11 @@ var valueQuirks = []valueQuirk{
 				strings.ContainsAny(g, "0123456789") && stripDigits(w) == stripDigits(g)
 		}
 	}},
+	{"array-sort-text", "diff_funcs/array_sort_text", func(o Outcome) func(string, any, any) bool {
+		// eKuiper's array_sort orders the elements by their text.
+		sorted := derivedFrom(o, "array_sort(")
+		return func(col string, want, got any) bool { return sorted[col] && samePermutation(want, got) }
+	}},
 	{"chr", "gen_func_conv/chr", func(o Outcome) func(string, any, any) bool {
 		aliases := selectAliases(o.Case.Rule.SQL)
 		return func(col string, _, _ any) bool { return strings.HasPrefix(aliases[col], "chr(") }
@@ -211,6 +216,30 @@ var rowQuirks = []rowQuirk{
 // formatConvError is rekuiper's error for a value format() cannot read
 // as a number.
 var formatConvError = regexp.MustCompile(`alias: (\w+) expr: cannot convert .* to float64$`)
+
+// samePermutation reports whether want and got are arrays holding the
+// same elements in some order.
+func samePermutation(want, got any) bool {
+	w, wok := want.([]any)
+	g, gok := got.([]any)
+	if !wok || !gok || len(w) != len(g) {
+		return false
+	}
+	taken := make([]bool, len(g))
+	for _, e := range w {
+		found := false
+		for j, a := range g {
+			if !taken[j] && conformance.RowEqual(map[string]any{"e": e}, map[string]any{"e": a}) {
+				taken[j], found = true, true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
 
 func stripDigits(s string) string {
 	return strings.Map(func(r rune) rune {
