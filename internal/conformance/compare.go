@@ -131,6 +131,12 @@ func strictEqual(e, a any) bool {
 	case float64:
 		av, ok := a.(float64)
 		return ok && (av == ev || math.IsNaN(av) && math.IsNaN(ev))
+	case string:
+		// eKuiper's harness writes NaN and the infinities, which JSON
+		// cannot hold, as these strings.
+		if av, ok := a.(float64); ok {
+			return ev == "NaN" && math.IsNaN(av) || ev == "+Inf" && math.IsInf(av, 1) || ev == "-Inf" && math.IsInf(av, -1)
+		}
 	case []byte:
 		av, ok := a.([]byte)
 		return ok && bytes.Equal(av, ev)

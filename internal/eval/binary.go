@@ -19,6 +19,16 @@ var cmpOps = map[token.Token]value.Op{
 	token.GT: value.Gt, token.GTE: value.Gte,
 }
 
+// objectKey is v->name (or v.name, v not a stream): the key's value when
+// v is an object. An array (of objects, say, as arr[0:2]->a gives, or
+// empty) has no keys: an error, as in eKuiper; other non-objects give nil.
+func objectKey(v any, name string) (any, error) {
+	if _, isArray := v.([]any); isArray {
+		return nil, fmt.Errorf("-> %s: %s is not an object", name, value.Describe(v))
+	}
+	return arrow(v, name), nil
+}
+
 func (c *Compiler) compileBinary(n *ast.BinaryExpr) (Expr, error) {
 	switch n.Op {
 	case token.ARROW:
@@ -42,12 +52,7 @@ func (c *Compiler) compileBinary(n *ast.BinaryExpr) (Expr, error) {
 			if err != nil {
 				return nil, err
 			}
-			if _, isArray := v.([]any); isArray {
-				// An array (of objects, say, as arr[0:2]->a gives) has no
-				// keys: an error, as in eKuiper; other non-objects give nil.
-				return nil, fmt.Errorf("-> %s: %s is not an object", name, value.Describe(v))
-			}
-			return arrow(v, name), nil
+			return objectKey(v, name)
 		}, nil
 	case token.BETWEEN, token.NOTBETWEEN:
 		return c.compileBetween(n)

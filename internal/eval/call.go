@@ -94,7 +94,7 @@ func (c *Compiler) compileCall(n *ast.Call) (Expr, error) {
 	case function.Analytic:
 		return c.compileAnalytic(n, def, args)
 	}
-	scalar, nilOnEmpty := def.Scalar, def.NilOnEmpty
+	scalar, nilOnEmpty, emptyIsNil := def.Scalar, def.NilOnEmpty, def.EmptyIsNil
 	return func(ctx *Ctx) (any, error) {
 		vals := make([]any, len(args))
 		for i, a := range args {
@@ -106,6 +106,13 @@ func (c *Compiler) compileCall(n *ast.Call) (Expr, error) {
 		}
 		if nilOnEmpty && slices.ContainsFunc(vals, emptyArg) {
 			return nil, nil
+		}
+		if emptyIsNil {
+			for i, v := range vals {
+				if emptyArg(v) {
+					vals[i] = nil
+				}
+			}
 		}
 		return scalar(ctx.Env, vals)
 	}, nil

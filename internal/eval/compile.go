@@ -234,7 +234,7 @@ func (c *Compiler) compileField(n *ast.FieldRef) (Expr, error) {
 			if err != nil {
 				return nil, err
 			}
-			return arrow(v, key), nil
+			return objectKey(v, key)
 		}, nil
 	}
 	name := n.Name

@@ -169,6 +169,9 @@ func datetimeParseDuration(s string) (time.Duration, error) {
 	} else {
 		rest = strings.TrimPrefix(rest, "+")
 	}
+	if rest == "" {
+		return 0, fmt.Errorf("invalid duration %q", s)
+	}
 	var days time.Duration
 	if i := strings.IndexByte(rest, 'd'); i > 0 {
 		n, err := strconv.ParseInt(rest[:i], 10, 64)
@@ -189,19 +192,24 @@ func datetimeParseDuration(s string) (time.Duration, error) {
 
 // datetimeDiff is date2 - date1 in nanoseconds (int64), which is what
 // eKuiper's code returns (its docs say days).
+// An argument that is no datetime is an error even beside a null, which
+// gives null: eKuiper converts both before it looks at their values.
 func datetimeDiff(env Env, args []any) (any, error) {
+	var ts [2]time.Time
+	for i, a := range args {
+		if a == nil {
+			continue
+		}
+		t, err := datetimeArg(env, a)
+		if err != nil {
+			return nil, err
+		}
+		ts[i] = t
+	}
 	if args[0] == nil || args[1] == nil {
 		return nil, nil
 	}
-	t1, err := datetimeArg(env, args[0])
-	if err != nil {
-		return nil, err
-	}
-	t2, err := datetimeArg(env, args[1])
-	if err != nil {
-		return nil, err
-	}
-	return int64(t2.Sub(t1)), nil
+	return int64(ts[1].Sub(ts[0])), nil
 }
 
 // datetimePart defines a one-argument function of a datetime.

@@ -82,6 +82,11 @@ type Def struct {
 	// any argument is nil, an empty array or an empty object (eKuiper's
 	// rule for most of its functions; keys({}) is nil, not []).
 	NilOnEmpty bool
+	// EmptyIsNil: a scalar that is given nil in place of an empty array or
+	// an empty object argument, so that it answers what it answers for nil
+	// (eKuiper's rule for the functions that give false or 0 for nil:
+	// startswith("", [])-style calls are false, numbytes({}) is 0).
+	EmptyIsNil bool
 	// Exactly one of these is set, according to Kind.
 	Scalar    ScalarFunc
 	Aggregate AggregateFunc
@@ -196,8 +201,17 @@ func Builtins() *Registry {
 			d.NilOnEmpty = true
 		}
 	}
+	for _, name := range emptyIsNil {
+		if d, ok := r.Lookup(name); ok && d.Kind == Scalar {
+			d.EmptyIsNil = true
+		}
+	}
 	return r
 }
+
+// emptyIsNil lists the scalar functions eKuiper answers false or 0 for
+// when an argument is nil, an empty array or an empty object.
+var emptyIsNil = []string{"endswith", "numbytes", "regexp_matches", "startswith"}
 
 // nilOnEmpty lists the scalar functions eKuiper answers nil for when an
 // argument is nil, an empty array or an empty object.

@@ -231,14 +231,15 @@ func (o *Order) Process(ctx *Context, it Item, emit Emit) error {
 
 // comparableKeys checks that each ORDER BY key holds values of one kind
 // (numbers, strings, ...), ignoring nulls. Objects and arrays have no
-// order: one of them in a key of two rows or more is an error, beside a
-// null too, as in eKuiper (diff_window/order_by_composite).
+// order: one of them in a key is an error, even in a window of one row or
+// one group, as in eKuiper (diff_window/order_by_composite,
+// diff_window/order_by_composite_alone).
 func comparableKeys(keys [][]any, width int) error {
 	for j := 0; j < width; j++ {
 		var first any
 		for _, k := range keys {
 			v := k[j]
-			if v != nil && len(keys) > 1 && kindRank(v) == unorderedRank {
+			if v != nil && kindRank(v) == unorderedRank {
 				return fmt.Errorf("incompatible types for comparison: %s has no order", kindName(v))
 			}
 			if v == nil {

@@ -223,6 +223,11 @@ func quirkEntry(name string) string {
 			return q.entry
 		}
 	}
+	for _, q := range rowQuirks {
+		if q.name == name {
+			return q.entry
+		}
+	}
 	if name == "bigint-fraction" {
 		return bigintEntry
 	}
@@ -409,6 +414,16 @@ var quirkRules = []quirkRule{
 		// rpad/lpad by a negative length stop eKuiper's output.
 		return sqlHas(o, "rpad(", "lpad(") && rekuiperSays(o, "padding length must not be negative")
 	}},
+	{"negative-repeat", "diff_funcs/repeat_negative", func(o Outcome, _ *function.Registry) bool {
+		// repeat by a negative count stops eKuiper's output (a panic).
+		return sqlHas(o, "repeat(") && ekuiperStopped(o) &&
+			rekuiperSays(o, "repeat: second argument should be between 0 and 1000000, got -")
+	}},
+	{"composite-element-panic", "diff_funcs/array_compare_objects", func(o Outcome, _ *function.Registry) bool {
+		// eKuiper's array functions that compare elements with == or
+		// hash them panic on an object or array, which stops the rule.
+		return ekuiperStopped(o) && comparingArrayCall.MatchString(o.Case.Rule.SQL)
+	}},
 	{"format-time-pattern", "diff_funcs/format_time_pattern_type", func(o Outcome, _ *function.Registry) bool {
 		return sqlHas(o, "format_time(") && rekuiperSays(o, "the format should be a string")
 	}},
@@ -429,6 +444,21 @@ var quirkRules = []quirkRule{
 		return ekuiperSays(o, "<nil> should be number", "to int slice for the", "to float slice for the")
 	}},
 	{"like", "diff_expr/like_null", func(o Outcome, _ *function.Registry) bool { return sqlHas(o, " LIKE ") }},
+}
+
+// comparingArrayCall finds a call of eKuiper's array functions that
+// compare elements with Go's == or use them as map keys, over one of the
+// generator's columns that can hold objects (o, arr).
+var comparingArrayCall = regexp.MustCompile(`(?i)\b(array_position|array_last_position|array_contains|array_remove|array_intersect|array_union|array_except|array_distinct)\([^()]*\b(o|arr)\b`)
+
+// ekuiperStopped reports whether eKuiper's output is a strict prefix of
+// rekuiper's: its rule stopped emitting (a panic) where rekuiper went on.
+func ekuiperStopped(o Outcome) bool {
+	if o.Kind != Differs || len(o.Case.Expected) >= len(o.Actual) {
+		return false
+	}
+	m, _ := conformance.Compare(o.Case.Expected, conformance.AsExpected(o.Actual[:len(o.Case.Expected)]))
+	return m == nil
 }
 
 // chrAnswersIntegers reports whether every value eKuiper gave a chr()

@@ -27,6 +27,11 @@ func TestQuirkRulesNameDocumentedEntries(t *testing.T) {
 			t.Errorf("value quirk %s names %q, which docs/compatibility.md does not have in back-quotes", q.name, q.entry)
 		}
 	}
+	for _, q := range rowQuirks {
+		if !strings.Contains(string(doc), "`"+q.entry+"`") {
+			t.Errorf("row quirk %s names %q, which docs/compatibility.md does not have in back-quotes", q.name, q.entry)
+		}
+	}
 	seen := map[string]bool{}
 	for _, r := range append(refusalRules, quirkRules...) {
 		if r.name == "" || r.name == Variance || r.name == Unexplained || seen[r.name] {
@@ -85,6 +90,40 @@ func TestClassify(t *testing.T) {
 			[][]map[string]any{{{"g": "NaN"}}}, [][]map[string]any{{{}}}), false, "nan-infinity"},
 		{"unary minus", Outcome{Kind: EKuiperRefused, Case: &conformance.Case{Suite: "t", Name: "c",
 			OracleError: `plan: Parse SQL SELECT -v FROM fx error: found "-", expected expression..`}}, false, "unary-minus"},
+		{"trunc rounds", outcome(Differs, "SELECT trunc(w, 0) AS t FROM fx", loud,
+			[][]map[string]any{{{"t": -9.0}}}, [][]map[string]any{{{"t": -8.0}}}), false, "trunc-rounds"},
+		{"a float number of digits", outcome(Differs, "SELECT trunc(w, d) AS t FROM fx", loud,
+			[][]map[string]any{{{"error": "run Select error: alias: t expr: Call:{ name:trunc, args:[fx.w, fx.d] } meet error, err:call func trunc error: The 2nd parameter must be int value."}}},
+			[][]map[string]any{{{"t": 2.5}}}), false, "trunc-float-digits"},
+		{"another function's error beside trunc", outcome(Differs, "SELECT trunc(w, d) AS t, abs(s) AS a FROM fx", loud,
+			[][]map[string]any{{{"error": "run Select error: alias: a expr: Call:{ name:abs, args:[fx.s] } meet error, err:call func abs error: bad"}}},
+			[][]map[string]any{{{"t": 2.5}}}), false, Unexplained},
+		{"format of a bool", outcome(Differs, "SELECT format(b, 0) AS f FROM fx", loud,
+			[][]map[string]any{{{"f": "0"}}}, [][]map[string]any{{{"error": "run Select error: alias: f expr: cannot convert bool(true) to float64"}}}), false, "format-not-number"},
+		{"format of a bool, not 0", outcome(Differs, "SELECT format(b, 0) AS f FROM fx", loud,
+			[][]map[string]any{{{"f": "1"}}}, [][]map[string]any{{{"error": "run Select error: alias: f expr: cannot convert bool(true) to float64"}}}), false, Unexplained},
+		{"format_time digits", outcome(Differs, `SELECT format_time(t, "2023-11-14") AS f FROM fx`, loud,
+			[][]map[string]any{{{"f": "141410-1111-1113"}}}, [][]map[string]any{{{"f": "2023-11-14"}}}), false, "format-time-digits"},
+		{"format_time other text", outcome(Differs, `SELECT format_time(t, "2023-11-14") AS f FROM fx`, loud,
+			[][]map[string]any{{{"f": "141410/1111/1113"}}}, [][]map[string]any{{{"f": "2023-11-14"}}}), false, Unexplained},
+		{"regexp_matches of an object", outcome(Differs, "SELECT regexp_matches(o, o) AS f FROM fx", loud,
+			[][]map[string]any{{{"f": false}}}, [][]map[string]any{{{"f": true}}}), false, "go-syntax"},
+		{"eKuiper stops at an object", outcome(Differs, "SELECT array_contains(arr, o) AS c FROM fx", loud,
+			[][]map[string]any{{{"c": true}}}, [][]map[string]any{{{"c": true}}, {{"c": false}}}), false, "composite-element-panic"},
+		{"eKuiper stops, with another first answer", outcome(Differs, "SELECT array_contains(arr, o) AS c FROM fx", loud,
+			[][]map[string]any{{{"c": false}}}, [][]map[string]any{{{"c": true}}, {{"c": false}}}), false, Unexplained},
+		{"an empty event-time hopping window", func() Outcome {
+			o := outcome(Differs, "SELECT collect(v) AS c FROM fx GROUP BY HOPPINGWINDOW(ss, 2, 1)", loud,
+				[][]map[string]any{{{"c": []any{int64(1)}}}, {{"c": nil}}}, [][]map[string]any{{{"c": []any{int64(1)}}}, {{"c": []any{int64(2)}}}})
+			o.Case.Clock = "event"
+			return o
+		}(), false, "hopping-empty-window"},
+		{"an empty processing-time hopping window", outcome(Differs, "SELECT collect(v) AS c FROM fx GROUP BY HOPPINGWINDOW(ss, 2, 1)", loud,
+			[][]map[string]any{{{"c": []any{int64(1)}}}, {{"c": nil}}}, [][]map[string]any{{{"c": []any{int64(1)}}}, {{"c": []any{int64(2)}}}}), false, Unexplained},
+		{"array_sort by text", outcome(Differs, "SELECT array_sort(arr) AS s FROM fx", loud,
+			[][]map[string]any{{{"s": []any{int64(10), int64(9)}}}}, [][]map[string]any{{{"s": []any{int64(9), int64(10)}}}}), false, "array-sort-text"},
+		{"array_sort of other elements", outcome(Differs, "SELECT array_sort(arr) AS s FROM fx", loud,
+			[][]map[string]any{{{"s": []any{int64(10), int64(9)}}}}, [][]map[string]any{{{"s": []any{int64(9), int64(1)}}}}), false, Unexplained},
 		{"eKuiper varies", outcome(Differs, "SELECT v + 1 AS x FROM fx", loud,
 			[][]map[string]any{{{"x": int64(2)}}}, [][]map[string]any{{{"x": int64(3)}}}), true, Variance},
 	}
