@@ -81,7 +81,7 @@ func TestFileSinkCompressedStream(t *testing.T) {
 	e := newTestEnv(t)
 	startRule(t, e, `{"id":"r","sql":"SELECT v FROM s","actions":[{"file":{"path":"out.zst","sendSingle":true,"compression":"zstd"}}]}`)
 	e.publish(t, 1, 2, 3)
-	want := "{\"v\":1}\n{\"v\":2}\n{\"v\":3}"
+	want := "{\"v\":1}\n{\"v\":2}\n{\"v\":3}\n"
 	deadline := time.Now().Add(10 * time.Second)
 	var got string
 	for time.Now().Before(deadline) {

@@ -38,8 +38,8 @@ func SinkSpec() connector.Spec {
 }
 
 // Sink appends each SinkMessage.Payload to a file: one line per message
-// for lines and csv (a line ends when the next starts, so the file ends
-// without a line end, as eKuiper's), one element of a JSON array for json.
+// for lines and csv, each ending with a line end (eKuiper leaves the last
+// one open: docs/compatibility.md), one element of a JSON array for json.
 // The file is opened on the first Write after Connect or a roll: lines
 // and csv files are appended to (a CSV header goes only into an empty
 // file), others truncated. Each Write
@@ -68,9 +68,8 @@ type Sink struct {
 	stream  *payload.Writer // compressor and cipher over w; nil without them
 	opened  time.Time
 	written int64
-	// lineOpen is true while the file's last line has no line end yet:
-	// as in eKuiper, a line ends when the next one starts, so a file ends
-	// without one.
+	// lineOpen: the appended file's last line has no line end (written
+	// by something else), so the first row starts on a new line.
 	lineOpen bool
 }
 
@@ -149,10 +148,13 @@ func (s *Sink) write(msg *api.SinkMessage) error {
 	case s.fileType == typeJSON && s.written > 0:
 		out.Write([]byte{','})
 	case s.fileType != typeJSON && s.lineOpen:
-		out.Write([]byte{'\n'})
+		out.Write([]byte{'\n'}) // an appended file's unfinished last line
 	}
 	out.Write(msg.Payload)
-	s.lineOpen = s.fileType != typeJSON
+	if s.fileType != typeJSON {
+		out.Write([]byte{'\n'})
+		s.lineOpen = false
+	}
 	if err := s.flushStream(); err != nil {
 		return fmt.Errorf("write %s: %w", s.f.Name(), err)
 	}

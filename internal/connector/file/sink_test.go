@@ -29,11 +29,11 @@ func TestSink(t *testing.T) {
 		msgs  []*api.SinkMessage
 		want  string
 	}{
-		{"lines", map[string]any{}, msgs, "{\"a\":1,\"b\":\"x\"}\n{\"a\":2,\"b\":\"y\"}"},
+		{"lines", map[string]any{}, msgs, "{\"a\":1,\"b\":\"x\"}\n{\"a\":2,\"b\":\"y\"}\n"},
 		{"json", map[string]any{"fileType": "json"}, msgs, `[{"a":1,"b":"x"},{"a":2,"b":"y"}]`},
 		{"json empty", map[string]any{"fileType": "json"}, nil, ""},
-		{"csv header", map[string]any{"fileType": "csv", "hasHeader": true, "delimiter": ";", "format": "delimited"}, csvMsgs, "a;b\n1;x\n2;y"},
-		{"csv no header", map[string]any{"fileType": "csv"}, csvMsgs, "1;x\n2;y"},
+		{"csv header", map[string]any{"fileType": "csv", "hasHeader": true, "delimiter": ";", "format": "delimited"}, csvMsgs, "a;b\n1;x\n2;y\n"},
+		{"csv no header", map[string]any{"fileType": "csv"}, csvMsgs, "1;x\n2;y\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,9 +89,9 @@ func TestSinkRolling(t *testing.T) {
 			name:  "count suffix",
 			props: map[string]any{"rollingCount": 2, "rollingNamePattern": "suffix"},
 			want: map[string]string{
-				"r-1000.txt": "m0\nm1",
-				"r-3000.txt": "m2\nm3",
-				"r-5000.txt": "m4",
+				"r-1000.txt": "m0\nm1\n",
+				"r-3000.txt": "m2\nm3\n",
+				"r-5000.txt": "m4\n",
 			},
 			advanceMS: 1000,
 		},
@@ -100,15 +100,15 @@ func TestSinkRolling(t *testing.T) {
 			props:     map[string]any{"rollingInterval": "2500ms", "rollingNamePattern": "prefix", "rollingCount": 0},
 			advanceMS: 1000,
 			want: map[string]string{
-				"1000-r.txt": "m0\nm1\nm2",
-				"4000-r.txt": "m3\nm4",
+				"1000-r.txt": "m0\nm1\nm2\n",
+				"4000-r.txt": "m3\nm4\n",
 			},
 		},
 		{
 			name:      "none never rolls",
 			props:     map[string]any{"rollingCount": 1},
 			advanceMS: 1000,
-			want:      map[string]string{"r.txt": "m0\nm1\nm2\nm3\nm4"},
+			want:      map[string]string{"r.txt": "m0\nm1\nm2\nm3\nm4\n"},
 		},
 	}
 	for _, tc := range tests {
@@ -204,9 +204,9 @@ func TestSinkAppendsToExistingFile(t *testing.T) {
 		return &api.SinkMessage{Payload: []byte(p), Rows: []map[string]any{{"b": "x", "a": int64(1)}}}
 	}
 	for _, tc := range []struct{ name, before, want string }{
-		{"no file", "", "a;b\n1;x\n2;y"},
-		{"ended without line end", "a;b\n0;w", "a;b\n0;w\n1;x\n2;y"},
-		{"ended with a line end", "a;b\n0;w\n", "a;b\n0;w\n1;x\n2;y"},
+		{"no file", "", "a;b\n1;x\n2;y\n"},
+		{"ended without line end", "a;b\n0;w", "a;b\n0;w\n1;x\n2;y\n"},
+		{"ended with a line end", "a;b\n0;w\n", "a;b\n0;w\n1;x\n2;y\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dataDir := t.TempDir()
