@@ -117,14 +117,7 @@ func (s *Shared) load(ctx context.Context, ruleID, fingerprint string, id uint64
 		}
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	cp, err := decode(data)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint %d of rule %s: %w", id, ruleID, err)
-	}
-	if cp.RuleID != ruleID || cp.Fingerprint != fingerprint {
-		return nil, fmt.Errorf("checkpoint %d of rule %s: %w", id, ruleID, ErrMismatch)
-	}
-	return cp, nil
+	return decodeFor(data, ruleID, fingerprint, id)
 }
 
 func isNotFound(err error) bool { return errors.Is(err, catalog.ErrNotFound) }

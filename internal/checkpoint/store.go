@@ -242,6 +242,12 @@ func (s *Store) Load(ruleID, fingerprint string, id uint64) (*Checkpoint, error)
 	if err != nil {
 		return nil, fmt.Errorf("read checkpoint %d of rule %s: %w", id, ruleID, err)
 	}
+	return decodeFor(data, ruleID, fingerprint, id)
+}
+
+// decodeFor decodes checkpoint id of a rule, stored as data, and checks
+// that it belongs to the rule and its definition (fingerprint).
+func decodeFor(data []byte, ruleID, fingerprint string, id uint64) (*Checkpoint, error) {
 	cp, err := decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %d of rule %s: %w", id, ruleID, err)
