@@ -290,7 +290,7 @@ func (p *Placer) fenceExpired(ctx context.Context, now time.Time, rules RuleRunn
 	}
 	p.mu.Unlock()
 	for _, id := range fenced {
-		p.cfg.Logger.Error("lease of rule not renewed in time (database unreachable?); stopping the rule here", "rule", id)
+		p.cfg.Logger.Error("lease of rule not renewed in time (database unreachable, or this node too short of CPU to renew it?); stopping the rule here", "rule", id)
 		p.unplace(ctx, rules, id, p.margin, wg)
 	}
 }

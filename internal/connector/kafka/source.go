@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,9 +68,10 @@ type Source struct {
 	polled  []*kgo.Record       // returned by Read and not yet marked, then buf
 	rewound bool                // Rewind while connected: Read reconnects first
 
-	mu   sync.Mutex
-	cl   *kgo.Client     // written by the read loop, read by CommitOffset
-	next map[int32]int64 // next offset per partition after the last Read
+	mu        sync.Mutex
+	cl        *kgo.Client     // written by the read loop, read by CommitOffset
+	next      map[int32]int64 // next offset per partition after the last Read
+	topicJSON []byte          // the topic as a JSON string, for Offset
 }
 
 var (
@@ -334,15 +336,42 @@ type sourceOffset struct {
 }
 
 // Offset returns the next offset of every partition read so far (and of
-// every rewound partition).
+// every rewound partition). The engine takes it after every record, so it
+// is encoded by hand: the same bytes as json.Marshal of a sourceOffset
+// (partitions sorted as strings), at a fraction of the cost.
 func (s *Source) Offset() ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	o := sourceOffset{V: 1, Topic: s.topic, Next: make(map[string]int64, len(s.next))}
-	for p, n := range s.next {
-		o.Next[strconv.Itoa(int(p))] = n
+	if s.topicJSON == nil {
+		t, err := json.Marshal(s.topic)
+		if err != nil {
+			return nil, err
+		}
+		s.topicJSON = t
 	}
-	return json.Marshal(o)
+	type part struct {
+		key  string
+		next int64
+	}
+	parts := make([]part, 0, len(s.next))
+	for p, n := range s.next {
+		parts = append(parts, part{strconv.Itoa(int(p)), n})
+	}
+	slices.SortFunc(parts, func(a, b part) int { return strings.Compare(a.key, b.key) })
+	b := make([]byte, 0, 32+len(s.topicJSON)+24*len(parts))
+	b = append(b, `{"v":1,"topic":`...)
+	b = append(b, s.topicJSON...)
+	b = append(b, `,"next":{`...)
+	for i, pt := range parts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, pt.key...)
+		b = append(b, `":`...)
+		b = strconv.AppendInt(b, pt.next, 10)
+	}
+	return append(b, "}}"...), nil
 }
 
 // Rewind makes Read continue at the offsets in b: partitions in b resume at
