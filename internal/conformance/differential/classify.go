@@ -350,6 +350,10 @@ var refusalRules = []quirkRule{
 		return o.Kind == EKuiperRefused && strings.Contains(o.Case.OracleError, "validate function ") &&
 			strings.Contains(o.Case.OracleError, " type for parameter ")
 	}},
+	{"between-low-bound", "v BETWEEN w + 1 AND 3", func(o Outcome, _ *function.Registry) bool {
+		// eKuiper's lower bound of BETWEEN is a single operand.
+		return o.Kind == EKuiperRefused && strings.Contains(o.Case.OracleError, "expect AND expression after between but found ")
+	}},
 	{"unary-minus", "SELECT -v", func(o Outcome, _ *function.Registry) bool {
 		return o.Kind == EKuiperRefused && strings.Contains(o.Case.OracleError, `found "-", expected expression`)
 	}},
@@ -364,9 +368,22 @@ var refusalRules = []quirkRule{
 
 // quirkRules are tried in order; the first that matches names the class.
 var quirkRules = []quirkRule{
-	{"operator-precedence", "2 * arr[0]", func(o Outcome, _ *function.Registry) bool {
-		// eKuiper reads x * arr[-1] as (x * arr)[-1].
-		return ekuiperSays(o, "}[", "} ->")
+	{"operator-precedence", "2 * arr[0]", func(o Outcome, funcs *function.Registry) bool {
+		// eKuiper reads x * arr[-1] as (x * arr)[-1]: its error says so,
+		// or, where it has none (x null), rekuiper gives its output once
+		// the rule is grouped that way.
+		return ekuiperSays(o, "}[", "} ->") || groupedAsEKuiper(o, funcs)
+	}},
+	{"between-high-bound", "v BETWEEN 1 AND 2 + 3", func(o Outcome, _ *function.Registry) bool {
+		// eKuiper's upper bound of BETWEEN is a single operand: an
+		// operator after it applies to the pair of bounds, an error on
+		// every row (v BETWEEN ([1, 2] + 3)).
+		return ekuiperSays(o, "{ betweenExpr:{")
+	}},
+	{"array-join-composite", "diff_misc/array_join_types", func(o Outcome, _ *function.Registry) bool {
+		// eKuiper joins an array or object element as its Go syntax
+		// ([], [2 3], map[x:1]); rekuiper refuses it.
+		return sqlHas(o, "array_join(") && rekuiperSays(o, "array elements should be string, number or bool")
 	}},
 	{"datetime-nil", "gen_func_datetime/datetime_nil", func(o Outcome, _ *function.Registry) bool {
 		return ekuiperSays(o, "unsupported type to convert to timestamp <nil>", "<nil>(<nil>) to datetime")

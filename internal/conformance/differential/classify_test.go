@@ -166,3 +166,95 @@ func TestClassifyBigintTruncation(t *testing.T) {
 		t.Fatalf("a value the truncation does not give: class %q, want %s", got, Unexplained)
 	}
 }
+
+func TestEKuiperGroupedSQL(t *testing.T) {
+	tests := []struct{ sql, want string }{
+		{"SELECT *, o->c * arr[1:3] AS x FROM fx", "SELECT *, (o->c * arr)[1:3] AS x FROM fx"},
+		{"SELECT v * o->c AS a FROM fx", "SELECT (v * o)->c AS a FROM fx"},
+		{"SELECT v % arr[0]->c AS a FROM fx WHERE w / arr[1] > 2", "SELECT (v % arr)[0]->c AS a FROM fx WHERE (w / arr)[1] > 2"},
+		{"SELECT a * b * c[0] AS x FROM fx", "SELECT (a * b * c)[0] AS x FROM fx"},
+		{"SELECT abs(v & arr[2]) AS x FROM fx", "SELECT abs((v & arr)[2]) AS x FROM fx"},
+		// + and - bind looser than [] in eKuiper too; o.c is one name.
+		{"SELECT v + arr[0] AS a, v - arr[1:2] AS b, v * o.c AS c, arr[0] * v AS d FROM fx", ""},
+	}
+	for _, tt := range tests {
+		got, changed := ekuiperGroupedSQL(tt.sql)
+		if changed != (tt.want != "") || got != tt.want {
+			t.Errorf("%s: got %q (changed %v), want %q", tt.sql, got, changed, tt.want)
+		}
+	}
+}
+
+// TestClassifyGroupedAsEKuiper: o->c * arr[1:3] with o->c null and arr
+// too short is null in eKuiper, which reads (o->c * arr)[1:3]; rekuiper
+// fails on the slice. The replay with eKuiper's grouping explains it, and
+// only it.
+func TestClassifyGroupedAsEKuiper(t *testing.T) {
+	funcs := function.Builtins()
+	mk := func(sql string, want [][]map[string]any) Outcome {
+		c := &conformance.Case{Suite: "t", Name: "c", Clock: "processing", StartTime: 1_700_000_000_000,
+			Streams:     []string{`CREATE STREAM fx () WITH (DATASOURCE="fx", TYPE="mock", FORMAT="json");`},
+			StreamNames: []string{"fx"},
+			Inputs:      map[string][]conformance.Event{"fx": {{TS: 1_700_000_000_100, Data: map[string]any{"o": map[string]any{"c": nil}, "arr": []any{int64(1)}}}}},
+			Timeline:    []conformance.Step{{At: 1_700_000_000_100, Stream: "fx", Index: 0}},
+			EndTime:     1_700_000_000_100, Expected: want}
+		c.Rule.SQL = sql
+		c.Rule.Options = map[string]any{"sendError": true}
+		return Check(c, funcs)
+	}
+	row := map[string]any{"o": map[string]any{"c": nil}, "arr": []any{int64(1)}}
+	o := mk("SELECT *, o->c * arr[1:3] AS x FROM fx", [][]map[string]any{{row}})
+	if o.Kind != Differs {
+		t.Fatalf("rekuiper should fail on the slice: %s %s", o.Kind, o.Detail)
+	}
+	if got := Classify(o, false, funcs); got != "operator-precedence" {
+		t.Fatalf("class %q, want operator-precedence", got)
+	}
+	withX := map[string]any{"o": map[string]any{"c": nil}, "arr": []any{int64(1)}, "x": int64(1)}
+	if got := Classify(mk("SELECT *, o->c * arr[1:3] AS x FROM fx", [][]map[string]any{{withX}}), false, funcs); got != Unexplained {
+		t.Fatalf("an output the grouping does not give: class %q, want %s", got, Unexplained)
+	}
+	if got := Classify(mk("SELECT *, arr[1:3] AS x FROM fx", [][]map[string]any{{row}}), false, funcs); got != Unexplained {
+		t.Fatalf("a rule without the grouping: class %q, want %s", got, Unexplained)
+	}
+}
+
+func TestClassifyRulesOfThisRound(t *testing.T) {
+	loud := map[string]any{"sendError": true}
+	strict := func(ddl string, want, got [][]map[string]any) Outcome {
+		o := outcome(Differs, "SELECT bypass(arr) AS b, coalesce(arr, 5) AS c, v AS w FROM fx", loud, want, got)
+		o.Case.Streams = []string{ddl}
+		return o
+	}
+	const strictDDL = `CREATE STREAM fx (v BIGINT, arr ARRAY(BIGINT)) WITH (DATASOURCE="fx", TYPE="mock", FORMAT="json", STRICT_VALIDATION="true");`
+	const typedDDL = `CREATE STREAM fx (v BIGINT, arr ARRAY(BIGINT)) WITH (DATASOURCE="fx", TYPE="mock", FORMAT="json");`
+	passed := [][]map[string]any{{{"b": nil, "c": nil}}}
+	left := [][]map[string]any{{{"c": int64(5)}}}
+	tests := []struct {
+		name string
+		o    Outcome
+		want string
+	}{
+		{"a null array passed on, strict", strict(strictDDL, passed, left), "strict-null-array"},
+		{"a null array passed on, not strict", strict(typedDDL, passed, left), Unexplained},
+		{"a null of another column", strict(strictDDL, [][]map[string]any{{{"w": nil, "c": int64(5)}}}, left), Unexplained},
+		{"array_join of an array", outcome(Differs, `SELECT array_join(arr, ",") AS j FROM fx`, loud,
+			[][]map[string]any{{{"j": "1,[]"}}},
+			[][]map[string]any{{{"error": "run Select error: alias: j expr: array elements should be string, number or bool, got []interface {}([])"}}}), "array-join-composite"},
+		{"an operator after the upper bound", outcome(Differs, "SELECT v BETWEEN 1 AND 2 + 3 AS a FROM fx", loud,
+			[][]map[string]any{{{"error": "run Select error: alias: a expr: binaryExpr:{ fx.v BETWEEN binaryExpr:{ betweenExpr:{ 1, 2 } + 3 } } meet error, err:+ is an invalid operation for []interface {}"}}},
+			[][]map[string]any{{{"a": false}}}), "between-high-bound"},
+		{"an operator after the lower bound", Outcome{Kind: EKuiperRefused, Case: &conformance.Case{Suite: "t", Name: "c",
+			OracleError: "plan: Parse SQL SELECT v BETWEEN w + 1 AND 3 AS a FROM fx error: expect AND expression after between but found +."}}, "between-low-bound"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.o.Case.Rule.SQL == "" {
+				tt.o.Case.Rule.SQL = "SELECT 1 FROM fx"
+			}
+			if got := Classify(tt.o, false, nil); got != tt.want {
+				t.Fatalf("class %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
