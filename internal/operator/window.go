@@ -94,7 +94,7 @@ func (w *Window) Start(ctx *Context) {
 			if w.Spec.Kind == Hopping {
 				step = w.Spec.Hop
 			}
-			w.st.Next = alignedEnd(now, step, w.Spec.Unit)
+			w.st.Next = AlignedEnd(now, step, w.Spec.Unit)
 		}
 		ctx.Timers.At(w.st.Next)
 	case Sliding:
@@ -103,7 +103,7 @@ func (w *Window) Start(ctx *Context) {
 		}
 	case Session:
 		if w.st.Next == 0 {
-			w.st.Next = alignedEnd(now, w.Spec.Size, w.Spec.Unit)
+			w.st.Next = AlignedEnd(now, w.Spec.Size, w.Spec.Unit)
 		}
 		ctx.Timers.At(w.st.Next)
 		if w.st.SessLast != 0 {
@@ -112,7 +112,7 @@ func (w *Window) Start(ctx *Context) {
 	}
 }
 
-// alignedEnd returns the end of the first window of a rule started at now
+// AlignedEnd returns the end of the first window of a rule started at now
 // (processing time) or whose first event is at now (event time), placed as
 // eKuiper places it: the window's size (the hop of a hopping window) in
 // its own unit counts from the start of the enclosing clock unit (seconds
@@ -125,7 +125,7 @@ func (w *Window) Start(ctx *Context) {
 // count: when now's position equals the size (second 20 for
 // TUMBLINGWINDOW(ss, 20)), the end is the unit boundary at or before now,
 // so an empty first window fires at once, as in eKuiper.
-func alignedEnd(now, size, unit int64) int64 {
+func AlignedEnd(now, size, unit int64) int64 {
 	const day = 24 * 3600 * 1000
 	if unit <= 0 || size%unit != 0 {
 		return alignUp(now, size)
@@ -219,7 +219,7 @@ func (w *Window) add(ctx *Context, t *row.Tuple, emit Emit) error {
 			if w.Spec.Kind == Hopping {
 				step = w.Spec.Hop
 			}
-			w.st.Next = alignedEnd(t.Timestamp, step, w.Spec.Unit)
+			w.st.Next = AlignedEnd(t.Timestamp, step, w.Spec.Unit)
 		}
 		if w.Fold != nil {
 			w.fold(ctx, t)

@@ -85,7 +85,7 @@ func (w *Window) nextEventSession(wm int64) (end int64, cut, ok bool) {
 		return 0, false, false
 	}
 	first := rows[0].Timestamp
-	boundary := alignedEnd(first, w.Spec.Size, w.Spec.Unit)
+	boundary := AlignedEnd(first, w.Spec.Size, w.Spec.Unit)
 	for i, r := range rows {
 		ts := r.Timestamp
 		timedOut := i > 0 && ts-rows[i-1].Timestamp > w.Spec.Timeout
