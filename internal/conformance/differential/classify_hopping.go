@@ -186,37 +186,11 @@ func withoutRows(orig *conformance.Case, drop map[int]fate) *conformance.Case {
 // those of its late rows, when it loses any; nil otherwise. The rule's
 // WHERE does not matter: in event time it runs after the window.
 func ekuiperLostHoppingRows(c *conformance.Case) map[int]fate {
-	m := hoppingArgs.FindStringSubmatch(c.Rule.SQL)
-	if m == nil {
+	h, ok := readHopping(c)
+	if !ok {
 		return nil
 	}
-	unit := unitMS[strings.ToLower(m[1])]
-	size, _ := strconv.ParseInt(m[2], 10, 64)
-	hop, _ := strconv.ParseInt(m[3], 10, 64)
-	size, hop = size*unit, hop*unit
-	if size <= 0 || hop <= 0 {
-		return nil
-	}
-	tol := int64(0)
-	if s, ok := c.Rule.Options["lateTolerance"].(string); ok && s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			return nil
-		}
-		tol = d.Milliseconds()
-	}
-	field := map[string]string{}
-	for i, ddl := range c.Streams {
-		if i >= len(c.StreamNames) || strings.Contains(strings.ToUpper(ddl), "CREATE TABLE") {
-			continue
-		}
-		if f := ddlTSField.FindStringSubmatch(ddl); f != nil {
-			field[c.StreamNames[i]] = f[1]
-		}
-	}
-	if len(field) == 0 {
-		return nil
-	}
+	size, hop, unit, tol, field := h.size, h.hop, h.unit, h.tol, h.tsField
 	type held struct {
 		ts   int64
 		step int
@@ -287,6 +261,46 @@ func ekuiperLostHoppingRows(c *conformance.Case) map[int]fate {
 		return nil
 	}
 	return out
+}
+
+// hopping is what ekuiperLostHoppingRows needs of a case: the window
+// (ms), the late tolerance (ms) and each stream's timestamp field.
+type hopping struct {
+	size, hop, unit, tol int64
+	tsField              map[string]string
+}
+
+// readHopping reads the hopping window, late tolerance and timestamp
+// fields of c; ok is false when c has no event-time hopping window.
+func readHopping(c *conformance.Case) (h hopping, ok bool) {
+	m := hoppingArgs.FindStringSubmatch(c.Rule.SQL)
+	if m == nil {
+		return h, false
+	}
+	h.unit = unitMS[strings.ToLower(m[1])]
+	h.size, _ = strconv.ParseInt(m[2], 10, 64)
+	h.hop, _ = strconv.ParseInt(m[3], 10, 64)
+	h.size, h.hop = h.size*h.unit, h.hop*h.unit
+	if h.size <= 0 || h.hop <= 0 {
+		return h, false
+	}
+	if s, ok := c.Rule.Options["lateTolerance"].(string); ok && s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return h, false
+		}
+		h.tol = d.Milliseconds()
+	}
+	h.tsField = map[string]string{}
+	for i, ddl := range c.Streams {
+		if i >= len(c.StreamNames) || strings.Contains(strings.ToUpper(ddl), "CREATE TABLE") {
+			continue
+		}
+		if f := ddlTSField.FindStringSubmatch(ddl); f != nil {
+			h.tsField[c.StreamNames[i]] = f[1]
+		}
+	}
+	return h, len(h.tsField) > 0
 }
 
 func intValue(v any) (int64, bool) {
