@@ -54,15 +54,14 @@ type Window struct {
 // windowState is everything a window must checkpoint.
 type windowState struct {
 	Rows       []*row.Tuple
-	Next       int64            // next boundary (time windows)
+	Next       int64            // next boundary (time windows; processing-time sessions)
 	Opened     int64            // processing time: when the first window began
 	Started    bool             // event time: first window known
 	First      int64            // event time: first row's time
 	Pending    []int64          // sliding delay triggers
-	SessStart  int64            // session start (0: none)
-	SessLast   int64            // session last row time
-	CutAt      int64            // session cut at max duration
-	CutUntil   int64            // a row before this continues the cut session
+	SessStart  int64            // processing-time session start
+	SessLast   int64            // processing-time session's last row (0: none open)
+	CutAt      int64            // event time: the last session was cut here (0: not cut)
 	Counter    int              // count window rows since last emission
 	Collecting bool             // state window open
 	Parts      map[string]*part // partitioned state windows
@@ -95,7 +94,7 @@ func (w *Window) Start(ctx *Context) {
 			if w.Spec.Kind == Hopping {
 				step = w.Spec.Hop
 			}
-			w.st.Next = alignedEnd(now, step, w.Spec.Unit)
+			w.st.Next = AlignedEnd(now, step, w.Spec.Unit)
 		}
 		ctx.Timers.At(w.st.Next)
 	case Sliding:
@@ -103,14 +102,17 @@ func (w *Window) Start(ctx *Context) {
 			ctx.Timers.At(trig + w.Spec.Delay)
 		}
 	case Session:
-		if w.st.SessStart != 0 {
+		if w.st.Next == 0 {
+			w.st.Next = AlignedEnd(now, w.Spec.Size, w.Spec.Unit)
+		}
+		ctx.Timers.At(w.st.Next)
+		if w.st.SessLast != 0 {
 			ctx.Timers.At(w.st.SessLast + w.Spec.Timeout)
-			ctx.Timers.At(alignUp(w.st.SessStart, w.Spec.Size))
 		}
 	}
 }
 
-// alignedEnd returns the end of the first window of a rule started at now
+// AlignedEnd returns the end of the first window of a rule started at now
 // (processing time) or whose first event is at now (event time), placed as
 // eKuiper places it: the window's size (the hop of a hopping window) in
 // its own unit counts from the start of the enclosing clock unit (seconds
@@ -123,7 +125,7 @@ func (w *Window) Start(ctx *Context) {
 // count: when now's position equals the size (second 20 for
 // TUMBLINGWINDOW(ss, 20)), the end is the unit boundary at or before now,
 // so an empty first window fires at once, as in eKuiper.
-func alignedEnd(now, size, unit int64) int64 {
+func AlignedEnd(now, size, unit int64) int64 {
 	const day = 24 * 3600 * 1000
 	if unit <= 0 || size%unit != 0 {
 		return alignUp(now, size)
@@ -217,7 +219,7 @@ func (w *Window) add(ctx *Context, t *row.Tuple, emit Emit) error {
 			if w.Spec.Kind == Hopping {
 				step = w.Spec.Hop
 			}
-			w.st.Next = alignedEnd(t.Timestamp, step, w.Spec.Unit)
+			w.st.Next = AlignedEnd(t.Timestamp, step, w.Spec.Unit)
 		}
 		if w.Fold != nil {
 			w.fold(ctx, t)
@@ -225,7 +227,7 @@ func (w *Window) add(ctx *Context, t *row.Tuple, emit Emit) error {
 	case Sliding:
 		return w.addSliding(ctx, t, emit)
 	case Session:
-		w.addSession(ctx, t, emit)
+		w.addSessionRow(ctx, t)
 	case Count:
 		w.addCount(t, emit)
 	case State:
@@ -331,7 +333,7 @@ func (w *Window) watermark(ctx *Context, wm int64, emit Emit) error {
 			}
 		}
 	case Session:
-		w.sessionTick(ctx, wm, emit)
+		w.sessionWatermark(wm, emit)
 	case Sliding:
 		w.fireSlidingDue(wm, emit)
 	}
@@ -364,7 +366,7 @@ func (w *Window) Snapshot() ([]byte, error) {
 	}
 	buf = value.AppendValue(buf, map[string]any{
 		"next": st.Next, "opened": st.Opened, "started": st.Started, "first": st.First, "pending": pending,
-		"sessStart": st.SessStart, "sessLast": st.SessLast, "cutAt": st.CutAt, "cutUntil": st.CutUntil,
+		"sessStart": st.SessStart, "sessLast": st.SessLast, "cutAt": st.CutAt,
 		"counter": int64(st.Counter), "collecting": st.Collecting,
 	})
 	keys := make([]string, 0, len(st.Parts))
@@ -403,7 +405,6 @@ func (w *Window) Restore(data []byte) error {
 	st.SessStart, _ = m["sessStart"].(int64)
 	st.SessLast, _ = m["sessLast"].(int64)
 	st.CutAt, _ = m["cutAt"].(int64)
-	st.CutUntil, _ = m["cutUntil"].(int64)
 	counter, _ := m["counter"].(int64)
 	st.Counter = int(counter)
 	st.Collecting, _ = m["collecting"].(bool)

@@ -153,8 +153,8 @@ func TestAlignedEnd(t *testing.T) {
 		{t0, 5 * 60000, 60000, t0 + 100000},         // minute 13 of the hour: 15
 		{t0, 2 * 86400000, 86400000, 1700092800000}, // two days after the day began
 	} {
-		if got := alignedEnd(tt.now, tt.size, tt.unit); got != tt.want {
-			t.Errorf("alignedEnd(%d, %d, %d) = %d, want %d", tt.now, tt.size, tt.unit, got, tt.want)
+		if got := AlignedEnd(tt.now, tt.size, tt.unit); got != tt.want {
+			t.Errorf("AlignedEnd(%d, %d, %d) = %d, want %d", tt.now, tt.size, tt.unit, got, tt.want)
 		}
 	}
 }

@@ -61,6 +61,9 @@ func Classify(o Outcome, varied bool, funcs *function.Registry) string {
 		}
 		return strings.Join(names, "+")
 	}
+	if used, ok := withoutLostHoppingRows(o, funcs); ok {
+		return used
+	}
 	return Unexplained
 }
 
@@ -242,6 +245,9 @@ func quirkEntry(name string) string {
 	}
 	if name == "eventtime-end" {
 		return eventTimeEndEntry
+	}
+	if name == "hopping-lost-rows" {
+		return hopLostEntry
 	}
 	return "?"
 }
