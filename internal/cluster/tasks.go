@@ -45,12 +45,14 @@ type TasksConfig struct {
 }
 
 // Tasks runs, in a cluster, the rules that are split into one task per
-// input partition: it decides which rules are split (Expand, called by
-// the placer on each pass), runs the tasks whose leases this node holds
+// input partition, and the spread rules that run as one copy on every
+// node: it decides which rules are split or spread (Expand, called by the
+// placer on each pass), runs the tasks whose leases this node holds
 // (Place and Unplace, through Router) and restarts a failed task with
 // backoff while its lease is held. Each task is the rule's definition
-// narrowed to one partition (rule.Def.ForTask): it checkpoints, fences
-// and is leased under its own id, "<rule>#p<partition>".
+// narrowed to one partition (rule.Def.ForTask), or the rule's copy for
+// this node (rule.Def.ForNode): it checkpoints, fences and is leased under
+// its own id, "<rule>#p<partition>" or "<rule>#n<node>".
 //
 // Its methods are safe for concurrent use; each running task has one
 // goroutine, owned by Tasks and ended by Unplace or Close.
@@ -74,6 +76,8 @@ type splitEntry struct {
 type task struct {
 	id, rule string
 	part     int
+	// node is set on the copy of a spread rule (this node's id).
+	node string
 	// repartition: a task of the rule's repartitioning stage.
 	repartition bool
 	cancel      context.CancelFunc
@@ -121,6 +125,9 @@ func (ts *Tasks) Expand(ctx context.Context, ids []string) []string {
 		sp, ok := ts.split(ctx, id)
 		switch {
 		case !ok:
+		case sp.Spread:
+			// Each node places its own copy only (Placer.balance).
+			out = append(out, rule.CopyID(id, ts.cfg.Node))
 		case sp.Partitions == 0:
 			out = append(out, id)
 		default:
@@ -202,15 +209,19 @@ func (ts *Tasks) split(ctx context.Context, id string) (rule.Split, bool) {
 	if same && sp.Repartition != nil && e.split.Repartition != nil && e.split.Repartition.Sources > sp.Repartition.Sources {
 		sp.Repartition.Sources = e.split.Repartition.Sources
 	}
-	if !same || e.split.Partitions != sp.Partitions || sources(e.split) != sources(sp) {
+	if !same || e.split.Partitions != sp.Partitions || sources(e.split) != sources(sp) || e.split.Spread != sp.Spread {
 		switch {
 		case sp.Repartition != nil:
 			ts.cfg.Logger.Info("rule runs as one task per partition, its stream repartitioned by the rule's key", "rule", id, "stream", sp.Stream,
 				"topic", sp.Repartition.Topic, "repartitionTasks", sp.Repartition.Sources, "tasks", sp.Partitions)
 		case sp.Partitions > 0:
 			ts.cfg.Logger.Info("rule runs as one task per partition", "rule", id, "stream", sp.Stream, "tasks", sp.Partitions)
+		case sp.Spread:
+			ts.cfg.Logger.Info("rule runs as one copy on every node, the broker splitting its shared subscription among them", "rule", id, "stream", sp.Stream)
 		case sp.Keyed:
 			ts.cfg.Logger.Info("rule runs whole, on one node: it cannot be split by partition", "rule", id, "reason", sp.Reason)
+		case sp.SpreadReason != "":
+			ts.cfg.Logger.Info("rule runs whole, on one node, not on every node", "rule", id, "reason", sp.SpreadReason)
 		}
 	}
 	ts.mu.Lock()
@@ -243,7 +254,11 @@ func (ts *Tasks) Split(id string) (rule.Split, bool) {
 // Place starts task id here (this node acquired its lease).
 func (ts *Tasks) Place(id string) {
 	ruleID, p, repart, ok := rule.ParseTask(id)
-	if !ok {
+	ruleCopy, node, isCopy := rule.ParseCopyID(id)
+	switch {
+	case isCopy && node == ts.cfg.Node:
+		ruleID, p, repart = ruleCopy, 0, false
+	case isCopy || !ok:
 		return
 	}
 	ts.mu.Lock()
@@ -252,7 +267,10 @@ func (ts *Tasks) Place(id string) {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &task{id: id, rule: ruleID, part: p, repartition: repart, cancel: cancel, restart: make(chan struct{}, 1), done: make(chan struct{}), state: rulemgr.StateStarting}
+	if !isCopy {
+		node = ""
+	}
+	t := &task{id: id, rule: ruleID, part: p, node: node, repartition: repart, cancel: cancel, restart: make(chan struct{}, 1), done: make(chan struct{}), state: rulemgr.StateStarting}
 	ts.tasks[id] = t
 	ts.wg.Go(func() {
 		defer close(t.done)
@@ -282,7 +300,10 @@ func (ts *Tasks) Unplace(ctx context.Context, id string) error {
 }
 
 // Changed restarts the tasks of rule id running here with its current
-// definition; the placer stops them when the rule is no longer wanted.
+// definition; the placer stops them when the rule is no longer wanted. It
+// is also how POST /rules/{id}/restart reaches the tasks: on the node
+// that answers directly, on the others through the catalog write of the
+// wanted state.
 func (ts *Tasks) Changed(id string) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
@@ -352,7 +373,10 @@ func (ts *Tasks) local(id string) (rulemgr.TaskStatus, bool) {
 		return rulemgr.TaskStatus{}, false
 	}
 	t.mu.Lock()
-	st := rulemgr.TaskStatus{ID: id, Partition: t.part, Stage: stage(t.repartition), Node: ts.cfg.Node, State: t.state.String(), Message: t.message, LastStart: t.lastStart}
+	st := rulemgr.TaskStatus{ID: id, Stage: stage(t.repartition), Node: ts.cfg.Node, State: t.state.String(), Message: t.message, LastStart: t.lastStart}
+	if t.node == "" {
+		st.Partition = &t.part
+	}
 	r := t.running
 	t.mu.Unlock()
 	if r != nil {
@@ -397,7 +421,7 @@ func (ts *Tasks) supervise(ctx context.Context, t *task) {
 			ts.stopped(t, rulemgr.StateStopped, "")
 			return
 		case <-t.restart:
-			log.Info("rule changed: restarting its task")
+			log.Info("rule changed or restarted: restarting its task")
 			ts.stop(t, r)
 			delay = time.Second
 			continue
@@ -432,6 +456,12 @@ func (ts *Tasks) start(ctx context.Context, t *task) (rulemgr.Running, error) {
 		return nil, err
 	}
 	sp, ok := ts.Split(t.rule)
+	if t.node != "" {
+		if !ok || !sp.Spread {
+			return nil, errors.New("the rule does not run on every node (any more)")
+		}
+		return ts.run(ctx, t, def.ForNode(t.node))
+	}
 	if !ok || sp.Partitions == 0 {
 		return nil, errors.New("the rule is not split into tasks (any more)")
 	}
@@ -442,6 +472,11 @@ func (ts *Tasks) start(ctx context.Context, t *task) (rulemgr.Running, error) {
 	if t.repartition {
 		td = def.ForRepartition(sp, t.part)
 	}
+	return ts.run(ctx, t, td)
+}
+
+// run starts td, the task's definition.
+func (ts *Tasks) run(ctx context.Context, t *task, td *rule.Def) (rulemgr.Running, error) {
 	t.mu.Lock()
 	t.state = rulemgr.StateStarting
 	t.mu.Unlock()
