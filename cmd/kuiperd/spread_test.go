@@ -116,11 +116,16 @@ func TestClusterSpreadRule(t *testing.T) {
 		t.Errorf("GET /cluster/nodes lists the copies of %d nodes, want %d: %+v", listed, len(nodes), members)
 	}
 
-	// Restart through one node restarts the copies on all of them.
+	// Restart through one node, while publishing, restarts the copies on
+	// all of them. What the broker had sent a stopping copy and the copy
+	// had not yet logged is lost with its clean session: counted, not
+	// asserted; what is published once every copy runs again arrives.
 	before := map[string]float64{}
 	for _, n := range nodes {
 		before[n.id], _ = localCopy(n)["lastStartTimestamp"].(float64)
 	}
+	pub.allow(1 << 40)
+	restartFrom := pub.sent()
 	if _, err := joiner.c.RuleAction(context.Background(), spreadRule, "restart"); err != nil {
 		t.Fatal(err)
 	}
@@ -131,9 +136,14 @@ func TestClusterSpreadRule(t *testing.T) {
 			return c["status"] == "running" && start > before[n.id]
 		})
 	}
-	from = pub.sent()
-	pub.allow(from + 300)
-	out.waitAll(t, from, from+300)
+	restarted := pub.sent()
+	pub.allow(restarted + 300)
+	out.waitAll(t, restarted, restarted+300)
+	t.Logf("restart of the %d copies while publishing: records %d-%d: %d lost, %d delivered twice; each of the 300 published after every copy ran again delivered once",
+		len(nodes), restartFrom, restarted, out.missing(restartFrom, restarted), out.duplicates(restartFrom, restarted))
+	if d := out.duplicates(restarted, restarted+300); d != 0 {
+		t.Errorf("%d records published after the restart delivered twice", d)
+	}
 }
 
 func setupSpreadRule(t *testing.T, n *node, broker string) {
