@@ -39,7 +39,8 @@ func (rn *Runner) Split(ctx context.Context, def *rule.Def) (rule.Split, error) 
 	if sourceType(cs) == "mqtt" && cs.Kind == ast.KindStream && len(stmt.Joins) == 0 {
 		_, props, err := rn.sourceProps(cs)
 		if err != nil {
-			return rule.Split{}, err
+			// Runs whole, and fails there with this error in its status.
+			return rule.Split{Stream: cs.Name, Reason: err.Error()}, nil
 		}
 		return rn.spread(def, stmt, props), nil
 	}

@@ -74,6 +74,15 @@ func TestSplitSpread(t *testing.T) {
 			}
 		})
 	}
+	// A stream whose properties do not resolve runs whole (and fails
+	// there, visibly), rather than never being placed.
+	if _, err := cat.PutStream(ctx, catalog.Stream{Name: "nokey", Kind: catalog.KindStream,
+		SQL: `CREATE STREAM nokey (v BIGINT) WITH (TYPE="mqtt", DATASOURCE="$share/g/in", CONF_KEY="missing")`}, catalog.Create); err != nil {
+		t.Fatal(err)
+	}
+	if sp, err := e.runner.Split(ctx, &rule.Def{ID: "r", SQL: "SELECT * FROM nokey"}); err != nil || sp.Spread || !strings.Contains(sp.Reason, "missing") {
+		t.Fatalf("unknown confKey: split %+v, err %v; want whole, with the reason", sp, err)
+	}
 	// A join of two shared MQTT streams keeps state (the window), and is
 	// not considered at all.
 	sp, err := e.runner.Split(ctx, &rule.Def{ID: "j", SQL: "SELECT * FROM sh INNER JOIN sh2 ON sh.dev = sh2.dev GROUP BY TUMBLINGWINDOW(ss, 1)"})
