@@ -47,7 +47,15 @@ func TestClusterSpreadRule(t *testing.T) {
 	nodes := []*node{startNode(t, bin, db), startNode(t, bin, db), startNode(t, bin, db)}
 	out := collect(t, br.URL("plain"), "out")
 	setupSpreadRule(t, nodes[0], br.URL("plain"))
+	// Stateful (lag), the rule runs whole, in the group with a persistent
+	// session; made stateless it runs on every node, and that session is
+	// ended, or the broker would go on queueing a share for it.
+	session := wholeSession(t, nodes, br)
+	putSpreadRule(t, nodes[1], br.URL("plain"), "SELECT seq FROM s WHERE v >= 0")
 	waitCopies(t, nodes[1], nodes)
+	waitFor(t, "the whole rule's session "+session+" ended", 30*time.Second, func() bool {
+		return strings.Contains(br.Log(), " as "+session+" (p2, c1") && dropped(br.Log(), []string{session})
+	})
 
 	pub := startPublisher(t, br.URL("plain"), "in")
 	pub.allow(600)
@@ -155,16 +163,54 @@ func setupSpreadRule(t *testing.T, n *node, broker string) {
 	if _, err := n.c.CreateStream(ctx, "stream", `CREATE STREAM s (seq BIGINT, v BIGINT) WITH (TYPE="mqtt", DATASOURCE="$share/g/in", FORMAT="json", CONF_KEY="m")`); err != nil {
 		t.Fatal(err)
 	}
-	rule := map[string]any{
-		"id":      spreadRule,
-		"sql":     "SELECT seq FROM s WHERE v >= 0",
-		"actions": []any{map[string]any{"mqtt": map[string]any{"server": broker, "topic": "out", "qos": 1, "sendSingle": true}}},
-		"options": map[string]any{"qos": 1, "checkpointInterval": "500ms"},
-	}
-	b, _ := json.Marshal(rule)
-	if _, err := n.c.CreateRule(ctx, b); err != nil {
+	if _, err := n.c.CreateRule(ctx, spreadRuleJSON(broker, "SELECT seq, lag(seq) AS prev FROM s WHERE v >= 0")); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func spreadRuleJSON(broker, sql string) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"id":      spreadRule,
+		"sql":     sql,
+		"actions": []any{map[string]any{"mqtt": map[string]any{"server": broker, "topic": "out", "qos": 1, "sendSingle": true}}},
+		"options": map[string]any{"qos": 1, "checkpointInterval": "500ms"},
+	})
+	return b
+}
+
+func putSpreadRule(t *testing.T, n *node, broker, sql string) {
+	t.Helper()
+	if err := n.c.JSON(context.Background(), "PUT", "/rules/"+spreadRule, json.RawMessage(spreadRuleJSON(broker, sql)), nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wholeSession waits until the rule runs whole on one of nodes, subscribed,
+// and returns the client id of its persistent session, from the broker's
+// log.
+func wholeSession(t *testing.T, nodes []*node, br *mqtttest.Mosquitto) string {
+	t.Helper()
+	var owner *node
+	waitFor(t, "the stateful rule running whole, subscribed", 60*time.Second, func() bool {
+		for _, n := range nodes {
+			st := spreadStatus(n)
+			if st["node"] == n.id && st["tasks"] == nil && st["status"] == "running" && st["source_s_0_connection_status"] == float64(1) {
+				owner = n
+				return true
+			}
+		}
+		return false
+	})
+	var ids []string
+	for _, id := range brokerClients(t, owner.cmd.Process.Pid, br.Plain, br.Log()) {
+		if strings.Contains(br.Log(), " as "+id+" (p2, c0") {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) != 1 {
+		t.Fatalf("persistent sessions of node %s running the whole rule: %v, want one", owner.id, ids)
+	}
+	return ids[0]
 }
 
 // spreadStatus is the rule's status as n answers it.

@@ -42,6 +42,10 @@ type PlacerConfig struct {
 	Members *Membership
 	// Wanted returns the ids of the rules wanted running.
 	Wanted func() []string
+	// Unshared, when set, is called on each pass for every rule whose
+	// copy this node holds while no node holds a live lease on the whole
+	// rule (so that no node runs it whole any more).
+	Unshared func(ctx context.Context, rule string)
 	// LeaseTime is the lease duration. Default DefaultLeaseTime.
 	LeaseTime time.Duration
 	Clock     clock.Clock
@@ -371,6 +375,14 @@ func (p *Placer) balance(ctx context.Context, rules RuleRunner) {
 		case node == p.cfg.Node:
 			if !p.take(qctx, rules, byRule, id) {
 				return
+			}
+		}
+	}
+	if p.cfg.Unshared != nil {
+		for _, id := range p.mine(true) {
+			r, node, ok := rule.ParseCopyID(id)
+			if l, whole := byRule[r]; ok && node == p.cfg.Node && (!whole || !l.Live) {
+				p.cfg.Unshared(qctx, r)
 			}
 		}
 	}

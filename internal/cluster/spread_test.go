@@ -65,6 +65,8 @@ func TestSpreadPlacement(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	nodes := map[string]*member{}
+	var unsharedMu sync.Mutex
+	unshared := map[string]bool{} // node/rule
 	for _, id := range []string{"a", "b", "c"} {
 		s, err := catalog.OpenPostgres(ctx, url, catalog.PostgresOptions{})
 		if err != nil {
@@ -73,7 +75,12 @@ func TestSpreadPlacement(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		m := New(Config{ID: id, Store: s, Heartbeat: lease / 6})
 		p := NewPlacer(PlacerConfig{Node: id, Store: s, Members: m, LeaseTime: lease,
-			Wanted: func() []string { return []string{"x", "y", rule.CopyID("s", id)} }})
+			Wanted: func() []string { return []string{"x", "y", rule.CopyID("s", id)} },
+			Unshared: func(_ context.Context, r string) {
+				unsharedMu.Lock()
+				defer unsharedMu.Unlock()
+				unshared[id+"/"+r] = true
+			}})
 		rules := &placedSet{ids: map[string]bool{}}
 		rctx, stop := context.WithCancel(ctx)
 		wg.Go(func() { m.Run(rctx) })
@@ -104,6 +111,11 @@ func TestSpreadPlacement(t *testing.T) {
 		}
 		return got["x"] == 1 && got["y"] == 1 && len(got) == 5
 	})
+	waitFor(t, "every node told that no node runs s whole", func() bool {
+		unsharedMu.Lock()
+		defer unsharedMu.Unlock()
+		return unshared["a/s"] && unshared["b/s"] && unshared["c/s"] && len(unshared) == 3
+	})
 	waitFor(t, "a lists the copies of the three nodes", func() bool {
 		return slices.Equal(nodes["a"].placer.copies("s"), []string{"s#na", "s#nb", "s#nc"})
 	})
@@ -131,7 +143,7 @@ func TestSpreadPlacement(t *testing.T) {
 // restarts the copy.
 func TestTasksSpread(t *testing.T) {
 	vc := clock.NewVirtual(0)
-	ts, fs, runner, _ := newTestTasks(t, vc)
+	ts, fs, runner, raws := newTestTasks(t, vc)
 	ctx := context.Background()
 	fs.mu.Lock()
 	fs.spread = map[string]bool{"a": true}
@@ -179,6 +191,20 @@ func TestTasksSpread(t *testing.T) {
 	}
 	if tasks[0].Metrics == nil || tasks[1].Metrics != nil {
 		t.Errorf("metrics only for the local copy: %+v", tasks)
+	}
+
+	// The sessions of the rule's whole run are ended once per definition.
+	var ends []string
+	ts.cfg.EndSessions = func(_ context.Context, def *rule.Def) error {
+		ends = append(ends, def.ID)
+		return nil
+	}
+	ts.EndWholeSessions(ctx, "a")
+	ts.EndWholeSessions(ctx, "a")
+	raws["a"] = `{"v":2}`
+	ts.EndWholeSessions(ctx, "a")
+	if !slices.Equal(ends, []string{"a", "a"}) {
+		t.Errorf("sessions ended for %v, want a once per definition (twice)", ends)
 	}
 
 	sp.RestartTasks("a")

@@ -40,6 +40,9 @@ type TasksConfig struct {
 	// StopTimeout bounds a task's drain when the caller's ctx has no
 	// deadline. Default 5 s.
 	StopTimeout time.Duration
+	// EndSessions, when set, ends the sessions a rule kept on its
+	// servers while it ran whole (the engine's Runner.EndSessions).
+	EndSessions func(ctx context.Context, def *rule.Def) error
 	Clock       clock.Clock
 	Logger      *slog.Logger
 }
@@ -61,7 +64,10 @@ type Tasks struct {
 
 	mu     sync.Mutex
 	splits map[string]splitEntry // by rule id
-	tasks  map[string]*task      // running here, by task id
+	// ended: the definitions, by rule id, whose whole-rule sessions were
+	// ended (EndWholeSessions)
+	ended  map[string]string
+	tasks  map[string]*task // running here, by task id
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -110,7 +116,7 @@ func NewTasks(cfg TasksConfig) *Tasks {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Tasks{cfg: cfg, splits: map[string]splitEntry{}, tasks: map[string]*task{}}
+	return &Tasks{cfg: cfg, splits: map[string]splitEntry{}, tasks: map[string]*task{}, ended: map[string]string{}}
 }
 
 // Expand replaces, in the ids of the rules wanted running, each rule that
@@ -249,6 +255,39 @@ func (ts *Tasks) Split(id string) (rule.Split, bool) {
 	defer ts.mu.Unlock()
 	e, ok := ts.splits[id]
 	return e.split, ok && e.split.Partitions >= 0
+}
+
+// EndWholeSessions ends, once per definition, the sessions spread rule id
+// kept on its brokers while it ran whole (a persistent MQTT session in the
+// shared subscription's group, which the broker would go on feeding):
+// the placer calls it (PlacerConfig.Unshared) once no node holds the
+// whole rule's lease. A failure is logged and tried again on the next
+// pass.
+func (ts *Tasks) EndWholeSessions(ctx context.Context, id string) {
+	if ts.cfg.EndSessions == nil {
+		return
+	}
+	raw, err := ts.cfg.Rule(id)
+	ts.mu.Lock()
+	done := ts.ended[id] == string(raw)
+	ts.mu.Unlock()
+	if err != nil || done {
+		return
+	}
+	def, err := ts.cfg.Parse(raw)
+	if err != nil {
+		return
+	}
+	ectx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = ts.cfg.EndSessions(ectx, def)
+	cancel()
+	if err != nil {
+		ts.cfg.Logger.Warn("end the broker session the rule kept while it ran whole; trying again", "rule", id, "err", err)
+		return
+	}
+	ts.mu.Lock()
+	ts.ended[id] = string(raw)
+	ts.mu.Unlock()
 }
 
 // Place starts task id here (this node acquired its lease).
