@@ -146,6 +146,11 @@ func (ts *Tasks) Expand(ctx context.Context, ids []string) []string {
 			delete(ts.splits, id)
 		}
 	}
+	for id := range ts.ended {
+		if !seen[id] {
+			delete(ts.ended, id)
+		}
+	}
 	ts.mu.Unlock()
 	return out
 }

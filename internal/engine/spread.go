@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/rekuiper/rekuiper/internal/function"
@@ -29,8 +30,9 @@ func (rn *Runner) spread(def *rule.Def, stmt *ast.SelectStmt, props map[string]a
 
 // statefulReason names what makes a rule keep state across messages, or
 // returns "": a window, GROUP BY or HAVING, a join, an aggregate or
-// analytic function (lag, latest, changed_col, acc_*, …), or event time
-// (the watermark and the late-record check span messages).
+// analytic function (lag, latest, changed_col, acc_*, …), last_hit_count
+// and its kin, or event time (the watermark and the late-record check
+// span messages).
 func statefulReason(def *rule.Def, stmt *ast.SelectStmt, funcs *function.Registry) string {
 	switch {
 	case len(stmt.Joins) > 0:
@@ -58,7 +60,7 @@ func statefulReason(def *rule.Def, stmt *ast.SelectStmt, funcs *function.Registr
 			if !ok || reason != "" {
 				return reason == ""
 			}
-			if c.Over != nil {
+			if c.Over != nil || slices.Contains(hitFuncs, strings.ToLower(c.Name)) {
 				reason = fmt.Sprintf("%s keeps state across messages", c.Name)
 			} else if funcs != nil {
 				if d, ok := funcs.Lookup(c.Name); ok && (d.Kind == function.Aggregate || d.Kind == function.Analytic) {
@@ -70,6 +72,10 @@ func statefulReason(def *rule.Def, stmt *ast.SelectStmt, funcs *function.Registr
 	}
 	return reason
 }
+
+// hitFuncs are evaluated by the engine, not the function registry, and
+// read what earlier messages did.
+var hitFuncs = []string{"last_hit_count", "last_hit_time", "last_agg_hit_count", "last_agg_hit_time"}
 
 // shareReason says why the MQTT input or output of a stateless rule cannot
 // be split among copies on several nodes, or returns "".

@@ -52,6 +52,7 @@ func TestSplitSpread(t *testing.T) {
 		{name: "analytic", sql: "SELECT lag(v) AS l FROM sh", reason: "analytic function lag"},
 		{name: "changed", sql: "SELECT changed_col(true, v) AS c FROM sh", reason: "changed_col"},
 		{name: "analytic in where", sql: "SELECT * FROM sh WHERE had_changed(true, v)", reason: "had_changed"},
+		{name: "last hit", sql: "SELECT last_hit_count() AS n FROM sh WHERE v > 1", reason: "last_hit_count"},
 		{name: "over", sql: "SELECT lag(v) OVER (PARTITION BY dev) AS l FROM sh", reason: "lag"},
 		{name: "event time", sql: "SELECT * FROM sh", opts: rule.Options{IsEventTime: true}, reason: "event time"},
 		{name: "plain topic", sql: "SELECT * FROM plain", reason: `topic "in" is not a shared subscription`},
