@@ -60,8 +60,12 @@ func newPlacer(cfg *config.Config, store catalog.Store, cat *catalog.Catalog, me
 	if !ok {
 		return nil
 	}
+	var unshared func(context.Context, string)
+	if tasks != nil {
+		unshared = tasks.EndWholeSessions
+	}
 	return cluster.NewPlacer(cluster.PlacerConfig{
-		Node: members.ID(), Store: ls, Members: members, LeaseTime: cfg.Cluster.LeaseTime.Std(), Logger: logger,
+		Node: members.ID(), Store: ls, Members: members, LeaseTime: cfg.Cluster.LeaseTime.Std(), Logger: logger, Unshared: unshared,
 		Wanted: func() []string {
 			var ids []string
 			for _, r := range cat.Rules() {
@@ -91,8 +95,14 @@ func newTasks(store catalog.Store, cat *catalog.Catalog, runner rulemgr.Runner, 
 	if _, shared := store.(catalog.Leaser); !ok || !shared {
 		return nil
 	}
+	var end func(context.Context, *rule.Def) error
+	if e, ok := runner.(interface {
+		EndSessions(ctx context.Context, def *rule.Def) error
+	}); ok {
+		end = e.EndSessions
+	}
 	return cluster.NewTasks(cluster.TasksConfig{
-		Node: nodeID, Runner: runner, Split: sp.Split, Logger: logger,
+		Node: nodeID, Runner: runner, Split: sp.Split, EndSessions: end, Logger: logger,
 		Rule: func(id string) ([]byte, error) {
 			r, err := cat.Rule(id)
 			return r.Definition, err

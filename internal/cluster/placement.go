@@ -12,6 +12,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/rule"
 )
 
 // DefaultLeaseTime is how long a rule lease lasts unrenewed by default.
@@ -41,6 +42,10 @@ type PlacerConfig struct {
 	Members *Membership
 	// Wanted returns the ids of the rules wanted running.
 	Wanted func() []string
+	// Unshared, when set, is called on each pass for every rule whose
+	// copy this node holds while no node holds a live lease on the whole
+	// rule (so that no node runs it whole any more).
+	Unshared func(ctx context.Context, rule string)
 	// LeaseTime is the lease duration. Default DefaultLeaseTime.
 	LeaseTime time.Duration
 	Clock     clock.Clock
@@ -53,7 +58,9 @@ type PlacerConfig struct {
 // or expired leases while it holds fewer than its fair share (the number
 // of rules wanted running over the number of healthy nodes, rounded up)
 // and gives up, after stopping the rule, those above its share, so that a
-// node that joins gets work. Leases are renewed every third of the lease
+// node that joins gets work. The copies of spread rules are pinned: a
+// node takes the lease of its own copy ("<rule>#n<node>") whatever its
+// share, never another node's, and they do not count in the share. Leases are renewed every third of the lease
 // time; a lease this node could not renew is given up, and its rule
 // stopped, a sixth of the lease time before the database lets it expire.
 //
@@ -68,7 +75,10 @@ type Placer struct {
 	held   map[string]*lease
 	remote map[string]catalog.Lease
 	sent   map[string]catalog.RuleSummary // summaries as last published
-	failed bool                           // the last store call failed (logged once)
+	// healthy lists the healthy nodes, this one included, as of the last
+	// pass.
+	healthy []string
+	failed  bool // the last store call failed (logged once)
 }
 
 type lease struct {
@@ -339,24 +349,45 @@ func (p *Placer) balance(ctx context.Context, rules RuleRunner) {
 	for _, l := range leases {
 		byRule[l.Rule] = l
 	}
-	p.mu.Lock()
-	p.remote = byRule
-	p.mu.Unlock()
-	healthy := 1 // this node
+	live := []string{p.cfg.Node}
 	for _, n := range nodes {
 		if n.Healthy && n.ID != p.cfg.Node {
-			healthy++
+			live = append(live, n.ID)
 		}
 	}
-	wanted := p.cfg.Wanted()
-	slices.Sort(wanted)
-	share := (len(wanted) + healthy - 1) / healthy
-	for _, id := range p.mine() {
-		if _, ok := slices.BinarySearch(wanted, id); !ok {
+	slices.Sort(live)
+	p.mu.Lock()
+	p.remote, p.healthy = byRule, live
+	p.mu.Unlock()
+	healthy := len(live)
+	all := p.cfg.Wanted()
+	slices.Sort(all)
+	for _, id := range p.mine(true) {
+		if _, ok := slices.BinarySearch(all, id); !ok {
 			p.release(ctx, rules, id)
 		}
 	}
-	for mine := p.mine(); len(mine) > share; mine = mine[:len(mine)-1] {
+	var wanted []string
+	for _, id := range all {
+		switch _, node, ok := rule.ParseCopyID(id); {
+		case !ok:
+			wanted = append(wanted, id)
+		case node == p.cfg.Node:
+			if !p.take(qctx, rules, byRule, id) {
+				return
+			}
+		}
+	}
+	if p.cfg.Unshared != nil {
+		for _, id := range p.mine(true) {
+			r, node, ok := rule.ParseCopyID(id)
+			if l, whole := byRule[r]; ok && node == p.cfg.Node && (!whole || !l.Live) {
+				p.cfg.Unshared(qctx, r)
+			}
+		}
+	}
+	share := (len(wanted) + healthy - 1) / healthy
+	for mine := p.mine(false); len(mine) > share; mine = mine[:len(mine)-1] {
 		p.cfg.Logger.Info("giving up a rule above this node's share", "rule", mine[len(mine)-1], "share", share)
 		p.release(ctx, rules, mine[len(mine)-1])
 	}
@@ -368,42 +399,51 @@ func (p *Placer) balance(ctx context.Context, rules RuleRunner) {
 		off = int(h.Sum32() % uint32(len(wanted)))
 	}
 	for i := range wanted {
-		if len(p.mine()) >= share {
+		if len(p.mine(false)) >= share {
 			break
 		}
-		id := wanted[(off+i)%len(wanted)]
-		if l, ok := byRule[id]; ok && l.Live && l.Node != p.cfg.Node {
-			continue
-		}
-		p.mu.Lock()
-		_, mine := p.held[id]
-		p.mu.Unlock()
-		if mine {
-			continue
-		}
-		start := p.cfg.Clock.Now()
-		tok, ok, err := p.cfg.Store.AcquireLease(qctx, id, p.cfg.Node, p.cfg.LeaseTime)
-		if !p.storeOK(err) {
+		if !p.take(qctx, rules, byRule, wanted[(off+i)%len(wanted)]) {
 			return
 		}
-		if !ok {
-			continue
-		}
-		p.mu.Lock()
-		p.held[id] = &lease{token: tok, until: start.Add(p.cfg.LeaseTime)}
-		p.mu.Unlock()
-		p.cfg.Logger.Info("rule placed on this node", "rule", id, "token", tok)
-		rules.Place(id)
 	}
 }
 
-// mine lists the leases held and not being given up, by rule id.
-func (p *Placer) mine() []string {
+// take acquires the lease of rule id, unless this node holds it or another
+// node holds it live, and starts the rule; false when the store failed.
+func (p *Placer) take(ctx context.Context, rules RuleRunner, byRule map[string]catalog.Lease, id string) bool {
+	if l, ok := byRule[id]; ok && l.Live && l.Node != p.cfg.Node {
+		return true
+	}
+	p.mu.Lock()
+	_, mine := p.held[id]
+	p.mu.Unlock()
+	if mine {
+		return true
+	}
+	start := p.cfg.Clock.Now()
+	tok, ok, err := p.cfg.Store.AcquireLease(ctx, id, p.cfg.Node, p.cfg.LeaseTime)
+	if !p.storeOK(err) {
+		return false
+	}
+	if !ok {
+		return true
+	}
+	p.mu.Lock()
+	p.held[id] = &lease{token: tok, until: start.Add(p.cfg.LeaseTime)}
+	p.mu.Unlock()
+	p.cfg.Logger.Info("rule placed on this node", "rule", id, "token", tok)
+	rules.Place(id)
+	return true
+}
+
+// mine lists the leases held and not being given up, by rule id; those of
+// this node's copies of spread rules only with pinned.
+func (p *Placer) mine(pinned bool) []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := make([]string, 0, len(p.held))
 	for id, l := range p.held {
-		if !l.releasing {
+		if _, _, isCopy := rule.ParseCopyID(id); !l.releasing && (pinned || !isCopy) {
 			out = append(out, id)
 		}
 	}

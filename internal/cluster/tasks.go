@@ -40,17 +40,22 @@ type TasksConfig struct {
 	// StopTimeout bounds a task's drain when the caller's ctx has no
 	// deadline. Default 5 s.
 	StopTimeout time.Duration
+	// EndSessions, when set, ends the sessions a rule kept on its
+	// servers while it ran whole (the engine's Runner.EndSessions).
+	EndSessions func(ctx context.Context, def *rule.Def) error
 	Clock       clock.Clock
 	Logger      *slog.Logger
 }
 
 // Tasks runs, in a cluster, the rules that are split into one task per
-// input partition: it decides which rules are split (Expand, called by
-// the placer on each pass), runs the tasks whose leases this node holds
+// input partition, and the spread rules that run as one copy on every
+// node: it decides which rules are split or spread (Expand, called by the
+// placer on each pass), runs the tasks whose leases this node holds
 // (Place and Unplace, through Router) and restarts a failed task with
 // backoff while its lease is held. Each task is the rule's definition
-// narrowed to one partition (rule.Def.ForTask): it checkpoints, fences
-// and is leased under its own id, "<rule>#p<partition>".
+// narrowed to one partition (rule.Def.ForTask), or the rule's copy for
+// this node (rule.Def.ForNode): it checkpoints, fences and is leased under
+// its own id, "<rule>#p<partition>" or "<rule>#n<node>".
 //
 // Its methods are safe for concurrent use; each running task has one
 // goroutine, owned by Tasks and ended by Unplace or Close.
@@ -59,7 +64,10 @@ type Tasks struct {
 
 	mu     sync.Mutex
 	splits map[string]splitEntry // by rule id
-	tasks  map[string]*task      // running here, by task id
+	// ended: the definitions, by rule id, whose whole-rule sessions were
+	// ended (EndWholeSessions)
+	ended  map[string]string
+	tasks  map[string]*task // running here, by task id
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -74,6 +82,8 @@ type splitEntry struct {
 type task struct {
 	id, rule string
 	part     int
+	// node is set on the copy of a spread rule (this node's id).
+	node string
 	// repartition: a task of the rule's repartitioning stage.
 	repartition bool
 	cancel      context.CancelFunc
@@ -106,7 +116,7 @@ func NewTasks(cfg TasksConfig) *Tasks {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Tasks{cfg: cfg, splits: map[string]splitEntry{}, tasks: map[string]*task{}}
+	return &Tasks{cfg: cfg, splits: map[string]splitEntry{}, tasks: map[string]*task{}, ended: map[string]string{}}
 }
 
 // Expand replaces, in the ids of the rules wanted running, each rule that
@@ -121,6 +131,9 @@ func (ts *Tasks) Expand(ctx context.Context, ids []string) []string {
 		sp, ok := ts.split(ctx, id)
 		switch {
 		case !ok:
+		case sp.Spread:
+			// Each node places its own copy only (Placer.balance).
+			out = append(out, rule.CopyID(id, ts.cfg.Node))
 		case sp.Partitions == 0:
 			out = append(out, id)
 		default:
@@ -131,6 +144,11 @@ func (ts *Tasks) Expand(ctx context.Context, ids []string) []string {
 	for id := range ts.splits {
 		if !seen[id] {
 			delete(ts.splits, id)
+		}
+	}
+	for id := range ts.ended {
+		if !seen[id] {
+			delete(ts.ended, id)
 		}
 	}
 	ts.mu.Unlock()
@@ -202,15 +220,19 @@ func (ts *Tasks) split(ctx context.Context, id string) (rule.Split, bool) {
 	if same && sp.Repartition != nil && e.split.Repartition != nil && e.split.Repartition.Sources > sp.Repartition.Sources {
 		sp.Repartition.Sources = e.split.Repartition.Sources
 	}
-	if !same || e.split.Partitions != sp.Partitions || sources(e.split) != sources(sp) {
+	if !same || e.split.Partitions != sp.Partitions || sources(e.split) != sources(sp) || e.split.Spread != sp.Spread {
 		switch {
 		case sp.Repartition != nil:
 			ts.cfg.Logger.Info("rule runs as one task per partition, its stream repartitioned by the rule's key", "rule", id, "stream", sp.Stream,
 				"topic", sp.Repartition.Topic, "repartitionTasks", sp.Repartition.Sources, "tasks", sp.Partitions)
 		case sp.Partitions > 0:
 			ts.cfg.Logger.Info("rule runs as one task per partition", "rule", id, "stream", sp.Stream, "tasks", sp.Partitions)
+		case sp.Spread:
+			ts.cfg.Logger.Info("rule runs as one copy on every node, the broker splitting its shared subscription among them", "rule", id, "stream", sp.Stream)
 		case sp.Keyed:
 			ts.cfg.Logger.Info("rule runs whole, on one node: it cannot be split by partition", "rule", id, "reason", sp.Reason)
+		case sp.SpreadReason != "":
+			ts.cfg.Logger.Info("rule runs whole, on one node, not on every node", "rule", id, "reason", sp.SpreadReason)
 		}
 	}
 	ts.mu.Lock()
@@ -240,10 +262,47 @@ func (ts *Tasks) Split(id string) (rule.Split, bool) {
 	return e.split, ok && e.split.Partitions >= 0
 }
 
+// EndWholeSessions ends, once per definition, the sessions spread rule id
+// kept on its brokers while it ran whole (a persistent MQTT session in the
+// shared subscription's group, which the broker would go on feeding):
+// the placer calls it (PlacerConfig.Unshared) once no node holds the
+// whole rule's lease. A failure is logged and tried again on the next
+// pass.
+func (ts *Tasks) EndWholeSessions(ctx context.Context, id string) {
+	if ts.cfg.EndSessions == nil {
+		return
+	}
+	raw, err := ts.cfg.Rule(id)
+	ts.mu.Lock()
+	done := ts.ended[id] == string(raw)
+	ts.mu.Unlock()
+	if err != nil || done {
+		return
+	}
+	def, err := ts.cfg.Parse(raw)
+	if err != nil {
+		return
+	}
+	ectx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = ts.cfg.EndSessions(ectx, def)
+	cancel()
+	if err != nil {
+		ts.cfg.Logger.Warn("end the broker session the rule kept while it ran whole; trying again", "rule", id, "err", err)
+		return
+	}
+	ts.mu.Lock()
+	ts.ended[id] = string(raw)
+	ts.mu.Unlock()
+}
+
 // Place starts task id here (this node acquired its lease).
 func (ts *Tasks) Place(id string) {
 	ruleID, p, repart, ok := rule.ParseTask(id)
-	if !ok {
+	ruleCopy, node, isCopy := rule.ParseCopyID(id)
+	switch {
+	case isCopy && node == ts.cfg.Node:
+		ruleID, p, repart = ruleCopy, 0, false
+	case isCopy || !ok:
 		return
 	}
 	ts.mu.Lock()
@@ -252,7 +311,10 @@ func (ts *Tasks) Place(id string) {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &task{id: id, rule: ruleID, part: p, repartition: repart, cancel: cancel, restart: make(chan struct{}, 1), done: make(chan struct{}), state: rulemgr.StateStarting}
+	if !isCopy {
+		node = ""
+	}
+	t := &task{id: id, rule: ruleID, part: p, node: node, repartition: repart, cancel: cancel, restart: make(chan struct{}, 1), done: make(chan struct{}), state: rulemgr.StateStarting}
 	ts.tasks[id] = t
 	ts.wg.Go(func() {
 		defer close(t.done)
@@ -282,7 +344,10 @@ func (ts *Tasks) Unplace(ctx context.Context, id string) error {
 }
 
 // Changed restarts the tasks of rule id running here with its current
-// definition; the placer stops them when the rule is no longer wanted.
+// definition; the placer stops them when the rule is no longer wanted. It
+// is also how POST /rules/{id}/restart reaches the tasks: on the node
+// that answers directly, on the others through the catalog write of the
+// wanted state.
 func (ts *Tasks) Changed(id string) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
@@ -352,7 +417,10 @@ func (ts *Tasks) local(id string) (rulemgr.TaskStatus, bool) {
 		return rulemgr.TaskStatus{}, false
 	}
 	t.mu.Lock()
-	st := rulemgr.TaskStatus{ID: id, Partition: t.part, Stage: stage(t.repartition), Node: ts.cfg.Node, State: t.state.String(), Message: t.message, LastStart: t.lastStart}
+	st := rulemgr.TaskStatus{ID: id, Stage: stage(t.repartition), Node: ts.cfg.Node, State: t.state.String(), Message: t.message, LastStart: t.lastStart}
+	if t.node == "" {
+		st.Partition = &t.part
+	}
 	r := t.running
 	t.mu.Unlock()
 	if r != nil {
@@ -397,7 +465,7 @@ func (ts *Tasks) supervise(ctx context.Context, t *task) {
 			ts.stopped(t, rulemgr.StateStopped, "")
 			return
 		case <-t.restart:
-			log.Info("rule changed: restarting its task")
+			log.Info("rule changed or restarted: restarting its task")
 			ts.stop(t, r)
 			delay = time.Second
 			continue
@@ -432,6 +500,12 @@ func (ts *Tasks) start(ctx context.Context, t *task) (rulemgr.Running, error) {
 		return nil, err
 	}
 	sp, ok := ts.Split(t.rule)
+	if t.node != "" {
+		if !ok || !sp.Spread {
+			return nil, errors.New("the rule does not run on every node (any more)")
+		}
+		return ts.run(ctx, t, def.ForNode(t.node))
+	}
 	if !ok || sp.Partitions == 0 {
 		return nil, errors.New("the rule is not split into tasks (any more)")
 	}
@@ -442,6 +516,11 @@ func (ts *Tasks) start(ctx context.Context, t *task) (rulemgr.Running, error) {
 	if t.repartition {
 		td = def.ForRepartition(sp, t.part)
 	}
+	return ts.run(ctx, t, td)
+}
+
+// run starts td, the task's definition.
+func (ts *Tasks) run(ctx context.Context, t *task, td *rule.Def) (rulemgr.Running, error) {
 	t.mu.Lock()
 	t.state = rulemgr.StateStarting
 	t.mu.Unlock()

@@ -22,6 +22,8 @@ type fakeSplits struct {
 	errs  map[string]error // by rule id
 	// repart: the repartitioning stage's tasks, by rule id (none when 0)
 	repart map[string]int
+	// spread: the rules that run as one copy per node
+	spread map[string]bool
 	asked  map[string]int
 }
 
@@ -31,6 +33,9 @@ func (f *fakeSplits) split(_ context.Context, def *rule.Def) (rule.Split, error)
 	f.asked[def.ID]++
 	if err := f.errs[def.ID]; err != nil {
 		return rule.Split{}, err
+	}
+	if f.spread[def.ID] {
+		return rule.Split{Stream: "s", Spread: true}, nil
 	}
 	sp := rule.Split{Stream: "s", Partitions: f.parts[def.ID], Keyed: true}
 	if n := f.repart[def.ID]; n > 0 {
@@ -153,7 +158,7 @@ func TestTasksRepartitioned(t *testing.T) {
 	if !ok || len(tasks) != 5 {
 		t.Fatalf("tasks of a: %v, %v", tasks, ok)
 	}
-	if tasks[1].ID != "a#r1" || tasks[1].Stage != "repartition" || tasks[1].Partition != 1 || tasks[1].State != "running" {
+	if tasks[1].ID != "a#r1" || tasks[1].Stage != "repartition" || tasks[1].Partition == nil || *tasks[1].Partition != 1 || tasks[1].State != "running" {
 		t.Errorf("first stage task status: %+v", tasks[1])
 	}
 	if tasks[0].Stage != "repartition" || tasks[0].State != "stopped" || tasks[4].ID != "a#p2" || tasks[4].Stage != "" {

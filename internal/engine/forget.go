@@ -42,9 +42,30 @@ func (rn *Runner) Forget(ctx context.Context, def *rule.Def) error {
 	if def.Options.Qos == 0 {
 		return errors.Join(errs...)
 	}
+	return errors.Join(append(errs, rn.endSessions(ctx, def.ID, names))...)
+}
+
+// EndSessions ends the sessions the whole rule def kept on the servers
+// it read from (see Forget), without deleting anything else: a rule that
+// now runs as one copy per node (rule.Split.Spread) must not leave the
+// persistent session of its whole run subscribed, where the broker would
+// keep queueing a share of the shared subscription for nobody.
+func (rn *Runner) EndSessions(ctx context.Context, def *rule.Def) error {
+	if def.Options.Qos == 0 {
+		return nil
+	}
+	_, names, err := parseRule(def)
+	if err != nil {
+		return err
+	}
+	return rn.endSessions(ctx, def.ID, names)
+}
+
+func (rn *Runner) endSessions(ctx context.Context, ruleID string, names []string) error {
+	var errs []error
 	slices.Sort(names)
 	for _, name := range slices.Compact(names) {
-		if err := rn.endSession(ctx, def.ID, name); err != nil {
+		if err := rn.endSession(ctx, ruleID, name); err != nil {
 			errs = append(errs, fmt.Errorf("stream %s: %w", name, err))
 		}
 	}

@@ -17,8 +17,9 @@ type partitioned interface {
 	Partitions(ctx context.Context) (int, error)
 }
 
-// Split decides whether def can run as one task per partition with the
-// same results as one rule: it reads one Kafka stream (no join), groups
+// Split decides whether def runs as one copy on every node (a stateless
+// rule over MQTT shared subscriptions, see spread), or whether it can run
+// as one task per partition with the same results as one rule: it reads one Kafka stream (no join), groups
 // it in tumbling or hopping windows by keys of which one is the record's
 // Kafka key — meta(key), or the field the source's keyField property
 // names — so that every group's records are in one partition, has no
@@ -34,6 +35,14 @@ func (rn *Runner) Split(ctx context.Context, def *rule.Def) (rule.Split, error) 
 	cs, streamSQL, err := rn.streamDef(def.ID, stmt.From.Name)
 	if err != nil {
 		return rule.Split{}, err
+	}
+	if sourceType(cs) == "mqtt" && cs.Kind == ast.KindStream && len(stmt.Joins) == 0 {
+		_, props, err := rn.sourceProps(cs)
+		if err != nil {
+			// Runs whole, and fails there with this error in its status.
+			return rule.Split{Stream: cs.Name, Reason: err.Error()}, nil
+		}
+		return rn.spread(def, stmt, props), nil
 	}
 	if sourceType(cs) != "kafka" || cs.Kind != ast.KindStream || stmt.Window == nil || len(stmt.Dimensions) == 0 {
 		sp.Reason = "not a windowed GROUP BY over a kafka stream"

@@ -155,7 +155,10 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 				state = p.state
 			}
 			sessionID := ""
-			if perRule {
+			// A spread rule's copy keeps no session with the broker: when
+			// its node goes, the broker hands the group's messages to the
+			// other copies instead of queueing them for this one.
+			if perRule && (rr.def.Task == nil || rr.def.Task.Node == "") {
 				sessionID = rr.rn.sessionID(rr.def.ID, in.Name)
 			}
 			return rr.rn.newSubscription(in.Def, typ, props, wrap, state, sessionID)

@@ -24,6 +24,11 @@ type Task struct {
 	// stage's checkpoint fingerprint, and the second stage reads only the
 	// internal records of its generation.
 	Generation string
+	// Node, set on the copy of a spread rule (Split.Spread) that runs on
+	// that node, names the node; Stream and Partition are then unset: the
+	// copy reads its streams whole, through the broker's shared
+	// subscription, and keeps no session with the broker.
+	Node string
 }
 
 // Split is whether a rule runs as one task per partition of its stream
@@ -42,6 +47,13 @@ type Split struct {
 	// key: a first stage re-keys the stream into an internal topic, and
 	// the Partitions tasks read that topic's partitions.
 	Repartition *Repartition
+	// Spread: the rule is stateless and reads only MQTT shared
+	// subscriptions, so it runs as one copy on every node (Def.ForNode),
+	// the broker splitting the input among them. Partitions is then 0.
+	Spread bool
+	// SpreadReason says why a stateless rule over MQTT is not spread
+	// (it then runs whole, on one node); empty for other rules.
+	SpreadReason string
 }
 
 // Repartition describes the first stage of a repartitioned rule: one
@@ -81,6 +93,7 @@ func TaskPrefix(rule string) string { return rule + "#" }
 const (
 	taskSep   = "#p"
 	repartSep = "#r"
+	copySep   = "#n"
 )
 
 // TaskID is the id of the task of rule that reads partition p.
@@ -89,6 +102,30 @@ func TaskID(rule string, p int) string { return rule + taskSep + strconv.Itoa(p)
 // RepartitionTaskID is the id of the repartitioning task of rule that
 // reads partition p of the rule's stream.
 func RepartitionTaskID(rule string, p int) string { return rule + repartSep + strconv.Itoa(p) }
+
+// CopyID is the id of the copy of a spread rule that runs on node.
+func CopyID(rule, node string) string { return rule + copySep + node }
+
+// ParseCopyID splits the id of a spread rule's copy into its rule and
+// node; ok is false for any other id. The rule id ends at the first '#',
+// which rule ids cannot contain, so a node id may contain anything.
+func ParseCopyID(id string) (rule, node string, ok bool) {
+	i := strings.IndexByte(id, '#')
+	if i <= 0 || !strings.HasPrefix(id[i:], copySep) || len(id) == i+len(copySep) {
+		return "", "", false
+	}
+	return id[:i], id[i+len(copySep):], true
+}
+
+// IsTaskID reports whether id names a task of a rule (either stage of a
+// split rule, or a spread rule's copy) rather than a rule.
+func IsTaskID(id string) bool {
+	if _, _, ok := ParseCopyID(id); ok {
+		return true
+	}
+	_, _, ok := ParseTaskID(id)
+	return ok
+}
 
 // ParseTaskID splits the id of a task (of either stage) into its rule and
 // partition; ok is false for an id that is not a task's.
@@ -124,7 +161,14 @@ func ParseTask(id string) (rule string, p int, repartition bool, ok bool) {
 // to a sink gets the task's suffix, so that the tasks' producers do not
 // fence each other.
 func (d *Def) ForTask(stream string, p int) *Def {
-	return d.forTask(TaskID(d.ID, p), &Task{Rule: d.ID, Stream: stream, Partition: p})
+	return d.forTask(TaskID(d.ID, p), &Task{Rule: d.ID, Stream: stream, Partition: p}, fmt.Sprintf("-p%d", p))
+}
+
+// ForNode returns the copy of d's spread rule that runs on node: its id
+// is the copy's, and a transactionalID given to a sink gets the node's
+// suffix, so that the copies' producers do not fence each other.
+func (d *Def) ForNode(node string) *Def {
+	return d.forTask(CopyID(d.ID, node), &Task{Rule: d.ID, Node: node}, "-n"+node)
 }
 
 // ForSplit returns the definition of the task of d's rule that reads
@@ -134,7 +178,7 @@ func (d *Def) ForSplit(sp Split, p int) *Def {
 	if sp.Repartition == nil {
 		return d.ForTask(sp.Stream, p)
 	}
-	t := d.forTask(TaskID(d.ID, p), &Task{Rule: d.ID, Stream: sp.Stream, Partition: p, Topic: sp.Repartition.Topic, Generation: sp.Repartition.Generation})
+	t := d.forTask(TaskID(d.ID, p), &Task{Rule: d.ID, Stream: sp.Stream, Partition: p, Topic: sp.Repartition.Topic, Generation: sp.Repartition.Generation}, fmt.Sprintf("-p%d", p))
 	t.SQL = sp.Repartition.RuleSQL
 	return t
 }
@@ -162,11 +206,12 @@ func (d *Def) ForRepartition(sp Split, p int) *Def {
 	return t
 }
 
-func (d *Def) forTask(id string, task *Task) *Def {
+// forTask returns a copy of d under id, with suffix appended to every
+// transactionalID of its sinks.
+func (d *Def) forTask(id string, task *Task, suffix string) *Def {
 	t := *d
 	t.ID = id
 	t.Task = task
-	p := task.Partition
 	t.Actions = make([]Action, len(d.Actions))
 	for i, a := range d.Actions {
 		props := make(map[string]any, len(a.Props))
@@ -174,7 +219,7 @@ func (d *Def) forTask(id string, task *Task) *Def {
 			props[k] = v
 		}
 		if id, ok := props["transactionalID"].(string); ok && id != "" {
-			props["transactionalID"] = fmt.Sprintf("%s-p%d", id, p)
+			props["transactionalID"] = id + suffix
 		}
 		t.Actions[i] = Action{Type: a.Type, Props: props}
 	}

@@ -97,3 +97,46 @@ func TestForTask(t *testing.T) {
 		t.Errorf("task def lost the rule's SQL or actions: %+v", td)
 	}
 }
+
+func TestCopyID(t *testing.T) {
+	for _, tc := range []struct {
+		id, rule, node string
+		ok             bool
+	}{
+		{"r#n0a1b", "r", "0a1b", true},
+		{"my-rule#nnode#p3", "my-rule", "node#p3", true},
+		{"r#n", "", "", false},
+		{"#nx", "", "", false},
+		{"r#p3", "", "", false},
+		{"r", "", "", false},
+	} {
+		rule, node, ok := ParseCopyID(tc.id)
+		if rule != tc.rule || node != tc.node || ok != tc.ok {
+			t.Errorf("ParseCopyID(%q) = %q, %q, %v; want %q, %q, %v", tc.id, rule, node, ok, tc.rule, tc.node, tc.ok)
+		}
+		if tc.ok && CopyID(rule, node) != tc.id {
+			t.Errorf("CopyID(%q, %q) = %q, want %q", rule, node, CopyID(rule, node), tc.id)
+		}
+		if tc.ok && !IsTaskID(tc.id) {
+			t.Errorf("IsTaskID(%q) = false", tc.id)
+		}
+	}
+	if IsTaskID("r") || !IsTaskID("r#p1") || !IsTaskID("r#r0") {
+		t.Error("IsTaskID misjudges a rule or a partition task")
+	}
+}
+
+func TestForNode(t *testing.T) {
+	d := &Def{ID: "r", SQL: "SELECT * FROM s", Options: Options{Qos: 1},
+		Actions: []Action{{Type: "kafka", Props: map[string]any{"transactionalID": "tx"}}, {Type: "log", Props: map[string]any{}}}}
+	c := d.ForNode("n1")
+	if c.ID != "r#nn1" || *c.Task != (Task{Rule: "r", Node: "n1"}) || c.SQL != d.SQL {
+		t.Errorf("copy: id %q, task %+v, sql %q", c.ID, c.Task, c.SQL)
+	}
+	if got := c.Actions[0].Props["transactionalID"]; got != "tx-nn1" {
+		t.Errorf("copy's transactionalID %v, want tx-nn1", got)
+	}
+	if d.Actions[0].Props["transactionalID"] != "tx" || d.ID != "r" {
+		t.Error("ForNode changed the rule's own definition")
+	}
+}

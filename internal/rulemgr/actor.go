@@ -228,6 +228,9 @@ func (a *actor) handle(c command) (err error, exit bool) {
 		a.resetRestarts()
 		a.halt(c.ctx, StateStopped)
 		a.begin()
+		if tr, ok := a.m.cfg.Placement.(TaskRestarter); ok {
+			tr.RestartTasks(a.id)
+		}
 	case cmdUpdate:
 		return a.update(c.ctx, c.def), false
 	case cmdTags:

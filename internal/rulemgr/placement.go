@@ -33,6 +33,13 @@ type TaskLister interface {
 	Tasks(id string) (tasks []TaskStatus, ok bool)
 }
 
+// TaskRestarter is implemented by a Placement whose split or spread rules
+// run as tasks: RestartTasks restarts the tasks of rule id (POST
+// /rules/{id}/restart).
+type TaskRestarter interface {
+	RestartTasks(id string)
+}
+
 // Place tells the manager that this node now holds rule id's lease: the
 // rule starts when it is wanted running and not already running.
 func (m *Manager) Place(id string) {

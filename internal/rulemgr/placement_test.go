@@ -153,3 +153,48 @@ func TestAdoptOtherNodesChanges(t *testing.T) {
 		t.Fatalf("catalog after adopting: %+v %v", got, err)
 	}
 }
+
+// restartingPlacement is a fakePlacement whose rules run as tasks: it
+// records the rules whose tasks a restart asked to restart.
+type restartingPlacement struct {
+	*fakePlacement
+	mu        sync.Mutex
+	restarted []string
+}
+
+func (p *restartingPlacement) RestartTasks(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.restarted = append(p.restarted, id)
+}
+
+// TestRestartReachesTasks: POST /rules/{id}/restart of a rule whose tasks
+// run through the Placement restarts them, and writes the wanted state
+// running (which the other nodes read, restarting theirs); stop and start
+// do not ask for a task restart.
+func TestRestartReachesTasks(t *testing.T) {
+	p := &restartingPlacement{fakePlacement: &fakePlacement{held: map[string]bool{}, remote: map[string]string{}}}
+	e := newEnvWith(t, "", func(c *rulemgr.Config) { c.Placement, c.NodeID = p, "n1" })
+	ctx := context.Background()
+	e.create(simpleRule("a", ""))
+	for _, op := range []func(context.Context, string) error{e.mgr.Stop, e.mgr.Start} {
+		if err := op(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.mgr.Stop(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.mgr.Restart(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	got := slices.Clone(p.restarted)
+	p.mu.Unlock()
+	if !slices.Equal(got, []string{"a"}) {
+		t.Errorf("tasks restarted for %v, want [a] (once, by the restart)", got)
+	}
+	if e.wanted("a") != catalog.RuleRunning {
+		t.Error("restart did not write the wanted state running")
+	}
+}

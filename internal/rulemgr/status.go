@@ -65,11 +65,14 @@ type Status struct {
 	Tasks []TaskStatus
 }
 
-// TaskStatus is one task of a partitioned rule: the node running it and
-// the state it published (metrics only for tasks this node runs).
+// TaskStatus is one task of a partitioned rule, or one node's copy of a
+// spread rule: the node running it and the state it published (metrics
+// only for tasks this node runs).
 type TaskStatus struct {
-	ID        string `json:"id"`
-	Partition int    `json:"partition"`
+	ID string `json:"id"`
+	// Partition is the partition a task reads; nil for a spread rule's
+	// copy, which reads every partition its node's share brings.
+	Partition *int `json:"partition,omitempty"`
 	// Stage is "repartition" for a task of the stage that re-keys the
 	// rule's stream into its internal topic (Partition is then the
 	// stream's); "" for the rule's own tasks.

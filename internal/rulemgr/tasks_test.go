@@ -8,9 +8,9 @@ import (
 
 func TestWithTasks(t *testing.T) {
 	tasks := []TaskStatus{
-		{ID: "r#p0", Partition: 0, Node: "a", State: "running", LastStart: 5, Metrics: map[string]any{"source_s_0_records_in_total": int64(3), "op_x_0_process_latency_us": int64(9)}},
-		{ID: "r#p1", Partition: 1, Node: "b", State: "running", LastStart: 7},
-		{ID: "r#p2", Partition: 2, Node: "a", State: "running", Metrics: map[string]any{"source_s_0_records_in_total": int64(4)}},
+		{ID: "r#p0", Partition: ptr(0), Node: "a", State: "running", LastStart: 5, Metrics: map[string]any{"source_s_0_records_in_total": int64(3), "op_x_0_process_latency_us": int64(9)}},
+		{ID: "r#p1", Partition: ptr(1), Node: "b", State: "running", LastStart: 7},
+		{ID: "r#p2", Partition: ptr(2), Node: "a", State: "running", Metrics: map[string]any{"source_s_0_records_in_total": int64(4)}},
 	}
 	s := withTasks(Status{ID: "r", Wanted: catalog.RuleRunning}, tasks)
 	if s.State != StateRunning || s.Node != "a,b" || s.LastStart != 7 {
@@ -33,3 +33,5 @@ func TestWithTasks(t *testing.T) {
 		t.Errorf("rule wanted stopped: state %v, %d tasks", s.State, len(s.Tasks))
 	}
 }
+
+func ptr(n int) *int { return &n }

@@ -69,7 +69,9 @@ func (m *Mosquitto) writeConf() {
 		b.WriteString("user root\n")
 	}
 	fmt.Fprintf(&b, "per_listener_settings false\nallow_anonymous true\npersistence true\npersistence_location %s/\n", m.Dir)
-	b.WriteString("log_dest stdout\nlog_type error\nlog_type warning\nlog_type notice\nmax_queued_messages 100000\nmax_inflight_messages 100\n")
+	// stderr, not stdout: mosquitto's stdout is block-buffered in a
+	// pipe, so Log would show a line only long after it was printed.
+	b.WriteString("log_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\nmax_queued_messages 100000\nmax_inflight_messages 100\n")
 	fmt.Fprintf(&b, "listener %d 127.0.0.1\n", m.Plain)
 	tlsListener := func(port int, p Pair, requireCert bool) {
 		fmt.Fprintf(&b, "listener %d 127.0.0.1\ncafile %s\ncertfile %s\nkeyfile %s\n", port, m.Certs.CAFile, p.CertFile, p.KeyFile)
