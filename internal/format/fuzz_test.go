@@ -50,6 +50,11 @@ func FuzzDecodeJSON(f *testing.F) {
 		if !sameValue(refRows, rowsToAny(rows, ref), false) {
 			t.Fatalf("Decode(%q) = %#v, encoding/json = %#v", data, rows, refRows)
 		}
+		// Again, with the codec's caches now holding this payload's keys.
+		twice, err := c.Decode(data)
+		if err != nil || !sameValue(rowsToAny(rows, ref), rowsToAny(twice, ref), false) {
+			t.Fatalf("second Decode(%q) = %#v, %v; first gave %#v", data, twice, err, rows)
+		}
 		enc, err := c.Encode(rows)
 		if err != nil {
 			t.Fatalf("Encode(%#v): %v", rows, err)

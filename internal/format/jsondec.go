@@ -36,10 +36,13 @@ func (e *SyntaxError) Error() string {
 type JSONCodec struct {
 	keys   map[string]string
 	layout []string // keys of the last top-level object, in order
-	stack  []any    // array elements under construction, all depths
-	esc    []byte   // unescaped string scratch
-	hint   int      // field count of the last top-level object
-	w      jsonWriter
+	// layoutPlain[i] is set when layout[i] consists of plain bytes only, so
+	// that a payload holding it verbatim can be matched without a scan.
+	layoutPlain []bool
+	stack       []any  // array elements under construction, all depths
+	esc         []byte // unescaped string scratch
+	hint        int    // field count of the last top-level object
+	w           jsonWriter
 
 	// DecodeTuples state: the stream's declared fields (nil: schemaless),
 	// the arena tuples and values come from, and the slot of the key at
@@ -185,6 +188,9 @@ func quoteChar(b byte) string {
 }
 
 func (c *JSONCodec) skipWS() {
+	if c.pos < len(c.data) && c.data[c.pos] > ' ' {
+		return // the usual case: no whitespace
+	}
 	for c.pos < len(c.data) {
 		switch c.data[c.pos] {
 		case ' ', '\t', '\n', '\r':
@@ -233,6 +239,10 @@ func (c *JSONCodec) value() (any, error) {
 }
 
 func (c *JSONCodec) literal(lit string) error {
+	if len(c.data)-c.pos >= len(lit) && string(c.data[c.pos:c.pos+len(lit)]) == lit {
+		c.pos += len(lit)
+		return nil
+	}
 	for i := 0; i < len(lit); i++ {
 		if c.pos >= len(c.data) {
 			return c.errEOF()
@@ -361,16 +371,32 @@ func (c *JSONCodec) clearStack(base int) {
 	c.stack = c.stack[:base]
 }
 
+// plainByte marks the bytes a string may hold as they are: printable ASCII
+// other than '"' and '\\'. A string of plain bytes needs no unescaping and
+// no UTF-8 check.
+var plainByte = func() (t [256]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\'
+	}
+	return t
+}()
+
 // scanString scans the string starting at the opening quote at c.pos. For a
 // string without escapes or invalid UTF-8 it returns the content bounds and
 // simple=true, leaving c.pos after the closing quote. Otherwise it returns
 // simple=false with c.pos unchanged.
 func (c *JSONCodec) scanString() (start, end int, simple bool, err error) {
 	start = c.pos + 1
+	data := c.data
 	i := start
-	for i < len(c.data) {
-		b := c.data[i]
-		switch {
+	for {
+		for i < len(data) && plainByte[data[i]] {
+			i++
+		}
+		if i >= len(data) {
+			break
+		}
+		switch b := data[i]; {
 		case b == '"':
 			c.pos = i + 1
 			return start, i, true, nil
@@ -379,16 +405,14 @@ func (c *JSONCodec) scanString() (start, end int, simple bool, err error) {
 		case b < 0x20:
 			c.pos = i
 			return 0, 0, false, c.errChar("in string literal")
-		case b < utf8.RuneSelf:
-			i++
 		default:
-			r, size := utf8.DecodeRune(c.data[i:])
+			r, size := utf8.DecodeRune(data[i:])
 			if r == utf8.RuneError && size == 1 {
 				return 0, 0, false, nil
 			}
 			i += size
 		}
 	}
-	c.pos = len(c.data)
+	c.pos = len(data)
 	return 0, 0, false, c.errEOF()
 }

@@ -10,8 +10,20 @@ import (
 // key decodes the idx-th key of an object, interning it so that repeated
 // field names across messages cost no allocation. Keys of top-level objects
 // are first compared with the key at the same position in the previous
-// message, which avoids hashing when messages share a layout.
+// message, which avoids scanning and hashing when messages share a layout.
 func (c *JSONCodec) key(idx int) (string, error) {
+	top := c.depth == 1 && idx < maxLayout
+	if top && idx < len(c.layout) && c.layoutPlain[idx] {
+		// A remembered key of plain bytes followed by the closing quote
+		// is exactly what scanning the string would give.
+		k := c.layout[idx]
+		start := c.pos + 1
+		end := start + len(k)
+		if end < len(c.data) && c.data[end] == '"' && string(c.data[start:end]) == k {
+			c.pos = end + 1
+			return k, nil
+		}
+	}
 	start, end, simple, err := c.scanString()
 	if err != nil {
 		return "", err
@@ -24,7 +36,6 @@ func (c *JSONCodec) key(idx int) (string, error) {
 			return "", err
 		}
 	}
-	top := c.depth == 1 && idx < maxLayout
 	if top && idx < len(c.layout) && c.layout[idx] == string(raw) {
 		return c.layout[idx], nil
 	}
@@ -37,12 +48,23 @@ func (c *JSONCodec) key(idx int) (string, error) {
 	}
 	if top {
 		if idx < len(c.layout) {
-			c.layout[idx] = k
+			c.layout[idx], c.layoutPlain[idx] = k, isPlain(k)
 		} else if idx == len(c.layout) {
 			c.layout = append(c.layout, k)
+			c.layoutPlain = append(c.layoutPlain, isPlain(k))
 		}
 	}
 	return k, nil
+}
+
+// isPlain reports whether s consists of plain bytes only (see plainByte).
+func isPlain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !plainByte[s[i]] {
+			return false
+		}
+	}
+	return true
 }
 
 // stringValue decodes a string value. Unescaped strings of small payloads
@@ -210,32 +232,49 @@ func (c *JSONCodec) number() (any, error) {
 	return f, nil
 }
 
+// float64pow10 holds the powers of ten that float64 represents exactly.
+var float64pow10 = [...]float64{
+	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+}
+
 // scanNumber scans the number at c.pos: an int64 (isInt) or a float64.
+//
+// A float whose significant digits form an integer below 2^53 and whose
+// decimal exponent is within ±22 is computed as one multiplication or
+// division of two exactly represented float64s, which IEEE rounds
+// correctly: the same bits strconv.ParseFloat gives (it takes the same
+// shortcut). Any other float goes to strconv.ParseFloat.
 func (c *JSONCodec) scanNumber() (i64 int64, f float64, isInt bool, err error) {
+	data := c.data
 	start := c.pos
 	i := c.pos
 	neg := false
-	if c.data[i] == '-' {
+	if data[i] == '-' {
 		neg = true
 		i++
 	}
-	if i >= len(c.data) {
+	if i >= len(data) {
 		c.pos = i
 		return 0, 0, false, c.errEOF()
 	}
+	// u accumulates the digits of the integer and fraction parts while it
+	// stays exact; digits counts them from the first non-zero one.
 	var u uint64
+	digits := 0
 	overflow := false
-	switch b := c.data[i]; {
+	switch b := data[i]; {
 	case b == '0':
 		i++
 	case b >= '1' && b <= '9':
-		for i < len(c.data) && c.data[i] >= '0' && c.data[i] <= '9' {
-			d := uint64(c.data[i] - '0')
+		for i < len(data) && data[i] >= '0' && data[i] <= '9' {
+			d := uint64(data[i] - '0')
 			if u > (math.MaxUint64-d)/10 {
 				overflow = true
 			} else {
 				u = u*10 + d
 			}
+			digits++
 			i++
 		}
 	default:
@@ -243,38 +282,58 @@ func (c *JSONCodec) scanNumber() (i64 int64, f float64, isInt bool, err error) {
 		return 0, 0, false, c.errChar("in numeric literal")
 	}
 	isFloat := false
-	if i < len(c.data) && c.data[i] == '.' {
+	exp10 := 0
+	if i < len(data) && data[i] == '.' {
 		isFloat = true
 		i++
-		if i >= len(c.data) {
+		if i >= len(data) {
 			c.pos = i
 			return 0, 0, false, c.errEOF()
 		}
-		if c.data[i] < '0' || c.data[i] > '9' {
+		if data[i] < '0' || data[i] > '9' {
 			c.pos = i
 			return 0, 0, false, c.errChar("after decimal point in numeric literal")
 		}
-		for i < len(c.data) && c.data[i] >= '0' && c.data[i] <= '9' {
+		for i < len(data) && data[i] >= '0' && data[i] <= '9' {
+			if d := data[i] - '0'; digits < 19 {
+				u = u*10 + uint64(d)
+				exp10--
+				if u != 0 {
+					digits++
+				}
+			} else {
+				overflow = true
+			}
 			i++
 		}
 	}
-	if i < len(c.data) && (c.data[i] == 'e' || c.data[i] == 'E') {
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
 		isFloat = true
 		i++
-		if i < len(c.data) && (c.data[i] == '+' || c.data[i] == '-') {
+		eneg := false
+		if i < len(data) && (data[i] == '+' || data[i] == '-') {
+			eneg = data[i] == '-'
 			i++
 		}
-		if i >= len(c.data) {
+		if i >= len(data) {
 			c.pos = i
 			return 0, 0, false, c.errEOF()
 		}
-		if c.data[i] < '0' || c.data[i] > '9' {
+		if data[i] < '0' || data[i] > '9' {
 			c.pos = i
 			return 0, 0, false, c.errChar("in exponent of numeric literal")
 		}
-		for i < len(c.data) && c.data[i] >= '0' && c.data[i] <= '9' {
+		e := 0
+		for i < len(data) && data[i] >= '0' && data[i] <= '9' {
+			if e < 10000 {
+				e = e*10 + int(data[i]-'0')
+			}
 			i++
 		}
+		if eneg {
+			e = -e
+		}
+		exp10 += e
 	}
 	c.pos = i
 	if !isFloat && !overflow {
@@ -285,9 +344,21 @@ func (c *JSONCodec) scanNumber() (i64 int64, f float64, isInt bool, err error) {
 			return int64(-u), 0, true, nil // two's complement wrap gives the exact negative
 		}
 	}
-	f, err = strconv.ParseFloat(string(c.data[start:i]), 64)
+	if !overflow && u < 1<<53 && exp10 >= -22 && exp10 <= 22 {
+		f = float64(u)
+		if exp10 < 0 {
+			f /= float64pow10[-exp10]
+		} else {
+			f *= float64pow10[exp10]
+		}
+		if neg {
+			f = -f
+		}
+		return 0, f, false, nil
+	}
+	f, err = strconv.ParseFloat(string(data[start:i]), 64)
 	if err != nil {
-		return 0, 0, false, &SyntaxError{Msg: "number " + string(c.data[start:i]) + " is out of range", Offset: start}
+		return 0, 0, false, &SyntaxError{Msg: "number " + string(data[start:i]) + " is out of range", Offset: start}
 	}
 	return 0, f, false, nil
 }
