@@ -69,6 +69,8 @@ type Spec struct {
 	Logger  *slog.Logger
 	// Tap receives every emission before the sinks (runtime.Config.Tap).
 	Tap func(rows []map[string]any)
+	// Tapping reports whether the tap is watched (runtime.Config.Tapping).
+	Tapping func() bool
 	// Trace is the rule's tracing switch; nil never traces.
 	Trace *tracing.Rule
 }
@@ -129,6 +131,7 @@ func BuildStmt(s Spec, stmt *ast.SelectStmt) (*Built, error) {
 		OnPanic:      s.OnPanic,
 		Logger:       s.Logger,
 		Tap:          s.Tap,
+		Tapping:      s.Tapping,
 		Trace:        s.Trace,
 	})
 	return &Built{Plan: plan, Rule: r, Stmt: stmt}, nil

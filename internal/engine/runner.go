@@ -196,6 +196,7 @@ func (rn *Runner) spec(def *rule.Def, p *prepared, coord *checkpoint.Coordinator
 	if rn.Taps != nil {
 		id := def.ID
 		s.Tap = func(rows []map[string]any) { rn.Taps.Publish(id, rows) }
+		s.Tapping = rn.Taps.Active
 	}
 	if coord != nil {
 		s.OnSnapshot = coord.OnSnapshot

@@ -209,3 +209,122 @@ func TestBufConnFlusherPanic(t *testing.T) {
 		t.Fatal("read succeeded on a connection whose flusher panicked")
 	}
 }
+
+// TestBufConnHold: held bytes wait in the buffer (the flusher is not woken)
+// until writeHeld writes them on the caller's goroutine, or until holdMax
+// bytes gather; packets of writers that hold and writers that do not, on
+// several goroutines, arrive whole and each writer's in its order.
+func TestBufConnHold(t *testing.T) {
+	t.Run("held until writeHeld", func(t *testing.T) {
+		c, s := tcpPair(t)
+		b := newBufConn(c, 5*time.Second, 0)
+		defer b.Close()
+		r := bufio.NewReader(s)
+		for round := range 3 {
+			var want bytes.Buffer
+			for i := range 10 {
+				p := []byte(fmt.Sprintf("r%d-p%d;", round, i))
+				want.Write(p)
+				if err := b.hold(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b.mu.Lock()
+			pending := len(b.pending)
+			b.mu.Unlock()
+			if pending != want.Len() {
+				t.Fatalf("round %d: %d bytes pending after hold, want %d (held bytes were written)", round, pending, want.Len())
+			}
+			if err := b.writeHeld(); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, want.Len())
+			if _, err := io.ReadFull(r, got); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want.Bytes()) {
+				t.Fatalf("round %d: received %q, want %q", round, got, want.Bytes())
+			}
+		}
+	})
+	t.Run("holdMax wakes the flusher", func(t *testing.T) {
+		c, s := tcpPair(t)
+		b := newBufConn(c, 5*time.Second, 0)
+		defer b.Close()
+		p := bytes.Repeat([]byte("x"), 1000)
+		var want int
+		for want < holdMax {
+			if err := b.hold(p); err != nil {
+				t.Fatal(err)
+			}
+			want += len(p)
+		}
+		// No writeHeld: the flusher must write them all by itself.
+		got := make([]byte, want)
+		if _, err := io.ReadFull(s, got); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("order across writers", func(t *testing.T) {
+		c, s := tcpPair(t)
+		b := newBufConn(c, 5*time.Second, 0)
+		const writers, packets = 4, 5000
+		got := make(chan []byte, 1)
+		go func() {
+			all, _ := io.ReadAll(s)
+			got <- all
+		}()
+		done := make(chan error, writers)
+		for w := range writers {
+			go func() {
+				for i := range packets {
+					p := []byte(fmt.Sprintf("<%d:%d>", w, i))
+					var err error
+					switch {
+					case w%2 == 0:
+						_, err = b.Write(p)
+					case i%7 == 6:
+						err = b.hold(p)
+						if err == nil {
+							err = b.writeHeld()
+						}
+					default:
+						err = b.hold(p)
+					}
+					if err != nil {
+						done <- err
+						return
+					}
+				}
+				done <- b.writeHeld()
+			}()
+		}
+		for range writers {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		all := <-got
+		next := make([]int, writers)
+		for len(all) > 0 {
+			var w, i int
+			n, err := fmt.Sscanf(string(all), "<%d:%d>", &w, &i)
+			if err != nil || n != 2 || w < 0 || w >= writers {
+				t.Fatalf("torn packet at %q", all[:min(len(all), 20)])
+			}
+			if i != next[w] {
+				t.Fatalf("writer %d: packet %d arrived when %d was due", w, i, next[w])
+			}
+			next[w]++
+			all = all[bytes.IndexByte(all, '>')+1:]
+		}
+		for w, n := range next {
+			if n != packets {
+				t.Fatalf("writer %d: %d packets arrived, want %d", w, n, packets)
+			}
+		}
+	})
+}
