@@ -5,12 +5,15 @@ import (
 	"context"
 	goruntime "runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/format"
+	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/operator"
+	"github.com/rekuiper/rekuiper/internal/panics"
 	"github.com/rekuiper/rekuiper/internal/row"
 	"github.com/rekuiper/rekuiper/internal/runtime"
 )
@@ -152,4 +155,98 @@ func filterOnly(t *testing.T, d []*row.Tuple, into *inlineSink) error {
 		}
 	}
 	return nil
+}
+
+// panicSink is an inline sink that panics on its second emission.
+type panicSink struct {
+	inlineSink
+	n int
+}
+
+func (s *panicSink) CollectSlots(ctx context.Context, rows *row.SlotRows) error {
+	s.n++
+	if s.n == 2 {
+		panic("sink exploded")
+	}
+	return s.inlineSink.CollectSlots(ctx, rows)
+}
+
+// TestDirectRuleSinkPanic: a panic in the sink of a rule that runs on the
+// sender's goroutine does not reach the sender: Send returns, the rule's
+// owner is told once, the sink's metrics record it, and later items are
+// discarded without calling the sink again.
+func TestDirectRuleSinkPanic(t *testing.T) {
+	defs, err := ParseDefs([]string{benchStream})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &panicSink{inlineSink: *newInlineSink(true)}
+	var mu sync.Mutex
+	var got []string
+	built, err := Build(Spec{ID: "p", SQL: filterSQL, Defs: defs, Funcs: function.Builtins(), Clock: clock.NewVirtual(0),
+		Sinks: []runtime.Sink{sink},
+		OnPanic: func(e *panics.Error) {
+			mu.Lock()
+			got = append(got, e.Error())
+			mu.Unlock()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := built.Rule
+	r.Start()
+	for _, d := range decodedDeliveries(t) {
+		r.Send(operator.Item{Kind: operator.Data, Tuples: d})
+	}
+	r.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || !strings.Contains(got[0], "sink exploded") {
+		t.Fatalf("OnPanic calls: %q, want one with the sink's panic", got)
+	}
+	if sink.n != 2 {
+		t.Fatalf("sink called %d times, want 2 (nothing after the panic)", sink.n)
+	}
+	if m := r.SinkMetrics[0]; m.Exceptions.Load() != 1 {
+		t.Fatalf("sink exceptions %d, want 1", m.Exceptions.Load())
+	}
+}
+
+// TestDirectRuleHoldsUntilEndDelivery: with EndsDeliveries (records from a
+// stream subscription, which calls EndDelivery once a delivery reached
+// every rule), a direct rule's sink holds the output of its Sends and sends
+// it at EndDelivery; Stop sends what is still held.
+func TestDirectRuleHoldsUntilEndDelivery(t *testing.T) {
+	defs, err := ParseDefs([]string{benchStream})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := newInlineSink(true)
+	built, err := Build(Spec{ID: "h", SQL: filterSQL, Defs: defs, Funcs: function.Builtins(), Clock: clock.NewVirtual(0),
+		Sinks: []runtime.Sink{sink}, EndsDeliveries: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := built.Rule
+	r.Start()
+	ds := decodedDeliveries(t)
+	for i, d := range ds {
+		r.Send(operator.Item{Kind: operator.Data, Tuples: d[:len(d)/2]})
+		r.Send(operator.Item{Kind: operator.Data, Tuples: d[len(d)/2:]})
+		sent, held, ends, _ := sink.state()
+		if held == 0 || ends != i {
+			t.Fatalf("delivery %d before EndDelivery: %d held, %d batch ends; want output held, %d ends", i, held, ends, i)
+		}
+		if i == len(ds)-1 {
+			break // Stop must send the last one
+		}
+		r.EndDelivery()
+		if _, held2, ends2, _ := sink.state(); held2 != 0 || ends2 != i+1 {
+			t.Fatalf("delivery %d after EndDelivery: %d held (of %d sent), %d batch ends", i, held2, sent, ends2)
+		}
+	}
+	r.Stop()
+	if _, held, ends, _ := sink.state(); held != 0 || ends != len(ds) {
+		t.Fatalf("after Stop: %d held, %d batch ends, want 0 and %d", held, ends, len(ds))
+	}
 }

@@ -135,6 +135,14 @@ type Config struct {
 	// Tapping, when set, reports whether anyone watches the tap; while
 	// nobody does, emissions in slots are not turned into maps for it.
 	Tapping func() bool
+	// EndsDeliveries tells that data items come from senders that call
+	// EndDelivery once they handed a delivery to every rule (stream
+	// subscriptions): a rule running on the sender's goroutine then holds
+	// its sink's writes until EndDelivery, so that the writes of all the
+	// rules one delivery reached, on a shared connection, leave in one
+	// system call. Without it such a rule ends its sink's batch after
+	// every Send.
+	EndsDeliveries bool
 	// Trace is the rule's tracing switch (nil: never traced). While it is
 	// on, Send samples the records it is given (see trace.go).
 	Trace *tracing.Rule
@@ -201,7 +209,10 @@ type Rule struct {
 	// goroutine only, after New.
 	inline       bool
 	inlineFailed bool
-	inlineHeld   bool // the sink holds writes it was not told to end
+	inlineHeld   atomic.Bool // the sink holds writes it was not told to end
+	// holdOutput is set while a direct rule processes a data item whose
+	// sender calls EndDelivery (Config.EndsDeliveries). Under directMu.
+	holdOutput bool
 	// direct is set when the rule has no goroutine of its own: Send runs
 	// the operators and the inline sink on the sender's goroutine, one
 	// sender at a time (directMu), which saves the hand-off to the
@@ -384,6 +395,7 @@ func (r *Rule) Stop() {
 	}
 	r.sendMu.Lock()
 	r.stopped = true
+	r.EndDelivery() // a direct rule's held output goes out
 	for drained := false; !drained; {
 		select {
 		case p := <-r.in:
@@ -509,6 +521,7 @@ func (r *Rule) opPanicked(e *panics.Error) {
 func (r *Rule) sendDirect(it operator.Item) {
 	r.directMu.Lock()
 	defer r.directMu.Unlock()
+	r.holdOutput = r.cfg.EndsDeliveries && it.Kind == operator.Data
 	func() {
 		defer panics.Catch("", r.opPanicked)
 		r.itemMS = r.nowMS()
@@ -520,6 +533,21 @@ func (r *Rule) sendDirect(it operator.Item) {
 		r.flushSinks()
 	}()
 	r.cfg.Tracker.Done()
+}
+
+// EndDelivery tells a rule that the sender handed the current delivery to
+// every rule (Config.EndsDeliveries): a rule running on the sender's
+// goroutine sends what its sink held back.
+func (r *Rule) EndDelivery() {
+	if !r.direct || !r.inlineHeld.Load() {
+		return
+	}
+	r.directMu.Lock()
+	defer r.directMu.Unlock()
+	r.holdOutput = false
+	if r.inlineHeld.Load() {
+		r.sinkInline(nil, true)
+	}
 }
 
 // canRunDirect reports whether a rule may run its operators on the
@@ -745,7 +773,7 @@ func (r *Rule) toSinks(it operator.Item) {
 func (r *Rule) flushSinks() {
 	b := r.batch
 	if b == nil {
-		if r.inlineHeld && len(r.in) == 0 {
+		if r.inlineHeld.Load() && len(r.in) == 0 && !r.holdOutput {
 			r.sinkInline(nil, true)
 		}
 		return
@@ -754,7 +782,7 @@ func (r *Rule) flushSinks() {
 	b.refs.Store(int32(len(r.cfg.Sinks)))
 	if r.inline {
 		// While input items queue up, what they emit leaves together.
-		r.sinkInline(b, len(r.in) == 0)
+		r.sinkInline(b, len(r.in) == 0 && !r.holdOutput)
 		return
 	}
 	for _, ch := range r.sinkIn {
@@ -866,7 +894,7 @@ func (r *Rule) sinkInline(b *sinkBatch, end bool) {
 			slots, _ := sink.(SlotSink)
 			ender, _ := sink.(BatchEnder)
 			r.deliverBatch(0, sink, slots, ender, m, b, end)
-			r.inlineHeld = ender != nil && !end
+			r.inlineHeld.Store(ender != nil && !end)
 		}()
 	}
 	if b != nil {
