@@ -220,6 +220,11 @@ type Rule struct {
 	direct   bool
 	directMu sync.Mutex
 	directAl *aligner
+	// Built once by New, so that the per-item panic guards of the inline
+	// and direct paths allocate nothing.
+	inlineWhere   string
+	onInlinePanic func(*panics.Error)
+	onOpPanic     func(*panics.Error)
 
 	// tracer is the state of tracing (trace.go), used only while a
 	// traced item is in flight.
@@ -266,6 +271,15 @@ func New(cfg Config) *Rule {
 		}
 	}
 	r.direct = canRunDirect(cfg, r.inline)
+	if r.inline {
+		r.inlineWhere = "sink " + cfg.Sinks[0].Name()
+		r.onInlinePanic = func(e *panics.Error) {
+			r.SinkMetrics[0].RecordException(e.Error(), r.nowMS())
+			r.inlineFailed = true
+			r.panicked(e)
+		}
+		r.onOpPanic = r.opPanicked
+	}
 	operator.RecycleCopies(cfg.Ops)
 	if len(r.OpMetrics) > 0 {
 		r.OpMetrics[0].BufferLength = func() int64 {
@@ -523,7 +537,7 @@ func (r *Rule) sendDirect(it operator.Item) {
 	defer r.directMu.Unlock()
 	r.holdOutput = r.cfg.EndsDeliveries && it.Kind == operator.Data
 	func() {
-		defer panics.Catch("", r.opPanicked)
+		defer panics.Catch("", r.onOpPanic)
 		r.itemMS = r.nowMS()
 		if !r.opsFailed {
 			r.directAl.dispatch(it)
@@ -886,11 +900,7 @@ func (r *Rule) sinkInline(b *sinkBatch, end bool) {
 	if !r.inlineFailed {
 		sink, m := r.cfg.Sinks[0], r.SinkMetrics[0]
 		func() {
-			defer panics.Catch("sink "+sink.Name(), func(e *panics.Error) {
-				m.RecordException(e.Error(), r.nowMS())
-				r.inlineFailed = true
-				r.panicked(e)
-			})
+			defer panics.Catch(r.inlineWhere, r.onInlinePanic)
 			slots, _ := sink.(SlotSink)
 			ender, _ := sink.(BatchEnder)
 			r.deliverBatch(0, sink, slots, ender, m, b, end)
