@@ -38,6 +38,7 @@ import (
 type bufConn struct {
 	net.Conn
 	r       *bufio.Reader
+	pr      io.Reader // what r reads from: c, or a pacedReader around it
 	timeout time.Duration
 	limit   int // pending bytes beyond which Write blocks
 
@@ -67,26 +68,42 @@ var errConnClosed = errors.New("connection closed")
 func newBufConn(c net.Conn, writeTimeout, readPace time.Duration) *bufConn {
 	var r io.Reader = c
 	if readPace > 0 {
-		r = &pacedReader{r: c, pace: readPace}
+		r = &pacedReader{r: c, pace: readPace, lowat: rcvLowat(c)}
 	}
-	b := &bufConn{Conn: c, r: bufio.NewReaderSize(r, bufConnReadSize), timeout: writeTimeout, limit: maxPending,
+	b := &bufConn{Conn: c, r: bufio.NewReaderSize(r, bufConnReadSize), pr: r, timeout: writeTimeout, limit: maxPending,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	b.cond = sync.NewCond(&b.mu)
 	go b.flusher()
 	return b
 }
 
-// pacedReader spaces reads at least pace apart.
+// pacedReader spaces reads at least pace apart. While it sleeps, the
+// socket's receive low-water mark is raised (where lowat is set): packets
+// arriving in the meantime then wake nothing (the Go runtime's poller
+// would otherwise wake a thread for each, to find nobody waiting); before
+// reading it is lowered to a byte again, so that a reader left waiting
+// for data wakes at the first packet.
 type pacedReader struct {
-	r    io.Reader
-	pace time.Duration
-	last time.Time // when the previous read returned
+	r     io.Reader
+	pace  time.Duration
+	last  time.Time // when the previous read returned
+	lowat func(n int)
 }
+
+// sleepLowat is the low-water mark while a paced reader sleeps: more than
+// a pace usually brings, less than the receive buffer.
+const sleepLowat = 32 << 10
 
 func (p *pacedReader) Read(b []byte) (int, error) {
 	if !p.last.IsZero() {
 		if wait := p.pace - time.Since(p.last); wait > 0 {
+			if p.lowat != nil {
+				p.lowat(sleepLowat)
+			}
 			time.Sleep(wait)
+			if p.lowat != nil {
+				p.lowat(1)
+			}
 		}
 	}
 	n, err := p.r.Read(b)
@@ -95,6 +112,13 @@ func (p *pacedReader) Read(b []byte) (int, error) {
 }
 
 func (b *bufConn) Read(p []byte) (int, error) { return b.r.Read(p) }
+
+// lowatOf reports whether b reads through a pacedReader (ok) and whether
+// that one sets the socket's low-water mark while it sleeps.
+func (b *bufConn) lowatOf() (lowat, ok bool) {
+	p, ok := b.pr.(*pacedReader)
+	return ok && p.lowat != nil, ok
+}
 
 func (b *bufConn) Write(p []byte) (int, error) { return b.write(p, false) }
 

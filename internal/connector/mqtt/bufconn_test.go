@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -327,4 +328,41 @@ func TestBufConnHold(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestPacedReaderWakesForOneByte: a paced reader raises the socket's
+// receive low-water mark only while it sleeps; a read that then finds
+// nothing waits with the mark at one byte, so a lone small packet arriving
+// later still wakes it.
+func TestPacedReaderWakesForOneByte(t *testing.T) {
+	c, s := tcpPair(t)
+	b := newBufConn(c, 5*time.Second, 5*time.Millisecond)
+	defer b.Close()
+	if pr, ok := b.lowatOf(); !ok || (runtime.GOOS == "linux" && !pr) {
+		t.Fatalf("paced reader %v, low-water mark set %v", ok, pr)
+	}
+	got := make(chan byte)
+	go func() {
+		for {
+			x, err := b.r.ReadByte()
+			if err != nil {
+				close(got)
+				return
+			}
+			got <- x
+		}
+	}()
+	for i := range 5 {
+		// Each byte goes out once the previous one was read and the
+		// reader slept its pace and found nothing: it waits in the poller
+		// when the byte arrives. (Were the mark left high, it would never
+		// wake.)
+		time.Sleep(20 * time.Millisecond)
+		if _, err := s.Write([]byte{byte('a' + i)}); err != nil {
+			t.Fatal(err)
+		}
+		if x, ok := <-got; !ok || x != byte('a'+i) {
+			t.Fatalf("byte %d: got %q (ok %v)", i, x, ok)
+		}
+	}
 }
