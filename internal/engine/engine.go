@@ -69,6 +69,12 @@ type Spec struct {
 	Logger  *slog.Logger
 	// Tap receives every emission before the sinks (runtime.Config.Tap).
 	Tap func(rows []map[string]any)
+	// Tapping reports whether the tap is watched (runtime.Config.Tapping).
+	Tapping func() bool
+	// EndsDeliveries: the rule's records come from stream subscriptions,
+	// which call Rule.EndDelivery after each delivery
+	// (runtime.Config.EndsDeliveries).
+	EndsDeliveries bool
 	// Trace is the rule's tracing switch; nil never traces.
 	Trace *tracing.Rule
 }
@@ -112,24 +118,26 @@ func BuildStmt(s Spec, stmt *ast.SelectStmt) (*Built, error) {
 		state["user"] = s.UserState
 	}
 	r := runtime.New(runtime.Config{
-		ID:           s.ID,
-		Ops:          plan.Ops,
-		Sinks:        s.Sinks,
-		Clock:        s.Clock,
-		Env:          &Env{Clock: s.Clock, Loc: loc, ID: s.ID, State: userState},
-		Stats:        stats,
-		SendError:    s.Options.SendError,
-		BufferLength: s.Options.BufferLength,
-		Tracker:      s.Tracker,
-		Inputs:       s.Inputs,
-		Qos:          s.Options.Qos,
-		State:        state,
-		OnSnapshot:   s.OnSnapshot,
-		OnSinkAck:    s.OnSinkAck,
-		OnPanic:      s.OnPanic,
-		Logger:       s.Logger,
-		Tap:          s.Tap,
-		Trace:        s.Trace,
+		ID:             s.ID,
+		Ops:            plan.Ops,
+		Sinks:          s.Sinks,
+		Clock:          s.Clock,
+		Env:            &Env{Clock: s.Clock, Loc: loc, ID: s.ID, State: userState},
+		Stats:          stats,
+		SendError:      s.Options.SendError,
+		BufferLength:   s.Options.BufferLength,
+		Tracker:        s.Tracker,
+		Inputs:         s.Inputs,
+		Qos:            s.Options.Qos,
+		State:          state,
+		OnSnapshot:     s.OnSnapshot,
+		OnSinkAck:      s.OnSinkAck,
+		OnPanic:        s.OnPanic,
+		Logger:         s.Logger,
+		Tap:            s.Tap,
+		Tapping:        s.Tapping,
+		EndsDeliveries: s.EndsDeliveries,
+		Trace:          s.Trace,
 	})
 	return &Built{Plan: plan, Rule: r, Stmt: stmt}, nil
 }

@@ -193,9 +193,11 @@ func (rn *Runner) spec(def *rule.Def, p *prepared, coord *checkpoint.Coordinator
 		ID: def.ID, SQL: def.SQL, Options: def.Options, Defs: p.defs, Funcs: rn.Funcs,
 		Clock: rn.Clock, Location: rn.Location, IgnoreCase: rn.IgnoreCase, Sinks: sinks, Inputs: inputs, UserState: p.state,
 	}
+	s.EndsDeliveries = true // running.consumer wires Delivered
 	if rn.Taps != nil {
 		id := def.ID
 		s.Tap = func(rows []map[string]any) { rn.Taps.Publish(id, rows) }
+		s.Tapping = rn.Taps.Active
 	}
 	if coord != nil {
 		s.OnSnapshot = coord.OnSnapshot

@@ -309,6 +309,7 @@ func (rr *running) consumer(in *input, source, port int) *stream.Consumer {
 		Deliver: func(ts []*row.Tuple) bool {
 			return r.Send(operator.Item{Kind: operator.Data, Input: port, Source: source, Tuples: ts})
 		},
+		Delivered: r.EndDelivery,
 		Barrier: func(id uint64, offset []byte) {
 			if rr.coord != nil && !in.table {
 				rr.coord.SourceReady(id, in.key, offset)

@@ -45,6 +45,9 @@ type sinkNode struct {
 	// caches the payload, and the connector reads only payloads and keeps
 	// none (api.PayloadOnly).
 	slots bool
+	// batcher is the connector sink when it holds its writes until the
+	// end of each batch (connector.Batcher); nil otherwise.
+	batcher connector.Batcher
 }
 
 func (s *sinkNode) panicked(e *panics.Error) {
@@ -54,10 +57,30 @@ func (s *sinkNode) panicked(e *panics.Error) {
 }
 
 var (
-	_ runtime.Sink     = (*sinkNode)(nil)
-	_ runtime.Flusher  = (*sinkNode)(nil)
-	_ runtime.SlotSink = (*sinkNode)(nil)
+	_ runtime.Sink       = (*sinkNode)(nil)
+	_ runtime.Flusher    = (*sinkNode)(nil)
+	_ runtime.SlotSink   = (*sinkNode)(nil)
+	_ runtime.BatchEnder = (*sinkNode)(nil)
+	_ runtime.InlineSink = (*sinkNode)(nil)
 )
+
+// Inline reports whether the rule's operator goroutine may deliver to this
+// sink itself (runtime.InlineSink): the connector holds its writes for the
+// batch (connector.Batcher) and takes payloads encoded from slots without
+// keeping them (a fixed-topic qos 0 mqtt sink), so a write only appends to
+// its connection's buffer.
+func (s *sinkNode) Inline() bool { return s.batcher != nil && s.slots }
+
+// EndBatch sends what the connector held back during the batch.
+func (s *sinkNode) EndBatch() error {
+	if s.batcher == nil {
+		return nil
+	}
+	if err := s.batcher.EndBatch(); err != nil {
+		return fmt.Errorf("sink %s: %w", s.name, err)
+	}
+	return nil
+}
 
 func (s *sinkNode) Name() string { return s.name }
 
@@ -208,6 +231,11 @@ func (rn *Runner) buildSink(ruleID string, qos int, index int, typ string, actio
 	if !cacheCfg.EnableCache {
 		po, ok := sink.(api.PayloadOnly)
 		node.slots = ok && po.PayloadOnly() && transform == nil && shaper.SlotsOK()
+		if b, ok := sink.(connector.Batcher); ok {
+			// The rule's sink goroutine ends every batch (runtime.BatchEnder).
+			b.HoldWrites()
+			node.batcher = b
+		}
 		return node, nil
 	}
 	cdeps := sinkcache.Deps{Clock: rn.Clock, Logger: rn.Logger, Reshape: reshape, OnPanic: node.panicked}

@@ -5,6 +5,12 @@
 // nothing holds neither channels nor goroutines: both come with its first
 // item (a record, a barrier or a timer tick), so thousands of idle rules
 // cost only their plans.
+//
+// Two shortcuts save hand-offs where nothing needs them: a qos 0 rule's
+// only sink, when it merely appends to a connection's buffer (InlineSink),
+// runs on the operator goroutine; and a rule made of preprocess, filter and
+// project with such a sink has no goroutine at all: its operators run on
+// the goroutine that sends it items, one sender at a time (canRunDirect).
 package runtime
 
 import (
@@ -57,6 +63,26 @@ type Flusher interface {
 	Flush(ctx context.Context) error
 }
 
+// BatchEnder is implemented by sinks that hold their writes and send them
+// together: the sink goroutine calls EndBatch after a batch (everything one
+// input item made the operators emit) when no further batch is queued, so
+// batches that queue up while the sink works leave together, and nothing
+// waits for a batch that has not arrived. An error is counted in the
+// sink's metrics, like a failed Collect.
+type BatchEnder interface {
+	EndBatch() error
+}
+
+// InlineSink is implemented by sinks that may run on the operator
+// goroutine: a write only appends to a buffer (blocking at most for
+// backpressure) and nothing waits for an acknowledgement. A qos 0 rule
+// whose only sink reports Inline true has no sink goroutine: the operator
+// goroutine delivers each batch itself, which saves a hand-off per input
+// item.
+type InlineSink interface {
+	Inline() bool
+}
+
 // PreCommitter is implemented by transactional sinks (qos 2): at barrier id
 // they flush the open transaction's writes; the transaction commits when
 // the checkpoint is durable.
@@ -106,6 +132,17 @@ type Config struct {
 	// goroutine before the sinks get them; it must not block or change
 	// them (a live output tap).
 	Tap func(rows []map[string]any)
+	// Tapping, when set, reports whether anyone watches the tap; while
+	// nobody does, emissions in slots are not turned into maps for it.
+	Tapping func() bool
+	// EndsDeliveries tells that data items come from senders that call
+	// EndDelivery once they handed a delivery to every rule (stream
+	// subscriptions): a rule running on the sender's goroutine then holds
+	// its sink's writes until EndDelivery, so that the writes of all the
+	// rules one delivery reached, on a shared connection, leave in one
+	// system call. Without it such a rule ends its sink's batch after
+	// every Send.
+	EndsDeliveries bool
 	// Trace is the rule's tracing switch (nil: never traced). While it is
 	// on, Send samples the records it is given (see trace.go).
 	Trace *tracing.Rule
@@ -167,6 +204,28 @@ type Rule struct {
 	opsFailed bool
 	panicOnce sync.Once
 
+	// inline is set when the only sink runs on the operator goroutine
+	// (InlineSink); inlineFailed once it panicked there. Operator
+	// goroutine only, after New.
+	inline       bool
+	inlineFailed bool
+	inlineHeld   atomic.Bool // the sink holds writes it was not told to end
+	// holdOutput is set while a direct rule processes a data item whose
+	// sender calls EndDelivery (Config.EndsDeliveries). Under directMu.
+	holdOutput bool
+	// direct is set when the rule has no goroutine of its own: Send runs
+	// the operators and the inline sink on the sender's goroutine, one
+	// sender at a time (directMu), which saves the hand-off to the
+	// operator goroutine (canRunDirect). directAl is built by launch.
+	direct   bool
+	directMu sync.Mutex
+	directAl *aligner
+	// Built once by New, so that the per-item panic guards of the inline
+	// and direct paths allocate nothing.
+	inlineWhere   string
+	onInlinePanic func(*panics.Error)
+	onOpPanic     func(*panics.Error)
+
 	// tracer is the state of tracing (trace.go), used only while a
 	// traced item is in flight.
 	tracer tracer
@@ -206,6 +265,21 @@ func New(cfg Config) *Rule {
 			p.EnableSlots()
 		}
 	}
+	if len(cfg.Sinks) == 1 && cfg.Qos == 0 {
+		if s, ok := cfg.Sinks[0].(InlineSink); ok && s.Inline() {
+			r.inline = true
+		}
+	}
+	r.direct = canRunDirect(cfg, r.inline)
+	if r.inline {
+		r.inlineWhere = "sink " + cfg.Sinks[0].Name()
+		r.onInlinePanic = func(e *panics.Error) {
+			r.SinkMetrics[0].RecordException(e.Error(), r.nowMS())
+			r.inlineFailed = true
+			r.panicked(e)
+		}
+		r.onOpPanic = r.opPanicked
+	}
 	operator.RecycleCopies(cfg.Ops)
 	if len(r.OpMetrics) > 0 {
 		r.OpMetrics[0].BufferLength = func() int64 {
@@ -242,6 +316,10 @@ func (r *Rule) Start() {
 // launch allocates the rule's channels and starts its goroutines. It runs
 // once, under launchOnce, unless Stop came first.
 func (r *Rule) launch() {
+	if r.direct {
+		r.directAl = r.prepareOps()
+		return
+	}
 	r.in = make(chan *operator.Item, r.cfg.BufferLength)
 	r.sinkIn = make([]chan *sinkBatch, len(r.cfg.Sinks))
 	r.batchMax = min(maxSinkBatch, r.cfg.BufferLength)
@@ -253,6 +331,9 @@ func (r *Rule) launch() {
 	started := make(chan struct{})
 	go r.runOps(started)
 	<-started
+	if r.inline {
+		return
+	}
 	for i := range r.cfg.Sinks {
 		r.sinksDone.Add(1)
 		go r.runSink(i)
@@ -279,6 +360,10 @@ func (r *Rule) send(it operator.Item) bool {
 		return false
 	}
 	r.launchOnce.Do(r.launch)
+	if r.direct {
+		r.sendDirect(it)
+		return true
+	}
 	p, _ := r.inItems.Get().(*operator.Item)
 	if p == nil {
 		p = new(operator.Item)
@@ -324,6 +409,7 @@ func (r *Rule) Stop() {
 	}
 	r.sendMu.Lock()
 	r.stopped = true
+	r.EndDelivery() // a direct rule's held output goes out
 	for drained := false; !drained; {
 		select {
 		case p := <-r.in:
@@ -355,6 +441,15 @@ func (t timers) At(ms int64) {
 
 func (r *Rule) runOps(started chan<- struct{}) {
 	defer close(r.opsDone)
+	al := r.prepareOps()
+	close(started)
+	for !r.opLoop(al) {
+	}
+}
+
+// prepareOps builds the operators' contexts and emit functions and starts
+// the operators that act at start; on the goroutine that will run them.
+func (r *Rule) prepareOps() *aligner {
 	ctxs := make([]*operator.Context, len(r.cfg.Ops))
 	for i, op := range r.cfg.Ops {
 		c := *r.opCtx
@@ -367,7 +462,6 @@ func (r *Rule) runOps(started chan<- struct{}) {
 			}
 		}
 	}
-	close(started)
 	r.emits = make([]operator.Emit, len(r.cfg.Ops))
 	for i := range r.cfg.Ops {
 		m, next := r.OpMetrics[i], i+1
@@ -378,9 +472,7 @@ func (r *Rule) runOps(started chan<- struct{}) {
 			r.process(ctxs, next, out)
 		}
 	}
-	al := &aligner{r: r, ctxs: ctxs, barriers: map[uint64]map[int]bool{}, blocked: map[int]bool{}}
-	for !r.opLoop(al) {
-	}
+	return &aligner{r: r, ctxs: ctxs, barriers: map[uint64]map[int]bool{}, blocked: map[int]bool{}}
 }
 
 // opLoop runs the operator goroutine's loop until the rule stops (true),
@@ -388,21 +480,8 @@ func (r *Rule) runOps(started chan<- struct{}) {
 // then on items are discarded).
 func (r *Rule) opLoop(al *aligner) (stopped bool) {
 	defer panics.Catch("", func(e *panics.Error) {
-		// A panic rethrown from a connector's goroutine keeps its origin.
-		where := "rule output"
-		if r.curOp < len(r.cfg.Ops) {
-			where = "operator " + r.cfg.Ops[r.curOp].Name()
-		}
-		if e.Where == "" {
-			e.Where = where
-		}
-		if r.curOp < len(r.cfg.Ops) {
-			r.OpMetrics[r.curOp].RecordException(e.Error(), r.nowMS())
-		}
-		r.opsFailed = true
-		r.flushSinks() // what the operators emitted before the panic
+		r.opPanicked(e)
 		r.cfg.Tracker.Done()
-		r.panicked(e)
 	})
 	dispatch := func(p *operator.Item) {
 		it := r.takeIn(p)
@@ -431,6 +510,84 @@ func (r *Rule) opLoop(al *aligner) (stopped bool) {
 			}
 		}
 	}
+}
+
+// opPanicked handles a panic while the operators processed an item: the
+// operators are failed from then on, what they emitted before goes out.
+func (r *Rule) opPanicked(e *panics.Error) {
+	// A panic rethrown from a connector's goroutine keeps its origin.
+	where := "rule output"
+	if r.curOp < len(r.cfg.Ops) {
+		where = "operator " + r.cfg.Ops[r.curOp].Name()
+	}
+	if e.Where == "" {
+		e.Where = where
+	}
+	if r.curOp < len(r.cfg.Ops) {
+		r.OpMetrics[r.curOp].RecordException(e.Error(), r.nowMS())
+	}
+	r.opsFailed = true
+	r.flushSinks() // what the operators emitted before the panic
+	r.panicked(e)
+}
+
+// sendDirect processes it on the caller's goroutine (see Rule.direct).
+func (r *Rule) sendDirect(it operator.Item) {
+	r.directMu.Lock()
+	defer r.directMu.Unlock()
+	r.holdOutput = r.cfg.EndsDeliveries && it.Kind == operator.Data
+	func() {
+		defer panics.Catch("", r.onOpPanic)
+		r.itemMS = r.nowMS()
+		if !r.opsFailed {
+			r.directAl.dispatch(it)
+		} else {
+			r.discard(it)
+		}
+		r.flushSinks()
+	}()
+	r.cfg.Tracker.Done()
+}
+
+// EndDelivery tells a rule that the sender handed the current delivery to
+// every rule (Config.EndsDeliveries): a rule running on the sender's
+// goroutine sends what its sink held back.
+func (r *Rule) EndDelivery() {
+	if !r.direct || !r.inlineHeld.Load() {
+		return
+	}
+	r.directMu.Lock()
+	defer r.directMu.Unlock()
+	r.holdOutput = false
+	if r.inlineHeld.Load() {
+		r.sinkInline(nil, true)
+	}
+}
+
+// canRunDirect reports whether a rule may run its operators on the
+// goroutine that sends it items: qos 0 (no barriers, so no snapshots), one
+// input, one inline sink, and only operators that neither wait, keep state
+// across items nor schedule ticks (preprocess, filter, project). Rule-level
+// state (analytic functions, counters) is touched by one sender at a time,
+// as by the operator goroutine.
+func canRunDirect(cfg Config, inline bool) bool {
+	if !inline || cfg.Qos != 0 || cfg.Inputs != 1 {
+		return false
+	}
+	for _, op := range cfg.Ops {
+		switch op.(type) {
+		case *operator.Preprocess, *operator.Filter, *operator.Project:
+		default:
+			return false
+		}
+		if _, ok := op.(operator.Starter); ok {
+			return false
+		}
+		if _, ok := op.(operator.Stateful); ok {
+			return false
+		}
+	}
+	return true
 }
 
 // panicked logs a recovered panic with its stack and reports the first one
@@ -601,14 +758,14 @@ func (r *Rule) toSinks(it operator.Item) {
 	if it.Kind == operator.Data && it.Results == nil && it.Slots == nil {
 		return
 	}
-	if it.Kind == operator.Data && r.cfg.Tap != nil {
+	if it.Kind == operator.Data && r.cfg.Tap != nil && (r.cfg.Tapping == nil || r.cfg.Tapping()) {
 		rows := it.Results
 		if it.Slots != nil {
 			rows = it.Slots.Maps()
 		}
 		r.cfg.Tap(rows)
 	}
-	if len(r.sinkIn) == 0 {
+	if len(r.cfg.Sinks) == 0 {
 		r.discard(it)
 		return
 	}
@@ -630,10 +787,18 @@ func (r *Rule) toSinks(it operator.Item) {
 func (r *Rule) flushSinks() {
 	b := r.batch
 	if b == nil {
+		if r.inlineHeld.Load() && len(r.in) == 0 && !r.holdOutput {
+			r.sinkInline(nil, true)
+		}
 		return
 	}
 	r.batch = nil
-	b.refs.Store(int32(len(r.sinkIn)))
+	b.refs.Store(int32(len(r.cfg.Sinks)))
+	if r.inline {
+		// While input items queue up, what they emit leaves together.
+		r.sinkInline(b, len(r.in) == 0 && !r.holdOutput)
+		return
+	}
 	for _, ch := range r.sinkIn {
 		r.cfg.Tracker.Add(1)
 		ch <- b
@@ -697,17 +862,54 @@ func (r *Rule) sinkLoop(i int, failed *bool) (closed bool) {
 		r.cfg.Tracker.Done()
 		r.panicked(e)
 	})
+	ender, _ := sink.(BatchEnder)
 	for b := range r.sinkIn[i] {
 		if !*failed {
-			nowMS := r.nowMS()
-			for j := range b.items {
-				r.deliver(i, sink, slots, m, &b.items[j], nowMS)
-			}
+			// Nothing more queued: send what the batches held. While
+			// batches queue up, they leave together.
+			r.deliverBatch(i, sink, slots, ender, m, b, len(r.sinkIn[i]) == 0)
 		}
 		r.sinkDone(b)
 		r.cfg.Tracker.Done()
 	}
 	return true
+}
+
+// deliverBatch hands the items of b (none when nil) to sink i, and ends
+// the sink's batch (BatchEnder) when end is set.
+func (r *Rule) deliverBatch(i int, sink Sink, slots SlotSink, ender BatchEnder, m *Metrics, b *sinkBatch, end bool) {
+	if b != nil {
+		nowMS := r.nowMS()
+		for j := range b.items {
+			r.deliver(i, sink, slots, m, &b.items[j], nowMS)
+		}
+	}
+	if ender != nil && end {
+		if err := ender.EndBatch(); err != nil {
+			m.RecordException(err.Error(), r.nowMS())
+		}
+	}
+}
+
+// sinkInline delivers b (if not nil) to the only sink on the operator
+// goroutine (see InlineSink), and ends the sink's batch when end is set;
+// when not, a later call ends it (inlineHeld). A panic there is the sink's,
+// as on a sink goroutine: it is recorded in the sink's metrics, the rule's
+// owner is told, and what follows is discarded.
+func (r *Rule) sinkInline(b *sinkBatch, end bool) {
+	if !r.inlineFailed {
+		sink, m := r.cfg.Sinks[0], r.SinkMetrics[0]
+		func() {
+			defer panics.Catch(r.inlineWhere, r.onInlinePanic)
+			slots, _ := sink.(SlotSink)
+			ender, _ := sink.(BatchEnder)
+			r.deliverBatch(0, sink, slots, ender, m, b, end)
+			r.inlineHeld.Store(ender != nil && !end)
+		}()
+	}
+	if b != nil {
+		r.sinkDone(b)
+	}
 }
 
 // deliver hands one item to sink i, taken at engine time nowMS. Sink

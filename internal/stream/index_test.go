@@ -440,3 +440,69 @@ func TestIndexAttachDetachUnderLoad(t *testing.T) {
 		t.Fatalf("the steady consumer got %d records, want %d", len(ts), 3000/keys)
 	}
 }
+
+// TestDeliveredAfterEveryDeliver: Delivered reaches each consumer that a
+// delivery reached, plain or indexed, once, after the delivery was handed
+// to every consumer; consumers the delivery left out get no Delivered.
+func TestDeliveredAfterEveryDeliver(t *testing.T) {
+	src := &fakeSource{bounded: true, payloads: []string{
+		`{"seq":0,"d":1}`, `{"seq":1,"d":2}`, `[{"seq":2,"d":1},{"seq":3,"d":2}]`, `bad`, `{"seq":4,"d":3}`, `{"seq":5,"d":1}`,
+	}}
+	sub := NewSubscription("s", src, jsonDecoder(t), clock.Wall{}, nil)
+	var mu sync.Mutex
+	var log []string
+	note := func(s string) {
+		mu.Lock()
+		log = append(log, s)
+		mu.Unlock()
+	}
+	var taps []*tap
+	for i, m := range []*Match{nil, {Column: "d", Values: []any{int64(1)}}, {Column: "d", Values: []any{int64(2)}}} {
+		tp := newTap()
+		taps = append(taps, tp)
+		c := tp.consumer(m)
+		deliver := c.Deliver
+		c.Deliver = func(ts []*row.Tuple) bool {
+			note(fmt.Sprintf("D%d", i))
+			return deliver(ts)
+		}
+		c.Delivered = func() { note(fmt.Sprintf("E%d", i)) }
+		sub.Attach(c)
+	}
+	sub.Start()
+	defer sub.Stop(context.Background())
+	waitEnd(t, taps...)
+	mu.Lock()
+	defer mu.Unlock()
+	// Consumer 0 (no Match) gets every delivery: its Deliver opens one.
+	pending := map[string]bool{}
+	closing := false
+	ds := 0
+	for i, e := range log {
+		who := e[1:]
+		if e == "D0" {
+			closing = false
+		}
+		switch e[0] {
+		case 'D':
+			if closing || pending[who] {
+				t.Fatalf("event %d %s: a Deliver while the last delivery's Delivered calls are under way (%v)", i, e, log)
+			}
+			pending[who] = true
+			ds++
+		case 'E':
+			if !pending[who] {
+				t.Fatalf("event %d %s: Delivered without a Deliver before it (%v)", i, e, log)
+			}
+			delete(pending, who)
+			closing = true
+		}
+	}
+	if len(pending) > 0 || ds == 0 {
+		t.Fatalf("%d Delivers, still waiting for Delivered: %v (%v)", ds, pending, log)
+	}
+	_, events, _ := taps[1].snapshot()
+	if got := fmt.Sprint(events); got != "[0 2 err 5]" {
+		t.Fatalf("d = 1 got %s", got)
+	}
+}

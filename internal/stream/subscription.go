@@ -42,6 +42,11 @@ type Consumer struct {
 	// End reports that the source ended (nil: a bounded source reached its
 	// end) or failed for good.
 	End func(err error)
+	// Delivered, when set, is called on Deliver's goroutine once the
+	// delivery that called Deliver has been handed to every consumer: a
+	// rule may hold its output until then, so that the output of all the
+	// rules a delivery reached leaves together.
+	Delivered func()
 	// Match, when set, lets the subscription leave out of Deliver the
 	// tuples the rule would drop at its first condition (see Match);
 	// Skipped counts the deliveries spared. Barriers, errors and End
@@ -603,6 +608,11 @@ func (s *Subscription) deliverBatch(fan *fanout, batch []readResult, lastOffset 
 			if len(fan.cols) > 0 {
 				s.route(fan, tuples)
 			}
+			for _, m := range fan.plain {
+				if m.c.Delivered != nil {
+					m.c.Delivered()
+				}
+			}
 			tuples = nil
 		}
 	}
@@ -696,6 +706,11 @@ func (s *Subscription) route(fan *fanout, tuples []*row.Tuple) {
 			ts, m.pending = m.pending, nil
 		}
 		m.c.Deliver(ts)
+	}
+	for _, m := range touched {
+		if m.c.Delivered != nil {
+			m.c.Delivered()
+		}
 	}
 	s.mu.Lock()
 	s.deliveries++

@@ -27,6 +27,10 @@ type Hub struct {
 // NewHub returns an empty hub.
 func NewHub() *Hub { return &Hub{subs: map[string]map[*Sub]struct{}{}} }
 
+// Active reports whether any rule is watched: when not, a rule need not
+// build the rows it would publish.
+func (h *Hub) Active() bool { return h != nil && h.active.Load() > 0 }
+
 // Publish hands one emission of rule ruleID to its subscribers. It never
 // blocks on a subscriber. The rows are shared, not copied: the caller must
 // not change them afterwards (emissions are read-only once handed to the

@@ -21,6 +21,14 @@ import (
 //     handoff to the flusher. Write blocks once maxPending bytes wait
 //     (backpressure), and reports the first error of an earlier flush.
 //
+// A writer that knows more packets follow soon (a sink in the middle of a
+// batch) appends with hold instead of Write: the flusher is not woken, and
+// the writer calls writeHeld at the end of its batch, which writes what
+// is pending on the writer's own goroutine (one system call, no hand-off)
+// unless the flusher is writing already, which then takes it. Held bytes
+// never wait for anything but that call, a Write from another writer, or
+// holdMax bytes gathering.
+//
 // With a read pace, a read is not issued sooner than the pace after the
 // previous one returned: packets arriving in between are read together, at
 // the cost of at most the pace in latency.
@@ -30,22 +38,29 @@ import (
 type bufConn struct {
 	net.Conn
 	r       *bufio.Reader
+	pr      io.Reader // what r reads from: c, or a pacedReader around it
 	timeout time.Duration
 	limit   int // pending bytes beyond which Write blocks
 
-	mu      sync.Mutex
-	cond    *sync.Cond // signalled when pending shrinks or the flusher stops
-	pending []byte
-	err     error // first write error; sticky
-	closing bool
-	wake    chan struct{}
-	done    chan struct{} // closed when the flusher returned
-	once    sync.Once
+	mu       sync.Mutex
+	cond     *sync.Cond // signalled when pending shrinks or the flusher stops
+	pending  []byte
+	spare    []byte // writeHeld's buffer, while it does not write
+	writing  bool   // writeHeld is writing; the flusher waits
+	flushing bool   // the flusher is writing; writeHeld leaves pending to it
+	err      error  // first write error; sticky
+	closing  bool
+	wake     chan struct{}
+	done     chan struct{} // closed when the flusher returned
+	once     sync.Once
 }
 
 const (
 	bufConnReadSize = 64 << 10
 	maxPending      = 4 << 20
+	// holdMax is the most a writer may hold back before the flusher is
+	// woken anyway.
+	holdMax = 64 << 10
 )
 
 var errConnClosed = errors.New("connection closed")
@@ -53,26 +68,42 @@ var errConnClosed = errors.New("connection closed")
 func newBufConn(c net.Conn, writeTimeout, readPace time.Duration) *bufConn {
 	var r io.Reader = c
 	if readPace > 0 {
-		r = &pacedReader{r: c, pace: readPace}
+		r = &pacedReader{r: c, pace: readPace, lowat: rcvLowat(c)}
 	}
-	b := &bufConn{Conn: c, r: bufio.NewReaderSize(r, bufConnReadSize), timeout: writeTimeout, limit: maxPending,
+	b := &bufConn{Conn: c, r: bufio.NewReaderSize(r, bufConnReadSize), pr: r, timeout: writeTimeout, limit: maxPending,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	b.cond = sync.NewCond(&b.mu)
 	go b.flusher()
 	return b
 }
 
-// pacedReader spaces reads at least pace apart.
+// pacedReader spaces reads at least pace apart. While it sleeps, the
+// socket's receive low-water mark is raised (where lowat is set): packets
+// arriving in the meantime then wake nothing (the Go runtime's poller
+// would otherwise wake a thread for each, to find nobody waiting); before
+// reading it is lowered to a byte again, so that a reader left waiting
+// for data wakes at the first packet.
 type pacedReader struct {
-	r    io.Reader
-	pace time.Duration
-	last time.Time // when the previous read returned
+	r     io.Reader
+	pace  time.Duration
+	last  time.Time // when the previous read returned
+	lowat func(n int)
 }
+
+// sleepLowat is the low-water mark while a paced reader sleeps: more than
+// a pace usually brings, less than the receive buffer.
+const sleepLowat = 32 << 10
 
 func (p *pacedReader) Read(b []byte) (int, error) {
 	if !p.last.IsZero() {
 		if wait := p.pace - time.Since(p.last); wait > 0 {
+			if p.lowat != nil {
+				p.lowat(sleepLowat)
+			}
 			time.Sleep(wait)
+			if p.lowat != nil {
+				p.lowat(1)
+			}
 		}
 	}
 	n, err := p.r.Read(b)
@@ -82,7 +113,23 @@ func (p *pacedReader) Read(b []byte) (int, error) {
 
 func (b *bufConn) Read(p []byte) (int, error) { return b.r.Read(p) }
 
-func (b *bufConn) Write(p []byte) (int, error) {
+// lowatOf reports whether b reads through a pacedReader (ok) and whether
+// that one sets the socket's low-water mark while it sleeps.
+func (b *bufConn) lowatOf() (lowat, ok bool) {
+	p, ok := b.pr.(*pacedReader)
+	return ok && p.lowat != nil, ok
+}
+
+func (b *bufConn) Write(p []byte) (int, error) { return b.write(p, false) }
+
+// hold appends p like Write but leaves waking the flusher to writeHeld,
+// unless holdMax bytes are pending.
+func (b *bufConn) hold(p []byte) error {
+	_, err := b.write(p, true)
+	return err
+}
+
+func (b *bufConn) write(p []byte, hold bool) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for b.err == nil && !b.closing && len(b.pending) >= b.limit {
@@ -95,11 +142,61 @@ func (b *bufConn) Write(p []byte) (int, error) {
 		return 0, errConnClosed
 	}
 	b.pending = append(b.pending, p...)
+	if !hold || len(b.pending) >= holdMax {
+		b.wakeFlusher()
+	}
+	return len(p), nil
+}
+
+// wakeFlusher makes the flusher look at pending.
+func (b *bufConn) wakeFlusher() {
 	select {
 	case b.wake <- struct{}{}:
 	default:
 	}
-	return len(p), nil
+}
+
+// writeHeld writes what is pending on the caller's goroutine, after hold.
+// When the flusher (or another writeHeld) is writing already, it leaves
+// the bytes to the flusher, which writes again as soon as it is done, so
+// packets keep their order. It reports the connection's write error.
+func (b *bufConn) writeHeld() error {
+	b.mu.Lock()
+	if b.err != nil || len(b.pending) == 0 {
+		err := b.err
+		b.mu.Unlock()
+		return err
+	}
+	if b.writing || b.flushing || b.closing {
+		b.wakeFlusher()
+		b.mu.Unlock()
+		return nil
+	}
+	out := b.pending
+	b.pending, b.spare = b.spare[:0], nil
+	b.writing = true
+	b.cond.Broadcast()
+	b.mu.Unlock()
+
+	if b.timeout > 0 {
+		_ = b.Conn.SetWriteDeadline(time.Now().Add(b.timeout))
+	}
+	_, err := b.Conn.Write(out)
+
+	b.mu.Lock()
+	b.writing = false
+	if cap(out) <= holdMax*4 {
+		b.spare = out[:0]
+	}
+	if len(b.pending) > 0 || b.closing {
+		b.wakeFlusher()
+	}
+	b.mu.Unlock()
+	if err != nil {
+		b.fail(err)
+		return err
+	}
+	return nil
 }
 
 // SetWriteDeadline is ignored: writes only fill the buffer; the flusher
@@ -117,7 +214,7 @@ func (b *bufConn) flusher() {
 	var out []byte
 	for {
 		b.mu.Lock()
-		for len(b.pending) == 0 && !b.closing {
+		for (len(b.pending) == 0 && !b.closing) || b.writing {
 			b.mu.Unlock()
 			<-b.wake
 			b.mu.Lock()
@@ -128,6 +225,7 @@ func (b *bufConn) flusher() {
 		}
 		out, b.pending = b.pending, out[:0]
 		closing := b.closing
+		b.flushing = true
 		b.cond.Broadcast()
 		b.mu.Unlock()
 
@@ -135,6 +233,9 @@ func (b *bufConn) flusher() {
 			_ = b.Conn.SetWriteDeadline(time.Now().Add(b.timeout))
 		}
 		_, err := b.Conn.Write(out)
+		b.mu.Lock()
+		b.flushing = false
+		b.mu.Unlock()
 		if err != nil {
 			b.fail(err)
 			return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -207,5 +208,160 @@ func TestBufConnFlusherPanic(t *testing.T) {
 	}
 	if _, err := b.Read(make([]byte, 1)); err == nil {
 		t.Fatal("read succeeded on a connection whose flusher panicked")
+	}
+}
+
+// TestBufConnHold: holding bytes does not wake the flusher; writeHeld
+// writes them on the caller's goroutine, and holdMax bytes wake the
+// flusher; packets of writers that hold and writers that do not, on
+// several goroutines, arrive whole and each writer's in its order.
+func TestBufConnHold(t *testing.T) {
+	t.Run("held until writeHeld", func(t *testing.T) {
+		c, s := tcpPair(t)
+		b := newBufConn(c, 5*time.Second, 0)
+		defer b.Close()
+		r := bufio.NewReader(s)
+		for round := range 3 {
+			var want bytes.Buffer
+			for i := range 10 {
+				p := []byte(fmt.Sprintf("r%d-p%d;", round, i))
+				want.Write(p)
+				if err := b.hold(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// hold wakes nobody (the flusher may still take held bytes
+			// if it happens to look, which only sends them sooner).
+			if n := len(b.wake); n != 0 {
+				t.Fatalf("round %d: hold woke the flusher", round)
+			}
+			if err := b.writeHeld(); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, want.Len())
+			if _, err := io.ReadFull(r, got); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want.Bytes()) {
+				t.Fatalf("round %d: received %q, want %q", round, got, want.Bytes())
+			}
+		}
+	})
+	t.Run("holdMax wakes the flusher", func(t *testing.T) {
+		c, s := tcpPair(t)
+		b := newBufConn(c, 5*time.Second, 0)
+		defer b.Close()
+		p := bytes.Repeat([]byte("x"), 1000)
+		var want int
+		for want < holdMax {
+			if err := b.hold(p); err != nil {
+				t.Fatal(err)
+			}
+			want += len(p)
+		}
+		// No writeHeld: the flusher must write them all by itself.
+		got := make([]byte, want)
+		if _, err := io.ReadFull(s, got); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("order across writers", func(t *testing.T) {
+		c, s := tcpPair(t)
+		b := newBufConn(c, 5*time.Second, 0)
+		const writers, packets = 4, 5000
+		got := make(chan []byte, 1)
+		go func() {
+			all, _ := io.ReadAll(s)
+			got <- all
+		}()
+		done := make(chan error, writers)
+		for w := range writers {
+			go func() {
+				for i := range packets {
+					p := []byte(fmt.Sprintf("<%d:%d>", w, i))
+					var err error
+					switch {
+					case w%2 == 0:
+						_, err = b.Write(p)
+					case i%7 == 6:
+						err = b.hold(p)
+						if err == nil {
+							err = b.writeHeld()
+						}
+					default:
+						err = b.hold(p)
+					}
+					if err != nil {
+						done <- err
+						return
+					}
+				}
+				done <- b.writeHeld()
+			}()
+		}
+		for range writers {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		all := <-got
+		next := make([]int, writers)
+		for len(all) > 0 {
+			var w, i int
+			n, err := fmt.Sscanf(string(all), "<%d:%d>", &w, &i)
+			if err != nil || n != 2 || w < 0 || w >= writers {
+				t.Fatalf("torn packet at %q", all[:min(len(all), 20)])
+			}
+			if i != next[w] {
+				t.Fatalf("writer %d: packet %d arrived when %d was due", w, i, next[w])
+			}
+			next[w]++
+			all = all[bytes.IndexByte(all, '>')+1:]
+		}
+		for w, n := range next {
+			if n != packets {
+				t.Fatalf("writer %d: %d packets arrived, want %d", w, n, packets)
+			}
+		}
+	})
+}
+
+// TestPacedReaderWakesForOneByte: a paced reader raises the socket's
+// receive low-water mark only while it sleeps; a read that then finds
+// nothing waits with the mark at one byte, so a lone small packet arriving
+// later still wakes it.
+func TestPacedReaderWakesForOneByte(t *testing.T) {
+	c, s := tcpPair(t)
+	b := newBufConn(c, 5*time.Second, 5*time.Millisecond)
+	defer b.Close()
+	if pr, ok := b.lowatOf(); !ok || (runtime.GOOS == "linux" && !pr) {
+		t.Fatalf("paced reader %v, low-water mark set %v", ok, pr)
+	}
+	got := make(chan byte)
+	go func() {
+		for {
+			x, err := b.r.ReadByte()
+			if err != nil {
+				close(got)
+				return
+			}
+			got <- x
+		}
+	}()
+	for i := range 5 {
+		// Each byte goes out once the previous one was read and the
+		// reader slept its pace and found nothing: it waits in the poller
+		// when the byte arrives. (Were the mark left high, it would never
+		// wake.)
+		time.Sleep(20 * time.Millisecond)
+		if _, err := s.Write([]byte{byte('a' + i)}); err != nil {
+			t.Fatal(err)
+		}
+		if x, ok := <-got; !ok || x != byte('a'+i) {
+			t.Fatalf("byte %d: got %q (ok %v)", i, x, ok)
+		}
 	}
 }

@@ -51,6 +51,7 @@ type Sink struct {
 	logger   *slog.Logger
 
 	conn     *conn
+	hold     bool // HoldWrites was called: qos 0 publishes wait for EndBatch
 	inflight []flight
 	redo     []outbound
 	errs     []error // permanent failures of earlier publishes
@@ -63,8 +64,9 @@ type flight struct {
 }
 
 var (
-	_ api.Sink        = (*Sink)(nil)
-	_ api.PayloadOnly = (*Sink)(nil)
+	_ api.Sink          = (*Sink)(nil)
+	_ api.PayloadOnly   = (*Sink)(nil)
+	_ connector.Batcher = (*Sink)(nil)
 )
 
 // NewSink builds a sink from validated props; no network I/O.
@@ -131,8 +133,26 @@ func (s *Sink) Write(ctx context.Context, msg *api.SinkMessage) error {
 	if err := s.resend(ctx); err != nil {
 		return err
 	}
-	out := outbound{topic: topic, qos: s.qos, retained: s.retained, payload: msg.Payload, user: s.user}
+	out := outbound{topic: topic, qos: s.qos, retained: s.retained, payload: msg.Payload, user: s.user,
+		hold: s.hold && s.qos == 0}
 	return s.send(ctx, out)
+}
+
+// HoldWrites makes qos 0 publishes wait in the connection's buffer until
+// EndBatch (connector.Batcher): the batch leaves in one write on the
+// caller's goroutine, instead of waking the connection's flusher for every
+// publish.
+func (s *Sink) HoldWrites() { s.hold = true }
+
+// EndBatch writes the publishes held since the last EndBatch.
+func (s *Sink) EndBatch() error {
+	if s.conn == nil {
+		return nil
+	}
+	if tr := s.conn.current(); tr != nil {
+		return tr.release()
+	}
+	return nil
 }
 
 // PayloadOnly reports whether Write reads only the payload and keeps
@@ -272,6 +292,7 @@ func (s *Sink) Flush(ctx context.Context) error {
 	if s.conn == nil {
 		return nil
 	}
+	_ = s.EndBatch() // a write error shows in the next publish
 	for {
 		for len(s.inflight) > 0 {
 			if err := s.waitOldest(ctx); err != nil {

@@ -29,6 +29,9 @@ type outbound struct {
 	retained bool
 	payload  []byte
 	user     map[string]string
+	// hold asks a QoS 0 publish to stay in the connection's buffer until
+	// release (or more writes) sends it: the writer has more to come.
+	hold bool
 }
 
 // pending is a publish in flight.
@@ -48,6 +51,9 @@ type transport interface {
 	subscribe(ctx context.Context, filters map[string]byte) error
 	unsubscribe(ctx context.Context, filters []string) error
 	publish(o outbound) pending
+	// release writes the publishes held so far (outbound.hold), on the
+	// caller's goroutine when the connection is not writing already.
+	release() error
 	// lost receives the cause once when an established connection ends
 	// other than by close.
 	lost() <-chan error

@@ -28,7 +28,9 @@ const pingTimeout = 10 * time.Second
 //     PUBREC and PUBREL.
 //   - Writers encode packets and append them to the bufConn, whose flusher
 //     coalesces them into few system calls. A QoS 0 publish allocates
-//     nothing.
+//     nothing. A sink in the middle of a batch holds its QoS 0 publishes
+//     and releases them at the batch's end: written on its own goroutine,
+//     without waking the flusher.
 //   - QoS 1 and 2 publishes get packet identifiers from an idTable that
 //     holds at most defaultMaxInflight of them (publish blocks beyond that);
 //     QoS 2 runs PUBREC → PUBREL → PUBCOMP.
@@ -441,7 +443,7 @@ func (t *v3) publish(o outbound) pending {
 		if t.broken.Load() {
 			return failed(errors.New("publish: connection closed"))
 		}
-		if err := t.writePublish(&p); err != nil {
+		if err := t.writePublish(&p, o.hold); err != nil {
 			return failed(fmt.Errorf("publish: %w", err))
 		}
 		return t.ok
@@ -452,7 +454,7 @@ func (t *v3) publish(o outbound) pending {
 		return failed(fmt.Errorf("publish: %w", err))
 	}
 	p.id = id
-	if err := t.writePublish(&p); err != nil {
+	if err := t.writePublish(&p, false); err != nil {
 		if f := t.ids.drop(id); f != nil {
 			f.finish(fmt.Errorf("publish: %w", err))
 		}
@@ -460,15 +462,29 @@ func (t *v3) publish(o outbound) pending {
 	return f
 }
 
-func (t *v3) writePublish(p *publishPacket) error {
+func (t *v3) writePublish(p *publishPacket, hold bool) error {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
 	t.wbuf = appendPublish(t.wbuf[:0], p)
-	err := t.write(t.wbuf)
+	var err error
+	if hold {
+		t.wrote.Store(true)
+		err = t.conn.hold(t.wbuf)
+	} else {
+		err = t.write(t.wbuf)
+	}
 	if cap(t.wbuf) > 1<<20 {
 		t.wbuf = nil
 	}
 	return err
+}
+
+// release writes held publishes (see bufConn.hold).
+func (t *v3) release() error {
+	if t.conn == nil {
+		return nil
+	}
+	return t.conn.writeHeld()
 }
 
 // checkTopic rejects topics a broker would answer by disconnecting.

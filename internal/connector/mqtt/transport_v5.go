@@ -227,6 +227,9 @@ func (t *v5) publisher() {
 	}
 }
 
+// release does nothing: paho writes each publish itself (hold is ignored).
+func (t *v5) release() error { return nil }
+
 func (t *v5) lost() <-chan error { return t.lostCh }
 
 func (t *v5) dead() <-chan struct{} { return t.deadCh }
