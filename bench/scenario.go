@@ -76,6 +76,10 @@ type RunConfig struct {
 	Env        []string      // added to kuiperd's environment (GODEBUG=..., GOGC=...)
 	ReadPace   string        // MQTT source property readPace ("" leaves the default)
 	Protocol   string        // MQTT protocolVersion of the engine's source and sinks ("" leaves the default, 3.1.1)
+	// Typed declares the input stream's four fields (seq BIGINT, ts
+	// BIGINT, deviceId STRING, temperature FLOAT) instead of leaving it
+	// schemaless, so that records decode into slots rather than maps.
+	Typed bool
 	// Floor adds a second subscriber, on the input topic, whose latency
 	// (publisher → broker → subscriber, no engine) is the harness's floor
 	// in the same run. It makes the broker deliver every input message
@@ -197,7 +201,11 @@ func Run(ctx context.Context, sc Scenario, cfg RunConfig) (Result, error) {
 		defer floor.Close()
 	}
 
-	if err := rest.CreateStream(`CREATE STREAM bench () WITH (DATASOURCE="bench/in", FORMAT="json", TYPE="mqtt")`); err != nil {
+	fields := ""
+	if cfg.Typed {
+		fields = "seq BIGINT, ts BIGINT, deviceId STRING, temperature FLOAT"
+	}
+	if err := rest.CreateStream(`CREATE STREAM bench (` + fields + `) WITH (DATASOURCE="bench/in", FORMAT="json", TYPE="mqtt")`); err != nil {
 		return Result{}, err
 	}
 	ids := make([]string, sc.Rules)

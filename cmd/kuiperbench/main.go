@@ -91,6 +91,7 @@ func run(args []string, out io.Writer) error {
 	bufLen := fs.Int("rule-buffer", 0, "rules10k: bufferLength option of the rules (0: the default)")
 	idle := fs.String("idle-source", "memory", "rules10k: idle stream type, memory or mqtt (comma-separated for both)")
 	profiles := fs.String("profiles", "", "save kuiperd's profiles in this folder: rules10k, a CPU profile of the first 10 s of the create phase (create.pprof), a 2 s execution trace from 1 s into it (create-trace.out) and the heap of the idle rules (idle-heap.pprof); MQTT scenarios, a CPU profile (<scenario>-cpu.pprof, up to 10 s) and an execution trace (<scenario>-trace.out, 3 s) from 2 s into publishing (of the last run)")
+	typed := fs.Bool("typed", false, "MQTT scenarios: declare the input stream's fields (seq BIGINT, ts BIGINT, deviceId STRING, temperature FLOAT) instead of a schemaless stream")
 	floor := fs.Bool("floor", false, "MQTT scenarios: also subscribe to the input topic and report its latency, the harness floor of the same run (the broker then delivers every input message twice, so its CPU per message rises)")
 	verbose := fs.Bool("v", false, "print p50/p99 latency per second of each run")
 	var env []string
@@ -156,7 +157,7 @@ func run(args []string, out io.Writer) error {
 		var runOne func(q int) (bench.Result, error)
 		if sc, ok := bench.FindScenario(name); ok {
 			runOne = func(q int) (bench.Result, error) {
-				return bench.Run(ctx, sc, bench.RunConfig{Kuiperd: bin, Dir: dir, Duration: *dur, Publishers: *pubs, RuleQoS: q, Env: env, ReadPace: *readPace, Protocol: *protocol, Floor: *floor, Profiles: *profiles, Logf: logf})
+				return bench.Run(ctx, sc, bench.RunConfig{Kuiperd: bin, Dir: dir, Duration: *dur, Publishers: *pubs, RuleQoS: q, Env: env, ReadPace: *readPace, Protocol: *protocol, Floor: *floor, Typed: *typed, Profiles: *profiles, Logf: logf})
 			}
 		} else if ks, ok := bench.FindKafkaScenario(name); ok {
 			if *kafkaBatch > 0 {
