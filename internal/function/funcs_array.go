@@ -339,6 +339,12 @@ func arrayFlatten(_ Env, args []any) (any, error) {
 			out = append(out, v)
 		}
 	}
+	// An empty array flattens to nothing (the field is left out); one whose
+	// elements are all empty arrays flattens to null, as in eKuiper
+	// (diff_funcs/array_flatten_empty).
+	if len(arr) > 0 && len(out) == 0 {
+		return []any(nil), nil
+	}
 	return arrayNilIfEmpty(out), nil
 }
 

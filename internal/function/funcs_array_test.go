@@ -202,3 +202,17 @@ func TestArrayConcatNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestArrayFlattenEmpty: an array of empty arrays flattens to a null that
+// is written out (a typed nil list); an empty array to nothing, as in
+// eKuiper (diff_funcs/array_flatten_empty).
+func TestArrayFlattenEmpty(t *testing.T) {
+	got, err := miscCall(t, nil, "array_flatten", []any{[]any{}, []any{}})
+	if l, ok := got.([]any); err != nil || !ok || l != nil {
+		t.Errorf("array_flatten([[], []]) = %#v, %v; want []any(nil)", got, err)
+	}
+	got, err = miscCall(t, nil, "array_flatten", []any{})
+	if err != nil || got != nil {
+		t.Errorf("array_flatten([]) = %#v, %v; want nil", got, err)
+	}
+}

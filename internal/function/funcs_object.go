@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
-	"github.com/rekuiper/rekuiper/internal/value"
 )
 
 // registerObject adds the object (map) functions. A nil object argument
@@ -207,8 +207,10 @@ func objectItems(_ Env, args []any) (any, error) {
 	return out, nil
 }
 
-// objectKeyList reads erase/object_pick's second argument: a key or an
-// array of keys.
+// objectKeyList reads erase's second argument: a key or an array of keys.
+// An element that is no string is the key its text names, as eKuiper
+// converts it (diff_funcs/erase_number_keys): a number in plain decimals,
+// a bool as true/false, null as "", an array or object in Go's syntax.
 func objectKeyList(v any) ([]string, error) {
 	switch x := v.(type) {
 	case string:
@@ -216,15 +218,28 @@ func objectKeyList(v any) ([]string, error) {
 	case []any:
 		out := make([]string, len(x))
 		for i, e := range x {
-			s, ok := e.(string)
-			if !ok {
-				return nil, fmt.Errorf("the keys should be strings, got %s", value.Describe(e))
-			}
-			out[i] = s
+			out[i] = objectKeyText(e)
 		}
 		return out, nil
 	}
 	return nil, fmt.Errorf("the argument should be slice or string")
+}
+
+// objectKeyText is the key a non-string element of erase's key list names.
+func objectKeyText(e any) string {
+	switch k := e.(type) {
+	case nil:
+		return ""
+	case string:
+		return k
+	case bool:
+		return strconv.FormatBool(k)
+	case int64:
+		return strconv.FormatInt(k, 10)
+	case float64:
+		return strconv.FormatFloat(k, 'f', -1, 64)
+	}
+	return fmt.Sprint(e)
 }
 
 // objectErase copies the object without the given top-level keys (a key is

@@ -61,6 +61,9 @@ func TestObjectFunctions(t *testing.T) {
 		{name: "object_concat bad", fn: "object_concat", args: []any{map[string]any{}, int64(1)}, wantErr: "the argument should be map[string]interface{}, got 1"},
 		{name: "erase list", fn: "erase", args: []any{m, []any{"a", "c"}}, want: map[string]any{"b": int64(2)}},
 		{name: "erase bad keys", fn: "erase", args: []any{m, int64(1)}, wantErr: "the argument should be slice or string"},
+		// diff_funcs/erase_number_keys: non-string keys name their text.
+		{name: "erase number keys", fn: "erase", args: []any{map[string]any{"1": int64(1), "2.5": int64(2), "true": int64(3), "": int64(4), "x": int64(5)}, []any{int64(1), 2.5, true, nil}},
+			want: map[string]any{"x": int64(5)}},
 		{name: "erase bad object", fn: "erase", args: []any{arrayInts(1), "a"}, wantErr: "the first argument should be map[string]interface{}, got [1]"},
 		{name: "pick list", fn: "object_pick", args: []any{m, []any{"a", "c.y", "nope", "c.nope.z"}},
 			want: map[string]any{"a": int64(1), "c": map[string]any{"y": int64(2)}}},

@@ -150,6 +150,10 @@ func TestStringBehaviour(t *testing.T) {
 		{"substring", "substring", []any{nil, int64(1)}, nil, ""},
 		{"split_value", "split_value", []any{"a,b", ",", int64(2)}, nil, "2 out of index array (size = 2)"},
 		{"split_value", "split_value", []any{"a,b", nil, int64(0)}, nil, ""},
+		// diff_funcs/split_value_negative: a negative index counts from the end.
+		{"split_value", "split_value", []any{"a,b,c", ",", int64(-1)}, "c", ""},
+		{"split_value", "split_value", []any{"2", "2", int64(-2)}, "", ""},
+		{"split_value", "split_value", []any{"a,b", ",", int64(-3)}, nil, "-3 out of index array (size = 2)"},
 		{"format", "format", []any{1234567.891, int64(2)}, "1,234,567.89", ""},
 		{"format", "format", []any{-1234567.891, int64(0)}, "-1,234,568", ""},
 		{"format", "format", []any{12.5, int64(2), "en_US"}, "12.50", ""},

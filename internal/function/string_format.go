@@ -89,8 +89,14 @@ func stringSplitValue(_ Env, args []any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if idx < 0 || idx >= int64(len(parts)) {
+	// A negative index counts from the end, as in eKuiper (a literal one
+	// is refused when the rule is created; diff_funcs/split_value_negative).
+	n := int64(len(parts))
+	if idx >= n || idx < -n {
 		return nil, fmt.Errorf("%d out of index array (size = %d)", idx, len(parts))
+	}
+	if idx < 0 {
+		idx += n
 	}
 	return parts[idx], nil
 }

@@ -363,6 +363,8 @@ var refusalRules = []quirkRule{
 	{"unary-minus", "SELECT -v", func(o Outcome, _ *function.Registry) bool {
 		return o.Kind == EKuiperRefused && strings.Contains(o.Case.OracleError, `found "-", expected expression`)
 	}},
+	// round(x, d) with d a huge integer does not finish in eKuiper.
+	{"round-huge-digits", "round(2.5, v)", roundHugeDigits},
 	{"literal-argument-at-creation", "rand_func/s1_120", func(o Outcome, _ *function.Registry) bool {
 		// A literal argument of the wrong type, or an invalid literal
 		// JSON path, compression method or time zone, is refused at
@@ -437,6 +439,7 @@ var quirkRules = []quirkRule{
 		// rpad/lpad by a negative length stop eKuiper's output.
 		return sqlHas(o, "rpad(", "lpad(") && rekuiperSays(o, "padding length must not be negative")
 	}},
+	{"huge-padding", "diff_funcs/pads_huge", hugePadding},
 	{"negative-repeat", "diff_funcs/repeat_negative", func(o Outcome, _ *function.Registry) bool {
 		// repeat by a negative count stops eKuiper's output (a panic).
 		return sqlHas(o, "repeat(") && ekuiperStopped(o) &&

@@ -149,6 +149,7 @@ var valueQuirks = []valueQuirk{
 		sorted := derivedFrom(o, "array_sort(")
 		return func(col string, want, got any) bool { return sorted[col] && samePermutation(want, got) }
 	}},
+	{"items-map-order", "diff_funcs/items_order", itemsMapOrder},
 	{"chr", "gen_func_conv/chr", func(o Outcome) func(string, any, any) bool {
 		aliases := selectAliases(o.Case.Rule.SQL)
 		return func(col string, _, _ any) bool { return strings.HasPrefix(aliases[col], "chr(") }

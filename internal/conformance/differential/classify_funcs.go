@@ -1,0 +1,102 @@
+package differential
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/rekuiper/rekuiper/internal/function"
+)
+
+// roundHugeDigitsMin is the number of digits from which eKuiper's round
+// does not finish: past 308 digits it multiplies a big.Float by ten once
+// per digit, so a digits argument such as 9007199254740993 loops for
+// days.
+const roundHugeDigitsMin = 1_000_000_000
+
+// roundDigitsArg finds round(x, d) with a column as d.
+var roundDigitsArg = regexp.MustCompile(`(?i)\bround\((?:[^(),]|\([^()]*\))*,\s*(\w+)\s*\)`)
+
+// roundHugeDigits: eKuiper's harness timed out on a rule that rounds to a
+// number of digits read from a column, and an input holds a huge positive
+// integer in that column (round-huge-digits).
+func roundHugeDigits(o Outcome, _ *function.Registry) bool {
+	if o.Kind != EKuiperRefused || !strings.Contains(o.Case.OracleError, "timeout") {
+		return false
+	}
+	for _, m := range roundDigitsArg.FindAllStringSubmatch(o.Case.Rule.SQL, -1) {
+		col := m[1]
+		if _, err := strconv.ParseFloat(col, 64); err == nil {
+			continue // a literal
+		}
+		for _, evs := range o.Case.Inputs {
+			for _, ev := range evs {
+				if n, ok := intValue(ev.Data[col]); ok && n >= roundHugeDigitsMin {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// paddingTooLong finds rekuiper's refusal of a padding length.
+var paddingTooLong = regexp.MustCompile(`[lr]pad: padding length (\d+) exceeds the limit`)
+
+// goAllocLimit is the largest allocation Go makes on 64-bit Linux (2^48
+// bytes): a longer strings.Repeat panics.
+const goAllocLimit = 1 << 48
+
+// hugePadding: eKuiper's output stopped (a panic in strings.Repeat) where
+// rekuiper refused an rpad/lpad length Go cannot allocate (huge-padding).
+// A length rekuiper refuses that Go could allocate is not explained.
+func hugePadding(o Outcome, _ *function.Registry) bool {
+	if !sqlHas(o, "rpad(", "lpad(") || !ekuiperStopped(o) {
+		return false
+	}
+	for _, em := range o.Actual {
+		for _, r := range em {
+			e, ok := r["error"].(string)
+			if !ok || len(r) != 1 {
+				continue
+			}
+			for _, m := range paddingTooLong.FindAllStringSubmatch(e, -1) {
+				if n, err := strconv.ParseUint(m[1], 10, 64); err == nil && n >= goAllocLimit {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// itemsMapOrder accepts, in a column items() gives, eKuiper's pairs in
+// another order: Go's map order, which changes from run to run
+// (items-map-order).
+func itemsMapOrder(o Outcome) func(col string, want, got any) bool {
+	items := derivedFrom(o, "items(")
+	if len(items) == 0 {
+		return nil
+	}
+	return func(col string, want, got any) bool {
+		return items[col] && keyValuePairs(want) && samePermutation(want, got)
+	}
+}
+
+// keyValuePairs reports whether v is a list of [key, value] pairs.
+func keyValuePairs(v any) bool {
+	l, ok := v.([]any)
+	if !ok {
+		return false
+	}
+	for _, e := range l {
+		p, ok := e.([]any)
+		if !ok || len(p) != 2 {
+			return false
+		}
+		if _, ok := p[0].(string); !ok {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,79 @@
+package differential
+
+import (
+	"testing"
+
+	"github.com/rekuiper/rekuiper/internal/conformance"
+)
+
+// withInputs gives the outcome's case one stream fx of these records.
+func withInputs(o Outcome, records ...map[string]any) Outcome {
+	evs := make([]conformance.Event, len(records))
+	for i, r := range records {
+		evs[i].Data = r
+	}
+	o.Case.Inputs = map[string][]conformance.Event{"fx": evs}
+	return o
+}
+
+func TestClassifyFunctionQuirks(t *testing.T) {
+	loud := map[string]any{"sendError": true}
+	timeout := func(sql string, records ...map[string]any) Outcome {
+		o := outcome(EKuiperRefused, sql, loud, nil, [][]map[string]any{{{"f": 2.5}}})
+		o.Case.OracleError = "timeout: the rule did not finish"
+		return withInputs(o, records...)
+	}
+	huge := map[string]any{"v": int64(9007199254740993), "o": int64(9007199254740993)}
+	padErr := func(n string) map[string]any {
+		return map[string]any{"error": "run Select error: alias: f expr: rpad: padding length " + n + " exceeds the limit of 1000000"}
+	}
+	ok := map[string]any{"f": "a "}
+	pairs := func(keys ...string) []any {
+		out := []any{}
+		for i, k := range keys {
+			out = append(out, []any{k, int64(i)})
+		}
+		return out
+	}
+	sorted := []any{[]any{"a", int64(1)}, []any{"b", int64(2)}, []any{"c", int64(3)}}
+	rotated := []any{[]any{"b", int64(2)}, []any{"c", int64(3)}, []any{"a", int64(1)}}
+	tests := []struct {
+		name string
+		o    Outcome
+		want string
+	}{
+		{"round to a huge number of digits", timeout("SELECT round(2.5, v) AS f FROM fx", huge), "round-huge-digits"},
+		{"round of an object column to huge digits", timeout("SELECT round(1, o) AS f FROM fx", huge), "round-huge-digits"},
+		{"round with a parenthesised number", timeout("SELECT round((-0.5), v) AS f FROM fx", huge), "round-huge-digits"},
+		{"round to few digits times out", timeout("SELECT round(2.5, v) AS f FROM fx", map[string]any{"v": int64(400)}), Unexplained},
+		{"round to huge negative digits", timeout("SELECT round(2.5, v) AS f FROM fx", map[string]any{"v": int64(-9007199254740993)}), Unexplained},
+		{"round of a huge column to literal digits", timeout("SELECT round(v, 2) AS f FROM fx", huge), Unexplained},
+		{"a timeout without round", timeout("SELECT abs(v) AS f FROM fx", huge), Unexplained},
+		{"eKuiper refused otherwise", func() Outcome {
+			o := timeout("SELECT round(2.5, v) AS f FROM fx", huge)
+			o.Case.OracleError = "plan: something else"
+			return o
+		}(), Unexplained},
+		{"padding Go cannot allocate", outcome(Differs, "SELECT rpad(s, v) AS f FROM fx", loud,
+			[][]map[string]any{{ok}}, [][]map[string]any{{ok}, {padErr("9007199254740993")}, {ok}}), "huge-padding"},
+		{"padding Go cannot allocate, the row before lost", outcome(Differs, "SELECT lpad(s, v) AS f FROM fx", loud,
+			[][]map[string]any{}, [][]map[string]any{{ok}, {padErr("281474976710656")}}), "huge-padding"},
+		{"padding Go can allocate", outcome(Differs, "SELECT rpad(s, v) AS f FROM fx", loud,
+			[][]map[string]any{{ok}}, [][]map[string]any{{ok}, {padErr("2000000")}, {ok}}), Unexplained},
+		{"huge padding but eKuiper went on", outcome(Differs, "SELECT rpad(s, v) AS f FROM fx", loud,
+			[][]map[string]any{{ok}, {{"f": "b"}}}, [][]map[string]any{{ok}, {padErr("9007199254740993")}}), Unexplained},
+		{"items in another order", outcome(Differs, "SELECT items(o) AS f FROM fx", loud,
+			[][]map[string]any{{{"f": rotated}}}, [][]map[string]any{{{"f": sorted}}}), "items-map-order"},
+		{"items with other members", outcome(Differs, "SELECT items(o) AS f FROM fx", loud,
+			[][]map[string]any{{{"f": pairs("b", "a")}}}, [][]map[string]any{{{"f": pairs("a", "b")}}}), Unexplained},
+		{"another array in another order", outcome(Differs, "SELECT array_concat(arr) AS f FROM fx", loud,
+			[][]map[string]any{{{"f": rotated}}}, [][]map[string]any{{{"f": sorted}}}), Unexplained},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Classify(tt.o, false, nil); got != tt.want {
+				t.Errorf("Classify = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
