@@ -17,7 +17,7 @@ func TestQuirkRulesNameDocumentedEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range []string{bigintEntry, nullArrayEntry, droppedEntry, groupOrderEntry, eventTimeEndEntry, hopLostEntry} {
+	for _, e := range []string{bigintEntry, nullArrayEntry, droppedEntry, groupOrderEntry, eventTimeEndEntry, hopLostEntry, sessionLostEntry} {
 		if !strings.Contains(string(doc), "`"+e+"`") {
 			t.Errorf("docs/compatibility.md does not name %q in back-quotes", e)
 		}
