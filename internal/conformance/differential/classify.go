@@ -64,6 +64,9 @@ func Classify(o Outcome, varied bool, funcs *function.Registry) string {
 	if used, ok := withoutLostHoppingRows(o, funcs); ok {
 		return used
 	}
+	if used, ok := withoutLostSessionRows(o, funcs); ok {
+		return used
+	}
 	return Unexplained
 }
 
@@ -248,6 +251,9 @@ func quirkEntry(name string) string {
 	}
 	if name == "hopping-lost-rows" {
 		return hopLostEntry
+	}
+	if name == "session-timeout-lost-row" {
+		return sessionLostEntry
 	}
 	return "?"
 }

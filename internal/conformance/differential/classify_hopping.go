@@ -38,15 +38,42 @@ var (
 // eKuiper's empty-window rows are left out of the comparison. Removed: the
 // row goes, and the windows only its arrival closed are missing, which
 // must be empty windows in eKuiper.
+//
+// On a strictly validated stream the rows eKuiper refuses (an error in
+// its preprocessor) never reach the window or move the watermark; the
+// case is read as eKuiper reads it (BIGINT fractions cut off:
+// "bigint-fraction") and rekuiper's own validation finds those rows.
 func withoutLostHoppingRows(o Outcome, funcs *function.Registry) (string, bool) {
 	if funcs == nil || o.Kind != Differs || o.Case.Clock != "event" {
 		return "", false
 	}
-	drop := ekuiperLostHoppingRows(o.Case)
+	if used, ok := withoutLostHoppingRowsOf(o, o.Case, nil, funcs); ok || !strictStream(o.Case) {
+		return used, ok
+	}
+	orig, prefix := o.Case, ""
+	if t, changed := asEKuiperReads(orig, true, false); changed {
+		orig, prefix = t, "bigint-fraction+"
+	}
+	refused, ok := refusedRows(orig, funcs)
+	if !ok {
+		return "", false
+	}
+	used, ok := withoutLostHoppingRowsOf(o, orig, refused, funcs)
+	if !ok {
+		return "", false
+	}
+	return prefix + used, true
+}
+
+// withoutLostHoppingRowsOf is withoutLostHoppingRows for the case orig
+// (o's, or o's as eKuiper reads it) whose refused timeline steps never
+// reach the window.
+func withoutLostHoppingRowsOf(o Outcome, orig *conformance.Case, refused map[int]bool, funcs *function.Registry) (string, bool) {
+	drop := ekuiperLostHoppingRowsRefusing(orig, refused)
 	if len(drop) == 0 {
 		return "", false
 	}
-	if c, addedWhere, ok := markedLostRows(o.Case, drop); ok {
+	if c, addedWhere, ok := markedLostRows(orig, drop, refused != nil); ok {
 		want := c.Expected
 		if addedWhere {
 			want = nil
@@ -60,7 +87,7 @@ func withoutLostHoppingRows(o Outcome, funcs *function.Registry) (string, bool) 
 			return used, true
 		}
 	}
-	c := withoutRows(o.Case, drop)
+	c := withoutRows(orig, drop)
 	for k := len(c.Expected); k >= 0; k-- {
 		if k < len(c.Expected) && !emptyWindowRows(o, c.Expected[k]) {
 			break
@@ -118,9 +145,10 @@ const lostMark = "zz_lost_by_ekuiper"
 // markedLostRows is c with the rows eKuiper loses marked and left out by
 // the rule's WHERE (added when the rule has none: addedWhere), and its
 // late rows removed. ok is false for a join (whose WHERE runs after the
-// join) and a strictly validated stream (which would refuse the rows
-// without the mark).
-func markedLostRows(orig *conformance.Case, drop map[int]fate) (c *conformance.Case, addedWhere, ok bool) {
+// join) and, unless strictOK, a strictly validated stream. On a strictly
+// validated stream, which would refuse a row without the mark, every row
+// is marked, false when it is kept.
+func markedLostRows(orig *conformance.Case, drop map[int]fate, strictOK bool) (c *conformance.Case, addedWhere, ok bool) {
 	sql := orig.Rule.SQL
 	upper := strings.ToUpper(sql)
 	g := strings.Index(upper, " GROUP BY ")
@@ -130,22 +158,35 @@ func markedLostRows(orig *conformance.Case, drop map[int]fate) (c *conformance.C
 	c = cloneCase(orig)
 	c.Expected = orig.Expected
 	c.Streams = append([]string(nil), orig.Streams...)
+	strict := strictStream(orig)
+	if strict && !strictOK {
+		return nil, false, false
+	}
 	for i, ddl := range c.Streams {
-		if strings.Contains(ddl, `STRICT_VALIDATION="true"`) {
-			return nil, false, false
-		}
 		if open, end := strings.Index(ddl, "("), strings.Index(ddl, ") WITH ("); open >= 0 && end > open+1 {
 			c.Streams[i] = ddl[:end] + ", " + lostMark + " BOOLEAN" + ddl[end:]
 		}
 	}
+	kept := "isnull(" + lostMark + ")"
+	if strict {
+		kept = lostMark + " = false"
+	}
 	if w := strings.Index(upper, " WHERE "); w >= 0 && w < g {
-		c.Rule.SQL = sql[:w] + " WHERE (" + sql[w+len(" WHERE "):g] + ") AND isnull(" + lostMark + ")" + sql[g:]
+		c.Rule.SQL = sql[:w] + " WHERE (" + sql[w+len(" WHERE "):g] + ") AND " + kept + sql[g:]
 	} else {
-		c.Rule.SQL = sql[:g] + " WHERE isnull(" + lostMark + ")" + sql[g:]
+		c.Rule.SQL = sql[:g] + " WHERE " + kept + sql[g:]
 		addedWhere = true
 	}
 	for i := len(c.Timeline) - 1; i >= 0; i-- {
 		st := c.Timeline[i]
+		if strict && drop[i] == 0 {
+			ev := &c.Inputs[st.Stream][st.Index]
+			data := map[string]any{lostMark: false}
+			for k, v := range ev.Data {
+				data[k] = v
+			}
+			ev.Data = data
+		}
 		switch drop[i] {
 		case lost:
 			ev := &c.Inputs[st.Stream][st.Index]
@@ -186,6 +227,12 @@ func withoutRows(orig *conformance.Case, drop map[int]fate) *conformance.Case {
 // those of its late rows, when it loses any; nil otherwise. The rule's
 // WHERE does not matter: in event time it runs after the window.
 func ekuiperLostHoppingRows(c *conformance.Case) map[int]fate {
+	return ekuiperLostHoppingRowsRefusing(c, nil)
+}
+
+// ekuiperLostHoppingRowsRefusing is ekuiperLostHoppingRows for a case
+// whose refused timeline steps never reach the window.
+func ekuiperLostHoppingRowsRefusing(c *conformance.Case, refused map[int]bool) map[int]fate {
 	h, ok := readHopping(c)
 	if !ok {
 		return nil
@@ -203,7 +250,7 @@ func ekuiperLostHoppingRows(c *conformance.Case) map[int]fate {
 	anyLost := false
 	for i, st := range c.Timeline {
 		f, ok := field[st.Stream]
-		if !ok || st.Index >= len(c.Inputs[st.Stream]) {
+		if !ok || st.Index >= len(c.Inputs[st.Stream]) || refused[i] {
 			continue
 		}
 		ts, ok := intValue(c.Inputs[st.Stream][st.Index].Data[f])
@@ -314,4 +361,62 @@ func intValue(v any) (int64, bool) {
 		return i, err == nil
 	}
 	return 0, false
+}
+
+// strictStream reports whether a stream of c is strictly validated.
+func strictStream(c *conformance.Case) bool {
+	for _, ddl := range c.Streams {
+		if strings.Contains(ddl, `STRICT_VALIDATION="true"`) {
+			return true
+		}
+	}
+	return false
+}
+
+// refusedRows finds the timeline steps of c whose rows rekuiper's
+// validation refuses, by replaying c's rule (its fields and WHERE as
+// fields, so that the same columns are checked) over a count window of
+// one row in processing time: every row then gives one emission, an
+// error from the preprocessor for a refused row. ok is false for a rule
+// that does not fit (one FROM stream, GROUP BY) or an output that is not
+// one emission a row.
+func refusedRows(c *conformance.Case, funcs *function.Registry) (map[int]bool, bool) {
+	sql := c.Rule.SQL
+	upper := strings.ToUpper(sql)
+	f, g := strings.Index(upper, " FROM "), strings.Index(upper, " GROUP BY ")
+	if f < 0 || g < f || strings.Contains(upper, " JOIN ") || len(c.StreamNames) != 1 {
+		return nil, false
+	}
+	from, fields := sql[f+len(" FROM "):g], sql[:f]
+	if w := strings.Index(strings.ToUpper(from), " WHERE "); w >= 0 {
+		fields += ", (" + from[w+len(" WHERE "):] + ") AS zz_where"
+		from = from[:w]
+	}
+	p := cloneCase(c)
+	p.Rule.SQL = fields + " FROM " + from + " GROUP BY COUNTWINDOW(1)"
+	p.Clock = "processing"
+	opts := map[string]any{}
+	for k, v := range c.Rule.Options {
+		opts[k] = v
+	}
+	opts["isEventTime"], opts["sendError"] = false, true
+	delete(opts, "lateTolerance")
+	p.Rule.Options = opts
+	actual, err := conformance.Replay(p, opts, funcs)
+	if err != nil {
+		return nil, false
+	}
+	out := conformance.AsExpected(actual)
+	if len(out) != len(c.Timeline) {
+		return nil, false
+	}
+	refused := map[int]bool{}
+	for i, em := range out {
+		if len(em) == 1 {
+			if e, ok := em[0]["error"].(string); ok && strings.HasPrefix(e, "error in preprocessor") {
+				refused[i] = true
+			}
+		}
+	}
+	return refused, true
 }

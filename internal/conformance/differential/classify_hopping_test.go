@@ -62,3 +62,45 @@ func TestHoppingLostRows(t *testing.T) {
 		})
 	}
 }
+
+// TestHoppingLostRowsStrict: on a strictly validated stream the rows
+// validation refuses take no part in eKuiper's watermark, and without them
+// eKuiper loses other rows than with them.
+func TestHoppingLostRowsStrict(t *testing.T) {
+	funcs := function.Builtins()
+	c, err := conformance.Load(filepath.Join("..", "testdata", "differential", "diff_eventtime", "hop_lost_strict.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, changed := asEKuiperReads(c, true, false)
+	if !changed {
+		t.Fatal("no BIGINT fraction cut off")
+	}
+	refused, ok := refusedRows(tc, funcs)
+	if !ok {
+		t.Fatal("refused rows not found")
+	}
+	var steps []int
+	for i := range refused {
+		steps = append(steps, i)
+	}
+	sort.Ints(steps)
+	if fmt.Sprint(steps) != "[1 4 6 7 8 10]" {
+		t.Errorf("refused steps %v, want [1 4 6 7 8 10]", steps)
+	}
+	got := map[int]fate{}
+	for i, f := range ekuiperLostHoppingRowsRefusing(tc, refused) {
+		got[i] = f
+	}
+	if want := map[int]fate{2: lost, 3: late, 9: lost}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("fates %v, want %v", got, want)
+	}
+	// Counting the refused rows, eKuiper would lose other rows.
+	if all := ekuiperLostHoppingRows(tc); fmt.Sprint(all) == fmt.Sprint(got) {
+		t.Errorf("the refused rows change nothing: %v", all)
+	}
+	o := Check(c, funcs)
+	if got := Classify(o, false, funcs); !strings.HasPrefix(got, "bigint-fraction+hopping-lost-rows") {
+		t.Errorf("class %q, want bigint-fraction+hopping-lost-rows", got)
+	}
+}

@@ -399,21 +399,47 @@ func (m *valueMatcher) emission(want, got []map[string]any) bool {
 	if !m.unordered {
 		return false
 	}
-	taken := make([]bool, len(got))
-	pairs := make([]int, len(want))
+	// Pair every row of want with one of got (a bipartite matching by
+	// augmenting paths): a row a quirk accepts in another's place, such as
+	// an empty window row, must not take the row that equals another.
+	// cand lists, for each row of want, the rows of got it may pair
+	// with, those equal to it first.
+	cand := make([][]int, len(want))
 	for i, w := range want {
-		pairs[i] = -1
+		var quirky []int
 		for j, g := range got {
-			if !taken[j] && m.row(w, g, false) {
-				taken[j], pairs[i] = true, j
-				break
+			switch {
+			case conformance.RowEqual(w, g):
+				cand[i] = append(cand[i], j)
+			case m.row(w, g, false):
+				quirky = append(quirky, j)
 			}
 		}
-		if pairs[i] < 0 {
+		cand[i] = append(cand[i], quirky...)
+	}
+	owner := make([]int, len(got))
+	for j := range owner {
+		owner[j] = -1
+	}
+	var augment func(i int, seen []bool) bool
+	augment = func(i int, seen []bool) bool {
+		for _, j := range cand[i] {
+			if !seen[j] {
+				seen[j] = true
+				if owner[j] < 0 || augment(owner[j], seen) {
+					owner[j] = i
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for i := range want {
+		if !augment(i, make([]bool, len(got))) {
 			return false
 		}
 	}
-	for i, j := range pairs {
+	for j, i := range owner {
 		m.row(want[i], got[j], true)
 	}
 	m.reordered = true
