@@ -63,7 +63,9 @@ func (c *conn) unsubscribeShared(ctx context.Context, sub *subscription) error {
 	ctx, cancel := context.WithTimeout(ctx, c.pool.connectTimeout)
 	defer cancel()
 	err := tr.unsubscribe(ctx, drop)
-	if err == nil {
+	if err == nil && len(drop) == len(sub.filters) {
+		// Only when every filter of sub is unsubscribed does a quiet
+		// round mean the broker has nothing left for it.
 		err = c.settle(ctx, tr, sub, drop)
 	}
 	c.mu.Lock()
