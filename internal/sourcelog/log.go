@@ -174,12 +174,13 @@ func (l *Log) Inner() api.Source { return l.inner }
 func (l *Log) Connect(ctx context.Context) error { return l.inner.Connect(ctx) }
 
 // Drain drains the wrapped source when it can (see stream.Drainer): Read
-// then logs what it still hands over, and returns io.EOF after it.
+// then logs what it still hands over, and returns io.EOF after it. It
+// returns errors.ErrUnsupported when the wrapped source cannot drain.
 func (l *Log) Drain(ctx context.Context) error {
 	if d, ok := l.inner.(interface{ Drain(context.Context) error }); ok {
 		return d.Drain(ctx)
 	}
-	return nil
+	return errors.ErrUnsupported
 }
 
 // Close writes out the appended records, sends their upstream

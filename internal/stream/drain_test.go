@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -125,4 +126,34 @@ func TestReleaseDrainsBeforeStop(t *testing.T) {
 		t.Fatalf("End(%v) called: a drained source is stopped, not ended", err)
 	default:
 	}
+}
+
+// undrainable wraps a source that cannot drain, as a source log wraps an
+// HTTP push source.
+type undrainable struct{ *fakeSource }
+
+func (undrainable) Drain(context.Context) error { return errors.ErrUnsupported }
+
+// TestReleaseOfUndrainableSourceDoesNotWait: a Drainer that reports
+// errors.ErrUnsupported is stopped at once, without waiting for an io.EOF
+// that never comes.
+func TestReleaseOfUndrainableSourceDoesNotWait(t *testing.T) {
+	src := undrainable{&fakeSource{payloads: seqs(0, 3)}}
+	m := NewManager()
+	sub, release, err := m.Acquire("k", func() (*Subscription, error) {
+		return NewSubscription("s", src, jsonDecoder(t), clock.Wall{}, nil), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	id := sub.Attach(rec.consumer())
+	sub.Start()
+	waitFor(t, func() bool { return rec.count() == 3 })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := release(ctx); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	sub.Detach(id)
 }

@@ -98,7 +98,8 @@ type Pusher interface {
 // no other member). Drain returns once the upstream sends no more and
 // everything it sent was pushed or is queued for Read; Read then returns
 // what is queued, then io.EOF. Drain runs while the read loop goes on, and
-// before Close.
+// before Close. A wrapper whose wrapped source cannot drain returns
+// errors.ErrUnsupported, and Read goes on as before.
 type Drainer interface {
 	Drain(ctx context.Context) error
 }
@@ -336,7 +337,10 @@ func (s *Subscription) Drain(ctx context.Context) error {
 	if !ok || !started || s.ended.Load() || s.draining.Swap(true) {
 		return nil
 	}
-	if err := d.Drain(ctx); err != nil {
+	if err := d.Drain(ctx); errors.Is(err, errors.ErrUnsupported) {
+		s.draining.Store(false)
+		return nil
+	} else if err != nil {
 		return fmt.Errorf("drain stream %s: %w", s.name, err)
 	}
 	if s.pusher != nil {
