@@ -17,9 +17,11 @@ import (
 // Drain stops the broker from sending this source more messages of its
 // shared subscriptions ($share/<group>/<filter>) and hands over those it
 // already sent: it sends UNSUBSCRIBE for them and returns once the broker
-// acknowledged it (UNSUBACK; MQTT 3.1.1 3.10.4, 5 3.10.4: nothing of those
-// filters follows it) and every message that came before had been queued
-// for Read or pushed. Read then returns what is queued, then io.EOF; the
+// acknowledged it (UNSUBACK; MQTT 3.1.1 and 5, 3.10.4: no new message of
+// those filters follows it), every message that came before had been
+// queued for Read or pushed, and, when every filter of the source was
+// unsubscribed, the broker has sent what it still had queued for it
+// (settle). Read then returns what is queued, then io.EOF; the
 // engine processes and acknowledges those messages like any other before
 // it calls Close. Without Drain, a member of a share group that leaves
 // with a clean session loses the messages the broker had sent it and it
