@@ -469,10 +469,13 @@ func (rr *running) shutdown(ctx context.Context) error {
 	rr.mu.Unlock()
 	var errs []error
 	for _, in := range inputs {
-		in.sub.Detach(in.consumer)
+		// Released while attached: what a draining source still hands
+		// over (stream.Drainer) reaches this rule, whose operators and
+		// sinks then drain it with the rest.
 		if err := in.release(ctx); err != nil {
 			errs = append(errs, err)
 		}
+		in.sub.Detach(in.consumer)
 	}
 	if rr.lookupCancel != nil {
 		rr.lookupCancel() // a lookup in flight must not hold up Stop

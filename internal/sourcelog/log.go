@@ -173,9 +173,31 @@ func (l *Log) Inner() api.Source { return l.inner }
 // Connect connects the wrapped source.
 func (l *Log) Connect(ctx context.Context) error { return l.inner.Connect(ctx) }
 
-// Close closes the wrapped source and the log files.
+// Drain drains the wrapped source when it can (see stream.Drainer): Read
+// then logs what it still hands over, and returns io.EOF after it. It
+// returns errors.ErrUnsupported when the wrapped source cannot drain.
+func (l *Log) Drain(ctx context.Context) error {
+	if d, ok := l.inner.(interface{ Drain(context.Context) error }); ok {
+		return d.Drain(ctx)
+	}
+	return errors.ErrUnsupported
+}
+
+// Close writes out the appended records, sends their upstream
+// acknowledgements while the wrapped source is still connected, then
+// closes it and the log files.
 func (l *Log) Close(ctx context.Context) error {
-	err := l.inner.Close(ctx)
+	var err error
+	l.mu.Lock()
+	if l.w != nil {
+		if err = l.flushLocked(); err != nil {
+			l.dropPending()
+		}
+	}
+	l.mu.Unlock()
+	if cerr := l.inner.Close(ctx); cerr != nil && err == nil {
+		err = cerr
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.reader != nil {

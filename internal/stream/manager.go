@@ -2,7 +2,9 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"time"
 )
 
 // Manager shares subscriptions between rules by key: rules at qos 0 on the
@@ -22,8 +24,10 @@ type shared struct {
 func NewManager() *Manager { return &Manager{subs: map[string]*shared{}} }
 
 // Acquire returns the subscription for key, creating and starting it with
-// create on first use. release detaches the caller; the last release stops
-// the subscription.
+// create on first use. release drops the caller's reference; the last
+// release drains the subscription (Subscription.Drain) and stops it. The
+// caller detaches its consumer after release, so that it gets what the
+// drain delivers.
 func (m *Manager) Acquire(key string, create func() (*Subscription, error)) (*Subscription, func(ctx context.Context) error, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -52,7 +56,12 @@ func (m *Manager) Acquire(key string, create func() (*Subscription, error)) (*Su
 			}
 			m.mu.Unlock()
 			if last {
-				err = sh.sub.Stop(ctx)
+				// The consumers are still attached: what the
+				// source drains reaches them.
+				dctx, cancel := drainContext(ctx)
+				err = sh.sub.Drain(dctx)
+				cancel()
+				err = errors.Join(err, sh.sub.Stop(ctx))
 			}
 		})
 		return err
@@ -65,4 +74,17 @@ func (m *Manager) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.subs)
+}
+
+// maxDrain bounds a drain when the stop has no deadline.
+const maxDrain = 10 * time.Second
+
+// drainContext leaves Stop half of the time ctx gives, and bounds a drain
+// without a deadline by maxDrain.
+func drainContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := maxDrain
+	if dl, ok := ctx.Deadline(); ok {
+		d = time.Until(dl) / 2
+	}
+	return context.WithTimeout(ctx, d)
 }

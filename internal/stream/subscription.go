@@ -97,6 +97,18 @@ type Pusher interface {
 	PushTo(fn func(msgs []*api.Message) bool)
 }
 
+// Drainer is implemented by sources that can stop their upstream from
+// sending while still handing over what it had sent (MQTT shared
+// subscriptions, whose broker gives what a leaving member did not take to
+// no other member). Drain returns once the upstream sends no more and
+// everything it sent was pushed or is queued for Read; Read then returns
+// what is queued, then io.EOF. Drain runs while the read loop goes on, and
+// before Close. A wrapper whose wrapped source cannot drain returns
+// errors.ErrUnsupported, and Read goes on as before.
+type Drainer interface {
+	Drain(ctx context.Context) error
+}
+
 type readResult struct {
 	msg    *api.Message
 	offset []byte
@@ -134,10 +146,12 @@ type Subscription struct {
 	// deliverMu orders pushed deliveries and barriers: a barrier goes
 	// between two pushed batches.
 	deliverMu sync.Mutex
-	pushBuf   []readResult // reused under deliverMu
-	stopping  atomic.Bool  // pushed messages are refused
-	ended     atomic.Bool  // the source ended (io.EOF) or panicked: nothing more comes
-	endErr    error        // why it ended (nil at io.EOF); guarded by mu
+	pushBuf   []readResult  // reused under deliverMu
+	stopping  atomic.Bool   // pushed messages are refused
+	draining  atomic.Bool   // Drain ran: io.EOF from Read is not the end
+	drained   chan struct{} // closed when the read loop met that io.EOF
+	ended     atomic.Bool   // the source ended (io.EOF) or panicked: nothing more comes
+	endErr    error         // why it ended (nil at io.EOF); guarded by mu
 
 	// Owned by the delivering goroutine (the read loop, or a push under
 	// deliverMu): the current routed delivery and scratch lists.
@@ -163,6 +177,7 @@ func NewSubscription(name string, src api.Source, decoder format.Decoder, clk cl
 		fan:       &fanout{},
 		barriers:  make(chan barrierReq, 16),
 		done:      make(chan struct{}),
+		drained:   make(chan struct{}),
 	}
 	s.rewind, _ = src.(api.Rewindable)
 	if p, ok := src.(Pusher); ok && s.rewind == nil {
@@ -314,6 +329,37 @@ func (s *Subscription) Start() {
 	go s.loop(ctx)
 }
 
+// Drain lets a Drainer source stop its upstream and waits until the read
+// loop has delivered, to the consumers still attached, every record the
+// upstream had sent, or until ctx ends. Stop follows; without Drain, what
+// the upstream had sent and the loop had not delivered is dropped at Stop.
+// Other sources drain nothing.
+func (s *Subscription) Drain(ctx context.Context) error {
+	d, ok := s.src.(Drainer)
+	s.mu.Lock()
+	started := s.started
+	s.mu.Unlock()
+	if !ok || !started || s.ended.Load() || s.draining.Swap(true) {
+		return nil
+	}
+	if err := d.Drain(ctx); errors.Is(err, errors.ErrUnsupported) {
+		s.draining.Store(false)
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("drain stream %s: %w", s.name, err)
+	}
+	if s.pusher != nil {
+		return nil // pushes are delivered before they return
+	}
+	select {
+	case <-s.drained:
+	case <-s.done:
+	case <-ctx.Done():
+		return fmt.Errorf("drain stream %s: %w", s.name, ctx.Err())
+	}
+	return nil
+}
+
 // Stop ends the read loop and closes the source.
 func (s *Subscription) Stop(ctx context.Context) error {
 	s.mu.Lock()
@@ -387,6 +433,11 @@ func (s *Subscription) loop(ctx context.Context) {
 		err := s.run(ctx, &lastOffset)
 		if pe := (*panics.Error)(nil); errors.As(err, &pe) {
 			s.panicked(pe)
+			s.waitStop(ctx, &lastOffset)
+			return
+		}
+		if errors.Is(err, io.EOF) && s.draining.Load() {
+			close(s.drained)
 			s.waitStop(ctx, &lastOffset)
 			return
 		}

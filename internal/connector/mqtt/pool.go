@@ -653,11 +653,13 @@ func (c *conn) removeSub(s *subscription) {
 		return
 	}
 	var drop []string
+	c.mu.Lock()
 	for f := range s.filters {
-		if _, ok := left[f]; !ok {
+		if _, ok := left[f]; !ok && !s.unsubscribed[f] {
 			drop = append(drop, f)
 		}
 	}
+	c.mu.Unlock()
 	if len(drop) == 0 {
 		return
 	}

@@ -144,6 +144,7 @@ func (s *Source) Connect(ctx context.Context) error {
 }
 
 // Read returns the next message, blocking until one arrives or ctx ends.
+// After Drain it returns the messages still queued, then io.EOF.
 func (s *Source) Read(ctx context.Context) (*api.Message, error) {
 	if s.sub == nil {
 		return nil, errors.New("mqtt source not connected")
@@ -154,6 +155,14 @@ func (s *Source) Read(ctx context.Context) (*api.Message, error) {
 	select {
 	case m := <-s.sub.ch:
 		return m, nil
+	case <-s.sub.drained:
+		// Drain ran: what is queued, then the end.
+		select {
+		case m := <-s.sub.ch:
+			return m, nil
+		default:
+			return nil, io.EOF
+		}
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -215,8 +224,18 @@ type subscription struct {
 	lastDropLog time.Time
 	unlogged    int64
 
-	closeOnce  sync.Once
-	closed     chan struct{}
+	closeOnce sync.Once
+	closed    chan struct{}
+	// drained is closed by Source.Drain (drain.go). unsubscribed are the
+	// filters Drain unsubscribed, which removeSub leaves alone; guarded
+	// by the connection's mu.
+	drainOnce    sync.Once
+	drained      chan struct{}
+	unsubscribed map[string]bool
+	// received counts the messages delivered, unacked those of them not
+	// yet acknowledged (Drain waits for both to settle).
+	received   atomic.Int64
+	unacked    atomic.Int64
 	releaseAck atomic.Bool
 	// meta is the metadata of the last message without a message id or
 	// user properties (QoS 0): consecutive messages on one topic share it.
@@ -233,7 +252,7 @@ type sharedMeta struct {
 
 func newSubscription(filters map[string]byte, decomp string, buf int, c clock.Clock, l *slog.Logger) *subscription {
 	s := &subscription{filters: filters, decomp: decomp, clock: c, logger: l,
-		ch: make(chan *api.Message, buf), closed: make(chan struct{})}
+		ch: make(chan *api.Message, buf), closed: make(chan struct{}), drained: make(chan struct{})}
 	for f := range filters {
 		s.match = append(s.match, stripShare(f))
 	}
@@ -270,8 +289,15 @@ func (s *subscription) deliver(m inbound, ack func()) bool {
 	msg := &api.Message{Payload: payload, Meta: s.metadata(m), Time: s.clock.Now()}
 	if ack != nil {
 		var once sync.Once
-		msg.Ack = func() { once.Do(ack) }
+		s.unacked.Add(1)
+		msg.Ack = func() {
+			once.Do(func() {
+				ack()
+				s.unacked.Add(-1)
+			})
+		}
 	}
+	s.received.Add(1)
 	if s.push != nil {
 		s.batch = append(s.batch, msg)
 		return true

@@ -274,6 +274,14 @@ func (t *v3) handle(typ, flags byte, body []byte, topics *topicCache) error {
 			return err
 		}
 		if f := t.ids.take(id, pktUnsubscribe, 0); f != nil {
+			// The broker sends nothing for the filters after this
+			// packet, and every PUBLISH before it is dispatched: hand
+			// the batches over before the unsubscriber goes on (Drain).
+			if t.flush != nil {
+				t.busy.Store(true)
+				t.flush()
+				t.busy.Store(false)
+			}
 			f.finish(nil)
 		}
 	case pktPingresp:

@@ -34,6 +34,9 @@ type v5 struct {
 	// jobs feeds the publisher goroutine: paho.golang's QoS 1/2 Publish
 	// blocks until acknowledged, and one goroutine keeps publishes in order.
 	jobs chan v5job
+	// marks orders unsubscribe after the PUBLISHes received before its
+	// UNSUBACK (drain.go).
+	marks unsubackMarks
 }
 
 type v5job struct {
@@ -66,7 +69,7 @@ func (t *v5) connect(ctx context.Context) error {
 	t.cli = paho.NewClient(paho.ClientConfig{
 		ClientID:                   t.clientID,
 		Conn:                       nc,
-		Session:                    t.sess,
+		Session:                    markingSession{SessionManager: t.sess, t: t},
 		EnableManualAcknowledgment: true,
 		SendAcksInterval:           ackInterval,
 		PacketTimeout:              t.timeout,
@@ -124,6 +127,9 @@ func (t *v5) onPublish(pr paho.PublishReceived) (handled bool, err error) {
 		handled, err = true, nil
 	})
 	p := pr.Packet
+	if t.marks.handled(p) {
+		return true, nil
+	}
 	in := inbound{topic: p.Topic, payload: p.Payload, qos: p.QoS, id: p.PacketID, retained: p.Retain}
 	if p.Properties != nil && len(p.Properties.User) > 0 {
 		in.user = make(map[string]any, len(p.Properties.User))
@@ -166,6 +172,11 @@ func (t *v5) subscribe(ctx context.Context, filters map[string]byte) error {
 func (t *v5) unsubscribe(ctx context.Context, filters []string) error {
 	_, err := t.cli.Unsubscribe(ctx, &paho.Unsubscribe{Topics: filters})
 	if err != nil {
+		return fmt.Errorf("unsubscribe: %w", err)
+	}
+	// paho hands PUBLISHes to onPublish on another goroutine than the one
+	// that read the UNSUBACK: wait until those read before it are handled.
+	if err := t.marks.wait(ctx, t.deadCh); err != nil {
 		return fmt.Errorf("unsubscribe: %w", err)
 	}
 	return nil

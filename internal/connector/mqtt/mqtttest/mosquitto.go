@@ -26,7 +26,8 @@ type Mosquitto struct {
 	conf                        string
 	Plain, TLS, MTLS, WrongName int
 
-	bin string
+	bin       string
+	packetLog bool
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -34,15 +35,25 @@ type Mosquitto struct {
 	ex  chan struct{}
 }
 
+// Option configures StartMosquitto.
+type Option func(*Mosquitto)
+
+// PacketLog makes mosquitto log every packet it receives and sends (log
+// type debug), so a test can read in Log where each message went.
+func PacketLog() Option { return func(m *Mosquitto) { m.packetLog = true } }
+
 // StartMosquitto starts mosquitto, or skips the test when the binary is
 // not installed.
-func StartMosquitto(t testing.TB) *Mosquitto {
+func StartMosquitto(t testing.TB, opts ...Option) *Mosquitto {
 	t.Helper()
 	bin, err := procs.FindBinary("mosquitto", "/usr/sbin", "/usr/local/sbin")
 	if err != nil {
 		t.Skip("mosquitto binary not found (apt-get install mosquitto): skipping broker integration test")
 	}
 	m := &Mosquitto{t: t, Certs: NewCerts(t), Dir: t.TempDir(), bin: bin}
+	for _, o := range opts {
+		o(m)
+	}
 	// A free port is free when FreePort returns it, not necessarily when
 	// mosquitto binds it: another process may take it in between. Such a
 	// start is retried on new ports.
@@ -72,6 +83,9 @@ func (m *Mosquitto) writeConf() {
 	// stderr, not stdout: mosquitto's stdout is block-buffered in a
 	// pipe, so Log would show a line only long after it was printed.
 	b.WriteString("log_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\nmax_queued_messages 100000\nmax_inflight_messages 100\n")
+	if m.packetLog {
+		b.WriteString("log_type debug\n")
+	}
 	fmt.Fprintf(&b, "listener %d 127.0.0.1\n", m.Plain)
 	tlsListener := func(port int, p Pair, requireCert bool) {
 		fmt.Fprintf(&b, "listener %d 127.0.0.1\ncafile %s\ncertfile %s\nkeyfile %s\n", port, m.Certs.CAFile, p.CertFile, p.KeyFile)
