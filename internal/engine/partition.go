@@ -141,13 +141,7 @@ func (rn *Runner) isRecordKey(e ast.Expr, keyField string) bool {
 // analyticReason names an analytic function not partitioned by the key:
 // its state would span the records of several keys.
 func (rn *Runner) analyticReason(stmt *ast.SelectStmt, isKey func(ast.Expr) bool) string {
-	exprs := []ast.Expr{stmt.Where, stmt.Having}
-	for _, f := range stmt.Fields {
-		exprs = append(exprs, f.Expr)
-	}
-	for _, o := range stmt.OrderBy {
-		exprs = append(exprs, o.Expr)
-	}
+	exprs := rowExprs(stmt)
 	reason := ""
 	for _, e := range exprs {
 		ast.Walk(e, func(n ast.Expr) bool {
@@ -186,4 +180,18 @@ func taskProps(props map[string]any, t *rule.Task) map[string]any {
 		out["datasource"] = t.Topic
 	}
 	return out
+}
+
+// rowExprs lists the expressions a SELECT evaluates on its rows: WHERE,
+// HAVING, the fields and ORDER BY (nil entries where a clause is absent;
+// ast.Walk takes them).
+func rowExprs(stmt *ast.SelectStmt) []ast.Expr {
+	exprs := []ast.Expr{stmt.Where, stmt.Having}
+	for _, f := range stmt.Fields {
+		exprs = append(exprs, f.Expr)
+	}
+	for _, o := range stmt.OrderBy {
+		exprs = append(exprs, o.Expr)
+	}
+	return exprs
 }

@@ -46,13 +46,7 @@ func statefulReason(def *rule.Def, stmt *ast.SelectStmt, funcs *function.Registr
 	case def.Options.IsEventTime:
 		return "it runs at event time (the watermark spans messages)"
 	}
-	exprs := []ast.Expr{stmt.Where, stmt.Having}
-	for _, f := range stmt.Fields {
-		exprs = append(exprs, f.Expr)
-	}
-	for _, o := range stmt.OrderBy {
-		exprs = append(exprs, o.Expr)
-	}
+	exprs := rowExprs(stmt)
 	reason := ""
 	for _, e := range exprs {
 		ast.Walk(e, func(n ast.Expr) bool {
