@@ -150,9 +150,14 @@ type Subscription struct {
 	// between two pushed batches.
 	deliverMu sync.Mutex
 	pushBuf   []readResult // reused under deliverMu
-	stopping  atomic.Bool  // pushed messages are refused
-	ended     atomic.Bool  // the source ended (io.EOF) or panicked: nothing more comes
-	endErr    error        // why it ended (nil at io.EOF); guarded by mu
+	// pushWhere and onPushPanic guard a push; pushPanicked is set when
+	// one panicked. Under deliverMu.
+	pushWhere    string
+	onPushPanic  func(*panics.Error)
+	pushPanicked bool
+	stopping     atomic.Bool // pushed messages are refused
+	ended        atomic.Bool // the source ended (io.EOF) or panicked: nothing more comes
+	endErr       error       // why it ended (nil at io.EOF); guarded by mu
 
 	// Owned by the delivering goroutine (the read loop, or a push under
 	// deliverMu): the current routed delivery and scratch lists.
@@ -181,6 +186,11 @@ func NewSubscription(name string, src api.Source, decoder format.Decoder, clk cl
 	}
 	s.rewind, _ = src.(api.Rewindable)
 	s.recycler, _ = decoder.(format.TupleRecycler)
+	s.pushWhere = "source " + name
+	s.onPushPanic = func(e *panics.Error) {
+		s.pushPanicked = true
+		s.panicked(e)
+	}
 	if p, ok := src.(Pusher); ok && s.rewind == nil {
 		s.pusher = p
 	}
@@ -526,13 +536,9 @@ func (s *Subscription) panicked(e *panics.Error) {
 // pushed delivers messages a Pusher source received, on its goroutine. A
 // panic while decoding or delivering them is contained here, so that the
 // source's goroutine survives; the subscription's rules stop.
-func (s *Subscription) pushed(msgs []*api.Message) (took bool) {
+func (s *Subscription) pushed(msgs []*api.Message) bool {
 	s.deliverMu.Lock()
 	defer s.deliverMu.Unlock()
-	defer panics.Catch("source "+s.name, func(e *panics.Error) {
-		took = false
-		s.panicked(e)
-	})
 	if s.stopping.Load() {
 		return false
 	}
@@ -540,6 +546,16 @@ func (s *Subscription) pushed(msgs []*api.Message) (took bool) {
 	if len(fan.members) == 0 {
 		return false
 	}
+	s.pushPanicked = false
+	s.deliverPushed(fan, msgs)
+	return !s.pushPanicked
+}
+
+// deliverPushed delivers msgs in batches; a panic sets pushPanicked. The
+// guard's text and function are built once (NewSubscription), so that a
+// push allocates nothing. Under deliverMu.
+func (s *Subscription) deliverPushed(fan *fanout, msgs []*api.Message) {
+	defer panics.Catch(s.pushWhere, s.onPushPanic)
 	for len(msgs) > 0 {
 		n := min(len(msgs), maxBatch)
 		batch := s.pushBuf[:0]
@@ -551,7 +567,6 @@ func (s *Subscription) pushed(msgs []*api.Message) (took bool) {
 		s.pushBuf = batch[:0]
 		msgs = msgs[n:]
 	}
-	return true
 }
 
 func (s *Subscription) reader(ctx context.Context, out chan<- readResult) {
