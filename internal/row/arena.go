@@ -24,6 +24,11 @@ const (
 	// not pin its memory for good.
 	maxFree     = 64
 	maxFreeMaps = 256
+	// maxWindow bounds the filled chunks of each kind (and maxWindowMaps
+	// the maps) a window tracks for recycling; beyond, they are left to
+	// the GC, as they would be by Keep.
+	maxWindow     = 32
+	maxWindowMaps = 512
 )
 
 // Arena allocates decoded tuples, their slots, their scalar values
@@ -47,7 +52,8 @@ const (
 //     detector or the arenapoison tag overwrite recycled memory with
 //     garbage at Recycle, so that tests catch such a read.
 //
-// An owner that calls neither gets Keep's behaviour. A scalar is written
+// An owner that calls neither gets Keep's behaviour: an arena tracks what
+// a window handed out only once Recycle was called. A scalar is written
 // once, before it is boxed; a tuple and its slots are filled by their
 // producer before it hands them on.
 //
@@ -66,16 +72,20 @@ type Arena struct {
 	// when handed out again).
 	maps     []map[string]any
 	freeMaps []map[string]any
+	// recycling is set by the first Recycle: from then on windows track
+	// their chunks and maps.
+	recycling bool
 }
 
 // chunks is one kind of arena memory: the chunk being filled, from base on
 // handed out in the current window (before base: kept by an earlier one),
 // the chunks filled in the current window, and recycled chunks.
 type chunks[T any] struct {
-	cur  []T
-	base int
-	full [][]T
-	free [][]T
+	cur   []T
+	base  int
+	full  [][]T
+	free  [][]T
+	track bool // set by the first recycle
 }
 
 // room makes the current chunk hold at least n more cells, starting a new
@@ -84,11 +94,12 @@ func (c *chunks[T]) room(n, size int) {
 	if cap(c.cur)-len(c.cur) >= n {
 		return
 	}
-	if c.cur != nil && c.base == 0 {
+	if c.cur != nil && c.base == 0 && c.track && len(c.full) < maxWindow {
 		c.full = append(c.full, c.cur)
 	}
-	// A chunk with a kept prefix is left to the GC: the cells it handed out
-	// in this window are not reused.
+	// Any other full chunk is left to the GC (one with a kept prefix, one
+	// beyond maxWindow, any before the first recycle): the cells it handed
+	// out in this window are not reused.
 	c.cur, c.base = nil, 0
 	if k := len(c.free); k > 0 && cap(c.free[k-1]) >= n {
 		c.cur = c.free[k-1][:0]
@@ -114,6 +125,7 @@ func (c *chunks[T]) keep() {
 }
 
 func (c *chunks[T]) recycle(poison func([]T)) {
+	c.track = true
 	for _, ch := range c.full {
 		if poison != nil {
 			poison(ch)
@@ -154,6 +166,7 @@ func (a *Arena) Recycle() {
 	a.ints.recycle(poisonFn(poisonInts))
 	a.strs.recycle(poisonFn(poisonStrings))
 	a.text.recycle(poisonFn(poisonBytes))
+	a.recycling = true
 	for _, m := range a.maps {
 		clear(m)
 		if poisonRecycled {
@@ -179,7 +192,9 @@ func (a *Arena) Map(hint int) map[string]any {
 	} else {
 		m = make(map[string]any, hint)
 	}
-	a.maps = append(a.maps, m)
+	if a.recycling && len(a.maps) < maxWindowMaps {
+		a.maps = append(a.maps, m)
+	}
 	return m
 }
 

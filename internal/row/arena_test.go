@@ -170,6 +170,7 @@ func TestArenaValuesReadConcurrently(t *testing.T) {
 // the poison.
 func TestArenaKeepAndRecycle(t *testing.T) {
 	var a Arena
+	a.Recycle() // an arena tracks its windows from its first Recycle on
 	l := NewLayout([]string{"a", "b", "c"})
 	keptT := a.Tuple(l)
 	keptT.Put(0, a.Float(1.5))
@@ -242,5 +243,31 @@ func TestArenaKeepAndRecycle(t *testing.T) {
 		a.Recycle()
 	}); n != 0 {
 		t.Fatalf("a recycled window of 200 tuples allocates %v times", n)
+	}
+}
+
+// TestArenaWithoutRecycleTracksNothing: an owner that never calls Recycle
+// (nor Keep) leaves every filled chunk and map to the GC, as before
+// recycling existed: the arena holds on to none of them.
+func TestArenaWithoutRecycleTracksNothing(t *testing.T) {
+	var a Arena
+	l := NewLayout([]string{"a"})
+	for i := range 10000 {
+		a.Tuple(l).Put(0, a.Float(float64(i)))
+		a.Map(1)["k"] = a.String([]byte("text"))
+	}
+	if n := len(a.tuples.full) + len(a.records.full) + len(a.slots.full) + len(a.floats.full) + len(a.strs.full) + len(a.text.full) + len(a.maps); n != 0 {
+		t.Fatalf("the arena holds %d filled chunks and maps", n)
+	}
+	a.Recycle()
+	for i := range 10000 {
+		a.Tuple(l).Put(0, a.Float(float64(i)))
+		a.Map(1)["k"] = a.String([]byte("text"))
+	}
+	if n := len(a.tuples.full); n > maxWindow {
+		t.Fatalf("a window tracks %d tuple chunks, want at most %d", n, maxWindow)
+	}
+	if n := len(a.maps); n > maxWindowMaps {
+		t.Fatalf("a window tracks %d maps, want at most %d", n, maxWindowMaps)
 	}
 }
