@@ -138,7 +138,7 @@ func BuildStmt(s Spec, stmt *ast.SelectStmt) (*Built, error) {
 		Tapping:        s.Tapping,
 		EndsDeliveries: s.EndsDeliveries,
 		Trace:          s.Trace,
-		KeepsValues:    s.UserState != nil || keepsValues(stmt, s.Funcs),
+		KeepsValues:    keepsValues(stmt, s.Funcs),
 	})
 	return &Built{Plan: plan, Rule: r, Stmt: stmt}, nil
 }
@@ -165,7 +165,8 @@ func ParseDefs(stmts []string) (map[string]*ast.CreateStreamStmt, error) {
 // (an extension or JavaScript function may store its arguments), an
 // analytic or aggregate function, or a function over a window (OVER).
 // Such a rule never lets the stream recycle the memory of the records it
-// was given (runtime.Config.KeepsValues).
+// was given (runtime.Config.KeepsValues). The user state (Spec.UserState)
+// is reached only by extension functions, which make the rule keep.
 func keepsValues(stmt *ast.SelectStmt, funcs *function.Registry) bool {
 	exprs := []ast.Expr{stmt.Where, stmt.Having}
 	for _, f := range stmt.Fields {
