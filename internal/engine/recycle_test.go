@@ -20,6 +20,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/runtime"
 	"github.com/rekuiper/rekuiper/internal/stream"
 	"github.com/rekuiper/rekuiper/internal/tracing"
+	"github.com/rekuiper/rekuiper/internal/userstate"
 )
 
 // The tests of this file run records through a real stream subscription
@@ -197,7 +198,9 @@ func TestRecycleManyDirectRules(t *testing.T) {
 			var sinks []*inlineSink
 			for range 5 {
 				s := newInlineSink(true)
-				g.rule(Spec{ID: "direct"}, s)
+				// With the extensions' user state, as the runner builds
+				// every rule: only extension functions reach it.
+				g.rule(Spec{ID: "direct", UserState: userstate.New()}, s)
 				sinks = append(sinks, s)
 			}
 			from, to := g.push(60)
