@@ -138,6 +138,7 @@ func BuildStmt(s Spec, stmt *ast.SelectStmt) (*Built, error) {
 		Tapping:        s.Tapping,
 		EndsDeliveries: s.EndsDeliveries,
 		Trace:          s.Trace,
+		KeepsValues:    keepsValues(stmt, s.Funcs),
 	})
 	return &Built{Plan: plan, Rule: r, Stmt: stmt}, nil
 }
@@ -157,4 +158,49 @@ func ParseDefs(stmts []string) (map[string]*ast.CreateStreamStmt, error) {
 		defs[cs.Name] = cs
 	}
 	return defs, nil
+}
+
+// keepsValues reports whether an expression of the rule may keep a value it
+// is given beyond the record: it calls a function that is not built in
+// (an extension or JavaScript function may store its arguments), an
+// analytic or aggregate function, or a function over a window (OVER).
+// Such a rule never lets the stream recycle the memory of the records it
+// was given (runtime.Config.KeepsValues). The user state (Spec.UserState)
+// is reached only by extension functions, which make the rule keep.
+func keepsValues(stmt *ast.SelectStmt, funcs *function.Registry) bool {
+	exprs := []ast.Expr{stmt.Where, stmt.Having}
+	for _, f := range stmt.Fields {
+		exprs = append(exprs, f.Expr)
+	}
+	for _, d := range stmt.Dimensions {
+		exprs = append(exprs, d)
+	}
+	for _, o := range stmt.OrderBy {
+		exprs = append(exprs, o.Expr)
+	}
+	for _, j := range stmt.Joins {
+		exprs = append(exprs, j.On)
+	}
+	keeps := false
+	for _, e := range exprs {
+		if e == nil {
+			continue
+		}
+		ast.Walk(e, func(n ast.Expr) bool {
+			c, ok := n.(*ast.Call)
+			if !ok {
+				return !keeps
+			}
+			if funcs == nil {
+				keeps = true
+				return false
+			}
+			d, found := funcs.Lookup(c.Name)
+			if !found || !d.Builtin || d.Kind != function.Scalar || c.Over != nil {
+				keeps = true
+			}
+			return !keeps
+		})
+	}
+	return keeps
 }

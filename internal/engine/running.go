@@ -304,12 +304,18 @@ func (rr *running) consumer(in *input, source, port int) *stream.Consumer {
 	if k := rr.built.Plan.Index; k != nil && !in.table {
 		match = &stream.Match{Column: k.Column, Values: k.Values}
 	}
+	var kept func() bool
+	if !in.table {
+		// A table keeps its rows; a rule reports what it kept.
+		kept = r.DeliveryKept
+	}
 	return &stream.Consumer{
 		Match: match,
 		Deliver: func(ts []*row.Tuple) bool {
 			return r.Send(operator.Item{Kind: operator.Data, Input: port, Source: source, Tuples: ts})
 		},
 		Delivered: r.EndDelivery,
+		Kept:      kept,
 		Barrier: func(id uint64, offset []byte) {
 			if rr.coord != nil && !in.table {
 				rr.coord.SourceReady(id, in.key, offset)

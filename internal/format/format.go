@@ -41,12 +41,25 @@ type Decoder interface {
 // TupleDecoder is implemented by decoders that build a stream's tuples
 // directly, which costs fewer allocations than Decode followed by wrapping
 // each record. Like Decode's records, the tuples and values are owned by the
-// caller and never reused; they are read-only.
+// caller and never reused (unless it says otherwise, see TupleRecycler);
+// they are read-only.
 type TupleDecoder interface {
 	// DecodeTuples appends the records of payload to dst as tuples and
 	// returns the extended slice; Emitter, Metadata and Timestamp are left
 	// for the caller to set. On error it returns dst unchanged.
 	DecodeTuples(dst []*row.Tuple, payload []byte) ([]*row.Tuple, error)
+}
+
+// TupleRecycler is implemented by tuple decoders that can reuse the memory
+// of the tuples they decoded (see row.Arena). After some DecodeTuples
+// calls, the caller ends them with Keep (what they returned may be held by
+// anyone: it is never reused) or Recycle (nothing holds or reads any of it
+// any more: the next calls reuse it). A caller that calls neither gets
+// Keep's behaviour.
+type TupleRecycler interface {
+	TupleDecoder
+	Keep()
+	Recycle()
 }
 
 // Encoder turns result rows into one payload.

@@ -2,7 +2,7 @@ package format
 
 import "github.com/rekuiper/rekuiper/internal/row"
 
-var _ TupleDecoder = (*JSONCodec)(nil)
+var _ TupleRecycler = (*JSONCodec)(nil)
 
 // NewJSONStream returns a JSON codec for a stream with the given declared
 // fields (none: schemaless). DecodeTuples puts declared fields into the
@@ -64,7 +64,7 @@ func (c *JSONCodec) DecodeTuples(dst []*row.Tuple, payload []byte) ([]*row.Tuple
 func (c *JSONCodec) tuple() (*row.Tuple, error) {
 	t := c.arena.Tuple(c.schema)
 	if c.schema == nil {
-		t.Message = make(map[string]any, c.hint)
+		t.Message = c.arena.Map(c.hint)
 	}
 	extra := 0
 	err := c.members(func(idx int, k string, v any) {
@@ -105,3 +105,11 @@ func (c *JSONCodec) slot(idx int, k string) int {
 	}
 	return s
 }
+
+// Keep tells that the tuples decoded since the last Keep or Recycle may be
+// held by anyone (see TupleRecycler).
+func (c *JSONCodec) Keep() { c.arena.Keep() }
+
+// Recycle tells that nothing holds or reads the tuples decoded since the
+// last Keep or Recycle any more (see TupleRecycler).
+func (c *JSONCodec) Recycle() { c.arena.Recycle() }

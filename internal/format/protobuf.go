@@ -451,3 +451,13 @@ func wireType(k protoreflect.Kind) protowire.Type {
 }
 
 var errProtoRows = errors.New("protobuf encodes one row per message: set sendSingle to true")
+
+var _ TupleRecycler = (*ProtoCodec)(nil)
+
+// Keep tells that the tuples decoded since the last Keep or Recycle may be
+// held by anyone (see TupleRecycler).
+func (c *ProtoCodec) Keep() { c.arena.Keep() }
+
+// Recycle tells that nothing holds or reads the tuples decoded since the
+// last Keep or Recycle any more (see TupleRecycler).
+func (c *ProtoCodec) Recycle() { c.arena.Recycle() }

@@ -87,6 +87,12 @@ type Def struct {
 	// (eKuiper's rule for the functions that give false or 0 for nil:
 	// startswith("", [])-style calls are false, numbytes({}) is 0).
 	EmptyIsNil bool
+	// Builtin is set on the functions Builtins registers: they compute
+	// from their arguments (and the Env) alone and keep none of them after
+	// returning, outside the analytic State they are given. Extension and
+	// JavaScript functions are not marked: they may keep what they are
+	// given.
+	Builtin bool
 	// Exactly one of these is set, according to Kind.
 	Scalar    ScalarFunc
 	Aggregate AggregateFunc
@@ -195,6 +201,9 @@ func Builtins() *Registry {
 	r := NewRegistry()
 	for _, register := range families {
 		register(r)
+	}
+	for _, d := range r.defs {
+		d.Builtin = true
 	}
 	for _, name := range nilOnEmpty {
 		if d, ok := r.Lookup(name); ok && d.Kind == Scalar {

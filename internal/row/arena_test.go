@@ -162,3 +162,112 @@ func TestArenaValuesReadConcurrently(t *testing.T) {
 	arenaValues(&a, 200)
 	wg.Wait()
 }
+
+// TestArenaKeepAndRecycle: what a window ended by Keep hands out stays
+// intact however many windows are recycled after it; recycled windows
+// reuse their chunks (no allocation once warm), hand out zeroed tuples and
+// slots, and in poisoning builds (-race) a value read after Recycle shows
+// the poison.
+func TestArenaKeepAndRecycle(t *testing.T) {
+	var a Arena
+	a.Recycle() // an arena tracks its windows from its first Recycle on
+	l := NewLayout([]string{"a", "b", "c"})
+	keptT := a.Tuple(l)
+	keptT.Put(0, a.Float(1.5))
+	keptT.Put(1, a.String([]byte("kept")))
+	kept, keptWant := arenaValues(&a, 300)
+	a.Keep()
+	gone, goneWant := arenaValues(&a, 300)
+	goneT := a.Tuple(l)
+	goneT.Put(2, a.String([]byte("gone")))
+	a.Recycle()
+	if poisonRecycled {
+		// The chunk that was being filled at Keep is left to the GC when
+		// full, not reused: its values stay. Every other is poisoned.
+		poisoned := 0
+		for i := range gone {
+			if gone[i] != goneWant[i] {
+				poisoned++
+			}
+		}
+		if poisoned < len(gone)*3/4 {
+			t.Fatalf("%d of %d recycled values read garbage in a poisoning build, want most", poisoned, len(gone))
+		}
+	}
+	window := func() {
+		got, want := arenaValues(&a, 300)
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("value %d of a recycled window is %#v, want %#v", i, got[i], want[i])
+			}
+		}
+		tu := a.Tuple(l)
+		for i := range 3 {
+			if v := tu.rec.slots[i]; v != nil {
+				t.Fatalf("slot %d of a new tuple is present", i)
+			}
+		}
+		tu.Put(0, a.Int(1<<40))
+		m := a.Map(4)
+		if len(m) != 0 {
+			t.Fatalf("a new map holds %v", m)
+		}
+		m["x"] = a.Float(2.5)
+		a.Recycle()
+	}
+	for range 5 {
+		window()
+	}
+	for i := range kept {
+		if kept[i] != keptWant[i] {
+			t.Fatalf("kept value %d is %#v after recycling, want %#v", i, kept[i], keptWant[i])
+		}
+	}
+	if v := keptT.rec.slots[0]; v != 1.5 {
+		t.Fatalf("kept tuple's slot 0 is %#v", v)
+	}
+	if v := keptT.rec.slots[1]; v != "kept" {
+		t.Fatalf("kept tuple's slot 1 is %#v", v)
+	}
+	// arenaValues itself allocates (fmt, its slices): count a window of
+	// the arena alone.
+	bs := [][]byte{[]byte("dev1"), []byte("a somewhat longer status string")}
+	if n := testing.AllocsPerRun(100, func() {
+		for i := range 200 {
+			tu := a.Tuple(l)
+			tu.Put(0, a.Float(float64(i)+0.5))
+			tu.Put(1, a.String(bs[i%2]))
+			tu.Put(2, a.Int(int64(i)<<20))
+			a.Map(2)["k"] = a.Int(-int64(i) - 300)
+		}
+		a.Recycle()
+	}); n != 0 {
+		t.Fatalf("a recycled window of 200 tuples allocates %v times", n)
+	}
+}
+
+// TestArenaWithoutRecycleTracksNothing: an owner that never calls Recycle
+// (nor Keep) leaves every filled chunk and map to the GC, as before
+// recycling existed: the arena holds on to none of them.
+func TestArenaWithoutRecycleTracksNothing(t *testing.T) {
+	var a Arena
+	l := NewLayout([]string{"a"})
+	for i := range 10000 {
+		a.Tuple(l).Put(0, a.Float(float64(i)))
+		a.Map(1)["k"] = a.String([]byte("text"))
+	}
+	if n := len(a.tuples.full) + len(a.records.full) + len(a.slots.full) + len(a.floats.full) + len(a.strs.full) + len(a.text.full) + len(a.maps); n != 0 {
+		t.Fatalf("the arena holds %d filled chunks and maps", n)
+	}
+	a.Recycle()
+	for i := range 10000 {
+		a.Tuple(l).Put(0, a.Float(float64(i)))
+		a.Map(1)["k"] = a.String([]byte("text"))
+	}
+	if n := len(a.tuples.full); n > maxWindow {
+		t.Fatalf("a window tracks %d tuple chunks, want at most %d", n, maxWindow)
+	}
+	if n := len(a.maps); n > maxWindowMaps {
+		t.Fatalf("a window tracks %d maps, want at most %d", n, maxWindowMaps)
+	}
+}

@@ -78,7 +78,9 @@ type BatchEnder interface {
 // backpressure) and nothing waits for an acknowledgement. A qos 0 rule
 // whose only sink reports Inline true has no sink goroutine: the operator
 // goroutine delivers each batch itself, which saves a hand-off per input
-// item.
+// item. An inline sink keeps nothing of the rows and values it is given:
+// it encodes them into its own bytes before Collect returns, as a direct
+// rule's report that it kept nothing (Rule.DeliveryKept) relies on.
 type InlineSink interface {
 	Inline() bool
 }
@@ -146,6 +148,11 @@ type Config struct {
 	// Trace is the rule's tracing switch (nil: never traced). While it is
 	// on, Send samples the records it is given (see trace.go).
 	Trace *tracing.Rule
+	// KeepsValues tells that the rule's expressions may keep values they
+	// are given beyond the record (extension or JavaScript functions,
+	// analytic functions): the rule then never reports a delivery as kept
+	// nothing (DeliveryKept).
+	KeepsValues bool
 }
 
 // Snapshot is the state of a rule's operators at one barrier.
@@ -229,6 +236,13 @@ type Rule struct {
 	// tracer is the state of tracing (trace.go), used only while a
 	// traced item is in flight.
 	tracer tracer
+
+	// keeps is set when the rule may hold on to what it is sent (it has
+	// goroutines of its own, or KeepsValues); kept when a direct
+	// rule may have left a reference to something it was sent since
+	// DeliveryKept last asked (tap, tracing, an error, a panic).
+	keeps bool
+	kept  atomic.Bool
 }
 
 // New prepares a rule; nothing runs until Start.
@@ -271,9 +285,11 @@ func New(cfg Config) *Rule {
 		}
 	}
 	r.direct = canRunDirect(cfg, r.inline)
+	r.keeps = !r.direct || cfg.KeepsValues
 	if r.inline {
 		r.inlineWhere = "sink " + cfg.Sinks[0].Name()
 		r.onInlinePanic = func(e *panics.Error) {
+			r.kept.Store(true)
 			r.SinkMetrics[0].RecordException(e.Error(), r.nowMS())
 			r.inlineFailed = true
 			r.panicked(e)
@@ -346,6 +362,7 @@ func (r *Rule) launch() {
 // with its trace.
 func (r *Rule) Send(it operator.Item) bool {
 	if it.Kind == operator.Data && r.cfg.Trace.On() {
+		r.kept.Store(true) // traces keep records
 		return r.sendSampled(it)
 	}
 	return r.send(it)
@@ -523,6 +540,7 @@ func (r *Rule) opPanicked(e *panics.Error) {
 	if e.Where == "" {
 		e.Where = where
 	}
+	r.kept.Store(true)
 	if r.curOp < len(r.cfg.Ops) {
 		r.OpMetrics[r.curOp].RecordException(e.Error(), r.nowMS())
 	}
@@ -562,6 +580,19 @@ func (r *Rule) EndDelivery() {
 	if r.inlineHeld.Load() {
 		r.sinkInline(nil, true)
 	}
+}
+
+// DeliveryKept reports whether the rule may still hold or read anything of
+// the items it was sent since the last call (stream.Consumer.Kept). Only a
+// direct rule can answer false: it processes an item on the sender's
+// goroutine, its sink encodes what it is given before returning
+// (InlineSink), and it has no state across items (nor KeepsValues). It answers true when it
+// handed rows to the tap, sampled records for tracing, or met an error or
+// a panic (whose text may quote a value) since the last call. What its
+// sink holds until EndDelivery is encoded bytes, not values.
+func (r *Rule) DeliveryKept() bool {
+	kept := r.kept.Swap(false)
+	return r.keeps || kept
 }
 
 // canRunDirect reports whether a rule may run its operators on the
@@ -739,6 +770,7 @@ func (r *Rule) run(ctxs []*operator.Context, i int, it operator.Item, emit opera
 	m.LastInvocation.Store(r.itemMS)
 	if err != nil {
 		panics.Rethrow(err) // a panic a lookup source recovered on its own goroutine
+		r.kept.Store(true)  // the error may refer to a value
 		m.RecordException(err.Error(), r.nowMS())
 		if !operator.IsReported(err) && r.cfg.SendError {
 			r.toSinks(operator.Item{Kind: operator.Error, Err: err})
@@ -763,6 +795,7 @@ func (r *Rule) toSinks(it operator.Item) {
 		if it.Slots != nil {
 			rows = it.Slots.Maps()
 		}
+		r.kept.Store(true) // watchers read the rows later
 		r.cfg.Tap(rows)
 	}
 	if len(r.cfg.Sinks) == 0 {
@@ -886,6 +919,7 @@ func (r *Rule) deliverBatch(i int, sink Sink, slots SlotSink, ender BatchEnder, 
 	}
 	if ender != nil && end {
 		if err := ender.EndBatch(); err != nil {
+			r.kept.Store(true)
 			m.RecordException(err.Error(), r.nowMS())
 		}
 	}
@@ -942,6 +976,7 @@ func (r *Rule) deliver(i int, sink Sink, slots SlotSink, m *Metrics, it *operato
 	}
 	if err != nil {
 		panics.Rethrow(err) // a panic the sink recovered on its own goroutine
+		r.kept.Store(true)  // the error may refer to a value
 		m.RecordException(err.Error(), r.nowMS())
 		span.Fail(err)
 	} else {

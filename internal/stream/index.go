@@ -111,6 +111,9 @@ type fanout struct {
 	members []*member // all, by id
 	plain   []*member
 	cols    []*column
+	// reports is set when every member reports what it kept (Kept), so
+	// that the decoded memory of a delivery may be recycled.
+	reports bool
 }
 
 // column indexes the members matching on one column.
@@ -129,9 +132,10 @@ type column struct {
 }
 
 func newFanout(members map[int]*member) *fanout {
-	f := &fanout{}
+	f := &fanout{reports: true}
 	for _, m := range members {
 		f.members = append(f.members, m)
+		f.reports = f.reports && m.c.Kept != nil
 	}
 	slices.SortFunc(f.members, func(a, b *member) int { return a.id - b.id })
 	cols := map[string]*column{}

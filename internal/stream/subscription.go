@@ -47,6 +47,16 @@ type Consumer struct {
 	// rule may hold its output until then, so that the output of all the
 	// rules a delivery reached leaves together.
 	Delivered func()
+	// Kept, when set, is called on Deliver's goroutine after Delivered
+	// (and after the Error calls of the same batch of records): it
+	// reports whether the consumer may still hold or read anything of
+	// the tuples and values it was given since it was last asked. When
+	// every consumer of a delivery answers false, the decoder reuses
+	// their memory for the next records (format.TupleRecycler); so false
+	// is a promise that nothing the consumer was given, nor anything
+	// reachable from it, is referenced any more. A consumer without Kept
+	// is taken to keep everything.
+	Kept func() bool
 	// Match, when set, lets the subscription leave out of Deliver the
 	// tuples the rule would drop at its first condition (see Match);
 	// Skipped counts the deliveries spared. Barriers, errors and End
@@ -122,8 +132,13 @@ type Subscription struct {
 	rewind  api.Rewindable
 	pusher  Pusher
 	decoder format.Decoder
-	clock   clock.Clock
-	logger  *slog.Logger
+	// recycler is the decoder when it can reuse the memory of decoded
+	// tuples; spare is the slice of the last delivery that was recycled,
+	// reused by the next. Delivering goroutine only.
+	recycler format.TupleRecycler
+	spare    []*row.Tuple
+	clock    clock.Clock
+	logger   *slog.Logger
 
 	mu        sync.Mutex
 	consumers map[int]*member
@@ -146,12 +161,17 @@ type Subscription struct {
 	// deliverMu orders pushed deliveries and barriers: a barrier goes
 	// between two pushed batches.
 	deliverMu sync.Mutex
-	pushBuf   []readResult  // reused under deliverMu
-	stopping  atomic.Bool   // pushed messages are refused
-	draining  atomic.Bool   // Drain ran: io.EOF from Read is not the end
-	drained   chan struct{} // closed when the read loop met that io.EOF
-	ended     atomic.Bool   // the source ended (io.EOF) or panicked: nothing more comes
-	endErr    error         // why it ended (nil at io.EOF); guarded by mu
+	pushBuf   []readResult // reused under deliverMu
+	// pushWhere and onPushPanic guard a push; pushPanicked is set when
+	// one panicked. Under deliverMu.
+	pushWhere    string
+	onPushPanic  func(*panics.Error)
+	pushPanicked bool
+	stopping     atomic.Bool   // pushed messages are refused
+	draining     atomic.Bool   // Drain ran: io.EOF from Read is not the end
+	drained      chan struct{} // closed when the read loop met that io.EOF
+	ended        atomic.Bool   // the source ended (io.EOF) or panicked: nothing more comes
+	endErr       error         // why it ended (nil at io.EOF); guarded by mu
 
 	// Owned by the delivering goroutine (the read loop, or a push under
 	// deliverMu): the current routed delivery and scratch lists.
@@ -180,6 +200,12 @@ func NewSubscription(name string, src api.Source, decoder format.Decoder, clk cl
 		drained:   make(chan struct{}),
 	}
 	s.rewind, _ = src.(api.Rewindable)
+	s.recycler, _ = decoder.(format.TupleRecycler)
+	s.pushWhere = "source " + name
+	s.onPushPanic = func(e *panics.Error) {
+		s.pushPanicked = true
+		s.panicked(e)
+	}
 	if p, ok := src.(Pusher); ok && s.rewind == nil {
 		s.pusher = p
 	}
@@ -561,13 +587,9 @@ func (s *Subscription) panicked(e *panics.Error) {
 // pushed delivers messages a Pusher source received, on its goroutine. A
 // panic while decoding or delivering them is contained here, so that the
 // source's goroutine survives; the subscription's rules stop.
-func (s *Subscription) pushed(msgs []*api.Message) (took bool) {
+func (s *Subscription) pushed(msgs []*api.Message) bool {
 	s.deliverMu.Lock()
 	defer s.deliverMu.Unlock()
-	defer panics.Catch("source "+s.name, func(e *panics.Error) {
-		took = false
-		s.panicked(e)
-	})
 	if s.stopping.Load() {
 		return false
 	}
@@ -575,6 +597,16 @@ func (s *Subscription) pushed(msgs []*api.Message) (took bool) {
 	if len(fan.members) == 0 {
 		return false
 	}
+	s.pushPanicked = false
+	s.deliverPushed(fan, msgs)
+	return !s.pushPanicked
+}
+
+// deliverPushed delivers msgs in batches; a panic sets pushPanicked. The
+// guard's text and function are built once (NewSubscription), so that a
+// push allocates nothing. Under deliverMu.
+func (s *Subscription) deliverPushed(fan *fanout, msgs []*api.Message) {
+	defer panics.Catch(s.pushWhere, s.onPushPanic)
 	for len(msgs) > 0 {
 		n := min(len(msgs), maxBatch)
 		batch := s.pushBuf[:0]
@@ -586,7 +618,6 @@ func (s *Subscription) pushed(msgs []*api.Message) (took bool) {
 		s.pushBuf = batch[:0]
 		msgs = msgs[n:]
 	}
-	return true
 }
 
 func (s *Subscription) reader(ctx context.Context, out chan<- readResult) {
@@ -649,10 +680,19 @@ const maxBatch = 128
 // keep, if any), then acknowledges them and advances the offset. A read
 // error ends the batch: what came before it is delivered first.
 func (s *Subscription) deliverBatch(fan *fanout, batch []readResult, lastOffset *[]byte) error {
-	// Every delivery gets a fresh slice: consumers keep theirs.
-	tuples := make([]*row.Tuple, 0, len(batch))
+	// Every delivery gets a fresh slice, as consumers may keep theirs,
+	// unless the last one was recycled (see recycle).
+	tuples := s.spare
+	if tuples == nil {
+		tuples = make([]*row.Tuple, 0, len(batch))
+	}
+	s.spare = nil
+	var first []*row.Tuple
 	flush := func() {
 		if len(tuples) > 0 {
+			if first == nil {
+				first = tuples
+			}
 			for _, m := range fan.plain {
 				m.c.Deliver(tuples)
 			}
@@ -691,6 +731,7 @@ func (s *Subscription) deliverBatch(fan *fanout, batch []readResult, lastOffset 
 		}
 	}
 	flush()
+	s.recycle(fan, first)
 	s.mu.Lock()
 	s.status.RecordsIn += int64(n)
 	s.status.DecodeErrors += int64(bad)
@@ -720,6 +761,34 @@ func (s *Subscription) deliverBatch(fan *fanout, batch []readResult, lastOffset 
 		}
 	}
 	return readErr
+}
+
+// recycle ends the decoder's window of tuples after a batch: their memory
+// is reused when every consumer of the fan-out reported that it kept
+// nothing of what the batch gave it (Consumer.Kept), and left to the GC
+// otherwise. The fan-out was taken under s.mu for this batch, so a
+// consumer attached since got none of it; each consumer is asked, so that
+// none carries a stale answer into the next batch. first is the batch's
+// first delivered slice, reused with the memory.
+func (s *Subscription) recycle(fan *fanout, first []*row.Tuple) {
+	if s.recycler == nil {
+		return
+	}
+	kept := !fan.reports
+	for _, m := range fan.members {
+		if m.c.Kept == nil || m.c.Kept() {
+			kept = true
+		}
+	}
+	if kept {
+		s.recycler.Keep()
+		return
+	}
+	s.recycler.Recycle()
+	if first != nil && cap(first) <= 4*maxBatch {
+		clear(first[:cap(first)])
+		s.spare = first[:0]
+	}
 }
 
 // route delivers tuples to the indexed consumers: each gets, in order, the

@@ -371,3 +371,66 @@ func TestPushRefusedWithoutConsumers(t *testing.T) {
 		t.Fatal("a push without consumers was taken")
 	}
 }
+
+// windowCodec is a JSON decoder counting how the subscription ends its
+// windows of decoded tuples.
+type windowCodec struct {
+	*format.JSONCodec
+	recycled, kept int
+}
+
+func (c *windowCodec) Recycle() { c.recycled++; c.JSONCodec.Recycle() }
+func (c *windowCodec) Keep()    { c.kept++; c.JSONCodec.Keep() }
+
+// TestRecycleNeedsEveryConsumerToKeepNothing: a batch's decoded memory is
+// recycled only when every consumer reports, after the batch, that it
+// kept nothing; a consumer that cannot report (no Kept), one that reports
+// it kept something, or one attached with no Kept, makes the subscription
+// keep the batch. Every reporting consumer is asked after every batch,
+// whatever the others answer.
+func TestRecycleNeedsEveryConsumerToKeepNothing(t *testing.T) {
+	src := &pushFake{}
+	dec := &windowCodec{JSONCodec: format.NewJSONStream([]string{"seq"})}
+	sub := NewSubscription("s", src, dec, clock.Wall{}, nil)
+	var asked [2]int
+	var keeps [2]bool
+	consumer := func(i int) *Consumer {
+		return &Consumer{
+			Deliver: func([]*row.Tuple) bool { return true },
+			Kept:    func() bool { asked[i]++; return keeps[i] },
+		}
+	}
+	sub.Attach(consumer(0))
+	sub.Attach(consumer(1))
+	sub.Start()
+	t.Cleanup(func() { sub.Stop(context.Background()) }) //nolint:errcheck // test end
+	waitFor(t, func() bool { return sub.Status().State == "connected" })
+	push := func(want string) {
+		t.Helper()
+		r0, k0 := dec.recycled, dec.kept
+		if !src.push([]*api.Message{{Payload: []byte(`{"seq":1}`)}, {Payload: []byte(`{"seq":2}`)}}) {
+			t.Fatal("push refused")
+		}
+		got := "kept"
+		if dec.recycled == r0+1 && dec.kept == k0 {
+			got = "recycled"
+		} else if dec.kept != k0+1 || dec.recycled != r0 {
+			t.Fatalf("the batch ended %d times recycled, %d kept", dec.recycled-r0, dec.kept-k0)
+		}
+		if got != want {
+			t.Fatalf("batch %s, want %s", got, want)
+		}
+	}
+	push("recycled")
+	keeps[1] = true
+	push("kept")
+	keeps[1] = false
+	push("recycled")
+	silent := sub.Attach(&Consumer{Deliver: func([]*row.Tuple) bool { return true }})
+	push("kept")
+	sub.Detach(silent)
+	push("recycled")
+	if asked != [2]int{5, 5} {
+		t.Fatalf("consumers asked %v times, want 5 each", asked)
+	}
+}

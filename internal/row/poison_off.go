@@ -1,0 +1,6 @@
+//go:build !race && !arenapoison
+
+package row
+
+// poisonRecycled: see poison_on.go.
+const poisonRecycled = false
