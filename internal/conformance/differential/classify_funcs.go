@@ -70,17 +70,40 @@ func hugePadding(o Outcome, _ *function.Registry) bool {
 	return false
 }
 
-// itemsMapOrder accepts, in a column items() gives, eKuiper's pairs in
-// another order: Go's map order, which changes from run to run
-// (items-map-order).
+// itemsMapOrder accepts, in a column items(), keys() or values() gives,
+// eKuiper's members in another order: Go's map order, which changes from
+// run to run (items-map-order).
 func itemsMapOrder(o Outcome) func(col string, want, got any) bool {
 	items := derivedFrom(o, "items(")
-	if len(items) == 0 {
+	keys := derivedFrom(o, "keys(")
+	values := derivedFrom(o, "values(")
+	if len(items)+len(keys)+len(values) == 0 {
 		return nil
 	}
 	return func(col string, want, got any) bool {
-		return items[col] && keyValuePairs(want) && samePermutation(want, got)
+		switch {
+		case items[col] && keyValuePairs(want):
+		case keys[col] && stringList(want):
+		case values[col]:
+		default:
+			return false
+		}
+		return samePermutation(want, got)
 	}
+}
+
+// stringList reports whether v is a list of strings.
+func stringList(v any) bool {
+	l, ok := v.([]any)
+	if !ok {
+		return false
+	}
+	for _, e := range l {
+		if _, ok := e.(string); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // keyValuePairs reports whether v is a list of [key, value] pairs.
