@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rekuiper/rekuiper/internal/function"
 )
@@ -122,4 +123,40 @@ func keyValuePairs(v any) bool {
 		}
 	}
 	return true
+}
+
+// durationDays is the number of days a time.Duration holds (about 292
+// years): eKuiper's from_days multiplies the days into a Duration, which
+// wraps around past it.
+const durationDays = 106_751
+
+// fromDaysOverflow accepts, in a column from_days() gives, eKuiper's
+// date where rekuiper's lies more than durationDays from 1970-01-01:
+// eKuiper's Duration wrapped around (from-days-overflow).
+func fromDaysOverflow(o Outcome) func(col string, want, got any) bool {
+	days := derivedFrom(o, "from_days(")
+	if len(days) == 0 {
+		return nil
+	}
+	epoch := time.Unix(0, 0).UTC()
+	return func(col string, want, got any) bool {
+		w, wok := want.(string)
+		g, gok := got.(string)
+		if !days[col] || !wok || !gok {
+			return false
+		}
+		if _, err := time.Parse(time.DateOnly, w); err != nil {
+			return false
+		}
+		year, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(g, "-"), "-", 2)[0])
+		if err != nil {
+			return false
+		}
+		// Dates past the Duration's range: years before 1677 or after 2262.
+		lo, hi := epoch.AddDate(0, 0, -durationDays).Year(), epoch.AddDate(0, 0, durationDays).Year()
+		if strings.HasPrefix(g, "-") {
+			year = -year
+		}
+		return year < lo || year > hi
+	}
 }

@@ -150,6 +150,7 @@ var valueQuirks = []valueQuirk{
 		return func(col string, want, got any) bool { return sorted[col] && samePermutation(want, got) }
 	}},
 	{"items-map-order", "diff_funcs/items_order", itemsMapOrder},
+	{"from-days-overflow", "diff_funcs/from_days_overflow", fromDaysOverflow},
 	{"chr", "gen_func_conv/chr", func(o Outcome) func(string, any, any) bool {
 		aliases := selectAliases(o.Case.Rule.SQL)
 		return func(col string, _, _ any) bool { return strings.HasPrefix(aliases[col], "chr(") }
