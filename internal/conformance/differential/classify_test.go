@@ -228,6 +228,7 @@ func TestClassifyRulesOfThisRound(t *testing.T) {
 	}
 	const strictDDL = `CREATE STREAM fx (v BIGINT, arr ARRAY(BIGINT)) WITH (DATASOURCE="fx", TYPE="mock", FORMAT="json", STRICT_VALIDATION="true");`
 	const typedDDL = `CREATE STREAM fx (v BIGINT, arr ARRAY(BIGINT)) WITH (DATASOURCE="fx", TYPE="mock", FORMAT="json");`
+	const structDDL = `CREATE STREAM fx (v BIGINT, arr ARRAY(BIGINT), o STRUCT(a BIGINT)) WITH (DATASOURCE="fx", TYPE="mock", FORMAT="json", STRICT_VALIDATION="true");`
 	passed := [][]map[string]any{{{"b": nil, "c": nil}}}
 	left := [][]map[string]any{{{"c": int64(5)}}}
 	tests := []struct {
@@ -237,6 +238,24 @@ func TestClassifyRulesOfThisRound(t *testing.T) {
 	}{
 		{"a null array passed on, strict", strict(strictDDL, passed, left), "strict-null-array"},
 		{"a null array passed on, not strict", strict(typedDDL, passed, left), Unexplained},
+		{"a null struct passed on, strict", func() Outcome {
+			o := outcome(Differs, `SELECT CASE WHEN v > 1 THEN o ELSE o END AS e, array_create(0, arr, o) AS f FROM fx`, loud,
+				[][]map[string]any{{{"e": nil, "f": []any{int64(0), nil, nil}}}}, [][]map[string]any{{{"f": []any{int64(0)}}}})
+			o.Case.Streams = []string{structDDL}
+			return o
+		}(), "strict-null-array"},
+		{"array_create with another element", func() Outcome {
+			o := outcome(Differs, `SELECT array_create(0, arr) AS f FROM fx`, loud,
+				[][]map[string]any{{{"f": []any{int64(0), nil, int64(1)}}}}, [][]map[string]any{{{"f": []any{int64(0)}}}})
+			o.Case.Streams = []string{structDDL}
+			return o
+		}(), Unexplained},
+		{"a null struct passed on, not strict", func() Outcome {
+			o := outcome(Differs, `SELECT o AS e FROM fx`, loud,
+				[][]map[string]any{{{"e": nil}}}, [][]map[string]any{{{}}})
+			o.Case.Streams = []string{strings.Replace(structDDL, `, STRICT_VALIDATION="true"`, "", 1)}
+			return o
+		}(), Unexplained},
 		{"a null of another column", strict(strictDDL, [][]map[string]any{{{"w": nil, "c": int64(5)}}}, left), Unexplained},
 		{"array_join of an array", outcome(Differs, `SELECT array_join(arr, ",") AS j FROM fx`, loud,
 			[][]map[string]any{{{"j": "1,[]"}}},
