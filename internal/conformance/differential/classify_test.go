@@ -167,6 +167,36 @@ func TestClassifyBigintTruncation(t *testing.T) {
 	}
 }
 
+// TestClassifyBigintTruncationQuirk: a fraction eKuiper cuts off to a
+// negative padding length stops its output (negative-padding); one cut
+// off to a positive length explains nothing.
+func TestClassifyBigintTruncationQuirk(t *testing.T) {
+	funcs := function.Builtins()
+	mk := func(v float64) Outcome {
+		c := &conformance.Case{Suite: "t", Name: "c", Clock: "processing", StartTime: 1_700_000_000_000,
+			Streams:     []string{`CREATE STREAM fx (v BIGINT, s STRING) WITH (DATASOURCE="fx", TYPE="mock", FORMAT="json", STRICT_VALIDATION="true");`},
+			StreamNames: []string{"fx"},
+			Inputs: map[string][]conformance.Event{"fx": {
+				{TS: 1_700_000_000_100, Data: map[string]any{"v": v, "s": "x"}},
+				{TS: 1_700_000_000_200, Data: map[string]any{"v": 2.0, "s": "y"}}}},
+			Timeline: []conformance.Step{{At: 1_700_000_000_100, Stream: "fx", Index: 0}, {At: 1_700_000_000_200, Stream: "fx", Index: 1}},
+			EndTime:  1_700_000_000_200, Expected: [][]map[string]any{}}
+		c.Rule.SQL = "SELECT lpad(s, v) AS f FROM fx"
+		c.Rule.Options = map[string]any{"sendError": true}
+		return Check(c, funcs)
+	}
+	o := mk(-1.25)
+	if o.Kind != Differs {
+		t.Fatalf("rekuiper should refuse the fraction: %s %s", o.Kind, o.Detail)
+	}
+	if got := Classify(o, false, funcs); got != "bigint-fraction+negative-padding" {
+		t.Fatalf("class %q, want bigint-fraction+negative-padding", got)
+	}
+	if got := Classify(mk(1.25), false, funcs); got != Unexplained {
+		t.Fatalf("a positive length: class %q, want %s", got, Unexplained)
+	}
+}
+
 func TestEKuiperGroupedSQL(t *testing.T) {
 	tests := []struct{ sql, want string }{
 		{"SELECT *, o->c * arr[1:3] AS x FROM fx", "SELECT *, (o->c * arr)[1:3] AS x FROM fx"},
