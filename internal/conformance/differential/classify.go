@@ -460,6 +460,7 @@ var quirkRules = []quirkRule{
 		return sqlHas(o, "repeat(") && ekuiperStopped(o) &&
 			rekuiperSays(o, "repeat: second argument should be between 0 and 1000000, got -")
 	}},
+	{"huge-repeat", "diff_funcs/repeat_huge", hugeRepeat},
 	{"composite-element-panic", "diff_funcs/array_compare_objects", func(o Outcome, _ *function.Registry) bool {
 		// eKuiper's array functions that compare elements with == or
 		// hash them panic on an object or array, which stops the rule.

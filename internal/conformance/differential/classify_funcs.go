@@ -160,3 +160,29 @@ func fromDaysOverflow(o Outcome) func(col string, want, got any) bool {
 		return year < lo || year > hi
 	}
 }
+
+// repeatTooLong finds rekuiper's refusal of a repeat count.
+var repeatTooLong = regexp.MustCompile(`repeat: second argument should be between 0 and \d+, got (\d+)`)
+
+// hugeRepeat: eKuiper's output stopped (a panic in make) where rekuiper
+// refused a repeat count whose array of interfaces (16 bytes an element)
+// Go cannot allocate (huge-repeat).
+func hugeRepeat(o Outcome, _ *function.Registry) bool {
+	if !sqlHas(o, "repeat(") || !ekuiperStopped(o) {
+		return false
+	}
+	for _, em := range o.Actual {
+		for _, r := range em {
+			e, ok := r["error"].(string)
+			if !ok || len(r) != 1 {
+				continue
+			}
+			for _, m := range repeatTooLong.FindAllStringSubmatch(e, -1) {
+				if n, err := strconv.ParseUint(m[1], 10, 64); err == nil && n > goAllocLimit/16 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}

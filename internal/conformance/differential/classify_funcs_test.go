@@ -27,6 +27,9 @@ func TestClassifyFunctionQuirks(t *testing.T) {
 	padErr := func(n string) map[string]any {
 		return map[string]any{"error": "run Select error: alias: f expr: rpad: padding length " + n + " exceeds the limit of 1000000"}
 	}
+	repErr := func(n string) map[string]any {
+		return map[string]any{"error": "run Select error: alias: f expr: repeat: second argument should be between 0 and 1000000, got " + n}
+	}
 	ok := map[string]any{"f": "a "}
 	pairs := func(keys ...string) []any {
 		out := []any{}
@@ -76,6 +79,12 @@ func TestClassifyFunctionQuirks(t *testing.T) {
 			[][]map[string]any{{{"f": "1970-01-01"}}}, [][]map[string]any{{{"f": "2200-02-05"}}}), Unexplained},
 		{"another function past a Duration", outcome(Differs, "SELECT concat(s) AS f FROM fx", loud,
 			[][]map[string]any{{{"f": "1970-01-01"}}}, [][]map[string]any{{{"f": "109603886205-02-05"}}}), Unexplained},
+		{"repeat Go cannot allocate", outcome(Differs, "SELECT repeat(0.5, w) AS f FROM fx", loud,
+			[][]map[string]any{}, [][]map[string]any{{repErr("9007199254740993")}, {ok}}), "huge-repeat"},
+		{"repeat Go can allocate", outcome(Differs, "SELECT repeat(0.5, w) AS f FROM fx", loud,
+			[][]map[string]any{}, [][]map[string]any{{repErr("2000000")}, {ok}}), Unexplained},
+		{"huge repeat but eKuiper went on", outcome(Differs, "SELECT repeat(0.5, w) AS f FROM fx", loud,
+			[][]map[string]any{{{"f": "b"}}}, [][]map[string]any{{repErr("9007199254740993")}, {ok}}), Unexplained},
 		{"items with other members", outcome(Differs, "SELECT items(o) AS f FROM fx", loud,
 			[][]map[string]any{{{"f": pairs("b", "a")}}}, [][]map[string]any{{{"f": pairs("a", "b")}}}), Unexplained},
 		{"another array in another order", outcome(Differs, "SELECT array_concat(arr) AS f FROM fx", loud,
