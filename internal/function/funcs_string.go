@@ -208,14 +208,12 @@ func stringCompile(pattern any) (*regexp.Regexp, error) {
 // eKuiper's do (Go's %v): a float in its shortest form, with an exponent
 // when it is below 1e-4 or has more integer digits than significant ones
 // (10000000000.0 is "1e+10", so its length is 5; 123456789.0 is
-// "1.23456789e+08"; 100000.5 stays "100000.5"), an array or object in
-// Go's syntax too (["x", 1] is "[x 1]", {"b": 1, "a": 2} is
-// "map[a:2 b:1]", [""] is "[]"); anything else as value.ToString.
-// cast(x, "string") keeps the plain decimal form, as eKuiper's cast does.
+// "1.23456789e+08"; 100000.5 stays "100000.5"); anything else as
+// value.ToString. cast(x, "string") keeps the plain decimal form, as
+// eKuiper's cast does.
 func textOf(v any) string {
-	switch x := v.(type) {
-	case float64, []any, map[string]any:
-		return fmt.Sprint(x)
+	if f, ok := v.(float64); ok {
+		return fmt.Sprint(f)
 	}
 	return value.ToString(v)
 }

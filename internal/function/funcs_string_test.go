@@ -142,11 +142,6 @@ func TestStringBehaviour(t *testing.T) {
 		{"regexp", "regexp_matches", []any{"x", nil}, false, ""},
 		{"regexp", "regexp_replace", []any{"x", nil, "y"}, nil, ""},
 		{"regexp", "regexp_substr", []any{nil, "x"}, nil, ""},
-		// diff_funcs/composite_text: arrays and objects are read in Go's syntax.
-		{"regexp", "regexp_substr", []any{"12", []any{""}}, nil, "compile regular expression \"[]\""},
-		{"regexp", "regexp_substr", []any{"a[1 x]", []any{int64(1), "x"}}, "1", ""},
-		{"upper", "upper", []any{map[string]any{"b": "y", "a": int64(5), "c": []any{1.5, nil}}}, "MAP[A:5 B:Y C:[1.5 <NIL>]]", ""},
-		{"sha1", "sha1", []any{map[string]any{"a": int64(3), "b": "y"}}, "e40baae6a8b2a21e6e8abaaefb42a3e2eedd291c", ""},
 		{"substring", "substring", []any{"héllo", int64(1), int64(3)}, "él", ""},
 		{"substring", "substring", []any{"abc", int64(5)}, "", ""},
 		{"substring", "substring", []any{"abc", int64(3), int64(5)}, "", ""},
