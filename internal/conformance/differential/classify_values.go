@@ -229,6 +229,21 @@ var rowQuirks = []rowQuirk{
 			return false
 		}
 	}},
+	{"go-syntax-pattern", "gen_func_conv/cast_string", func(o Outcome) func(want, got map[string]any) bool {
+		// An array or object as a regular expression is Go syntax in
+		// eKuiper ([""] is "[]", which does not compile), JSON in
+		// rekuiper.
+		aliases := selectAliases(o.Case.Rule.SQL)
+		return func(want, got map[string]any) bool {
+			e, _ := want["error"].(string)
+			m := ekuiperAliasError.FindStringSubmatch(e)
+			if _, ge := got["error"]; ge || m == nil || !strings.Contains(e, "error parsing regexp") {
+				return false
+			}
+			call := aliases[m[1]]
+			return hasFuncPrefix(call, "regexp_") && compositeArg(call)
+		}
+	}},
 	{"trunc-float-digits", "diff_funcs/trunc_float_digits", func(o Outcome) func(want, got map[string]any) bool {
 		// eKuiper's trunc refuses a number of digits given as a float.
 		if !sqlHas(o, "trunc(") {
@@ -254,6 +269,9 @@ var rowQuirks = []rowQuirk{
 		}
 	}},
 }
+
+// ekuiperAliasError names the field of eKuiper's error for an expression.
+var ekuiperAliasError = regexp.MustCompile(`alias: (\w+) expr: `)
 
 // formatConvError is rekuiper's error for a value format() cannot read
 // as a number.
