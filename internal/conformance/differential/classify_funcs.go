@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rekuiper/rekuiper/internal/function"
 )
@@ -70,17 +71,40 @@ func hugePadding(o Outcome, _ *function.Registry) bool {
 	return false
 }
 
-// itemsMapOrder accepts, in a column items() gives, eKuiper's pairs in
-// another order: Go's map order, which changes from run to run
-// (items-map-order).
+// itemsMapOrder accepts, in a column items(), keys() or values() gives,
+// eKuiper's members in another order: Go's map order, which changes from
+// run to run (items-map-order).
 func itemsMapOrder(o Outcome) func(col string, want, got any) bool {
 	items := derivedFrom(o, "items(")
-	if len(items) == 0 {
+	keys := derivedFrom(o, "keys(")
+	values := derivedFrom(o, "values(")
+	if len(items)+len(keys)+len(values) == 0 {
 		return nil
 	}
 	return func(col string, want, got any) bool {
-		return items[col] && keyValuePairs(want) && samePermutation(want, got)
+		switch {
+		case items[col] && keyValuePairs(want):
+		case keys[col] && stringList(want):
+		case values[col]:
+		default:
+			return false
+		}
+		return samePermutation(want, got)
 	}
+}
+
+// stringList reports whether v is a list of strings.
+func stringList(v any) bool {
+	l, ok := v.([]any)
+	if !ok {
+		return false
+	}
+	for _, e := range l {
+		if _, ok := e.(string); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // keyValuePairs reports whether v is a list of [key, value] pairs.
@@ -99,4 +123,66 @@ func keyValuePairs(v any) bool {
 		}
 	}
 	return true
+}
+
+// durationDays is the number of days a time.Duration holds (about 292
+// years): eKuiper's from_days multiplies the days into a Duration, which
+// wraps around past it.
+const durationDays = 106_751
+
+// fromDaysOverflow accepts, in a column from_days() gives, eKuiper's
+// date where rekuiper's lies more than durationDays from 1970-01-01:
+// eKuiper's Duration wrapped around (from-days-overflow).
+func fromDaysOverflow(o Outcome) func(col string, want, got any) bool {
+	days := derivedFrom(o, "from_days(")
+	if len(days) == 0 {
+		return nil
+	}
+	epoch := time.Unix(0, 0).UTC()
+	return func(col string, want, got any) bool {
+		w, wok := want.(string)
+		g, gok := got.(string)
+		if !days[col] || !wok || !gok {
+			return false
+		}
+		if _, err := time.Parse(time.DateOnly, w); err != nil {
+			return false
+		}
+		year, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(g, "-"), "-", 2)[0])
+		if err != nil {
+			return false
+		}
+		// Dates past the Duration's range: years before 1677 or after 2262.
+		lo, hi := epoch.AddDate(0, 0, -durationDays).Year(), epoch.AddDate(0, 0, durationDays).Year()
+		if strings.HasPrefix(g, "-") {
+			year = -year
+		}
+		return year < lo || year > hi
+	}
+}
+
+// repeatTooLong finds rekuiper's refusal of a repeat count.
+var repeatTooLong = regexp.MustCompile(`repeat: second argument should be between 0 and \d+, got (\d+)`)
+
+// hugeRepeat: eKuiper's output stopped (a panic in make) where rekuiper
+// refused a repeat count whose array of interfaces (16 bytes an element)
+// Go cannot allocate (huge-repeat).
+func hugeRepeat(o Outcome, _ *function.Registry) bool {
+	if !sqlHas(o, "repeat(") || !ekuiperStopped(o) {
+		return false
+	}
+	for _, em := range o.Actual {
+		for _, r := range em {
+			e, ok := r["error"].(string)
+			if !ok || len(r) != 1 {
+				continue
+			}
+			for _, m := range repeatTooLong.FindAllStringSubmatch(e, -1) {
+				if n, err := strconv.ParseUint(m[1], 10, 64); err == nil && n > goAllocLimit/16 {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

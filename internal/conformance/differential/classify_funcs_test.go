@@ -27,6 +27,9 @@ func TestClassifyFunctionQuirks(t *testing.T) {
 	padErr := func(n string) map[string]any {
 		return map[string]any{"error": "run Select error: alias: f expr: rpad: padding length " + n + " exceeds the limit of 1000000"}
 	}
+	repErr := func(n string) map[string]any {
+		return map[string]any{"error": "run Select error: alias: f expr: repeat: second argument should be between 0 and 1000000, got " + n}
+	}
 	ok := map[string]any{"f": "a "}
 	pairs := func(keys ...string) []any {
 		out := []any{}
@@ -64,6 +67,36 @@ func TestClassifyFunctionQuirks(t *testing.T) {
 			[][]map[string]any{{ok}, {{"f": "b"}}}, [][]map[string]any{{ok}, {padErr("9007199254740993")}}), Unexplained},
 		{"items in another order", outcome(Differs, "SELECT items(o) AS f FROM fx", loud,
 			[][]map[string]any{{{"f": rotated}}}, [][]map[string]any{{{"f": sorted}}}), "items-map-order"},
+		{"keys in another order", outcome(Differs, "SELECT keys(o) AS f FROM fx", loud,
+			[][]map[string]any{{{"f": []any{"c", "a", "b"}}}}, [][]map[string]any{{{"f": []any{"a", "b", "c"}}}}), "items-map-order"},
+		{"values in another order", outcome(Differs, "SELECT values(o) AS f FROM fx", loud,
+			[][]map[string]any{{{"f": []any{2.0, "x"}}}}, [][]map[string]any{{{"f": []any{"x", 2.0}}}}), "items-map-order"},
+		{"keys with other members", outcome(Differs, "SELECT keys(o) AS f FROM fx", loud,
+			[][]map[string]any{{{"f": []any{"c", "a"}}}}, [][]map[string]any{{{"f": []any{"a", "b"}}}}), Unexplained},
+		{"from_days past a Duration", outcome(Differs, "SELECT from_days(s) AS f FROM fx", loud,
+			[][]map[string]any{{{"f": "1970-01-01"}}}, [][]map[string]any{{{"f": "109603886205-02-05"}}}), "from-days-overflow"},
+		{"from_days within a Duration", outcome(Differs, "SELECT from_days(s) AS f FROM fx", loud,
+			[][]map[string]any{{{"f": "1970-01-01"}}}, [][]map[string]any{{{"f": "2200-02-05"}}}), Unexplained},
+		{"another function past a Duration", outcome(Differs, "SELECT concat(s) AS f FROM fx", loud,
+			[][]map[string]any{{{"f": "1970-01-01"}}}, [][]map[string]any{{{"f": "109603886205-02-05"}}}), Unexplained},
+		{"repeat Go cannot allocate", outcome(Differs, "SELECT repeat(0.5, w) AS f FROM fx", loud,
+			[][]map[string]any{}, [][]map[string]any{{repErr("9007199254740993")}, {ok}}), "huge-repeat"},
+		{"repeat Go can allocate", outcome(Differs, "SELECT repeat(0.5, w) AS f FROM fx", loud,
+			[][]map[string]any{}, [][]map[string]any{{repErr("2000000")}, {ok}}), Unexplained},
+		{"huge repeat but eKuiper went on", outcome(Differs, "SELECT repeat(0.5, w) AS f FROM fx", loud,
+			[][]map[string]any{{{"f": "b"}}}, [][]map[string]any{{repErr("9007199254740993")}, {ok}}), Unexplained},
+		{"padding Go cannot allocate, an object hashed before", outcome(Differs, "SELECT sha1(o) AS h, rpad(s, v) AS f FROM fx", loud,
+			[][]map[string]any{{{"h": "e40baae6a8b2a21e6e8abaaefb42a3e2eedd291c"}}},
+			[][]map[string]any{{{"h": "3783151a8b203cfe6f80cb17d5069532fd41158c"}}, {padErr("9007199254740993")}}), "huge-padding"},
+		{"padding Go cannot allocate, another value before", outcome(Differs, "SELECT abs(v) AS h, rpad(s, v) AS f FROM fx", loud,
+			[][]map[string]any{{{"h": int64(1)}}},
+			[][]map[string]any{{{"h": int64(2)}}, {padErr("9007199254740993")}}), Unexplained},
+		{"an array as a pattern", outcome(Differs, "SELECT regexp_substr(v, arr) AS f FROM fx", loud,
+			[][]map[string]any{{{"error": "run Select error: alias: f expr: Call:{ name:regexp_substr, args:[fx.v, fx.arr] } meet error, err:call func regexp_substr error: error parsing regexp: missing closing ]: `[]`"}}},
+			[][]map[string]any{{{"f": ""}}}), "go-syntax-pattern"},
+		{"a string as a pattern", outcome(Differs, "SELECT regexp_substr(v, s) AS f FROM fx", loud,
+			[][]map[string]any{{{"error": "run Select error: alias: f expr: Call:{ name:regexp_substr, args:[fx.v, fx.s] } meet error, err:call func regexp_substr error: error parsing regexp: missing closing ]: `[]`"}}},
+			[][]map[string]any{{{"f": ""}}}), Unexplained},
 		{"items with other members", outcome(Differs, "SELECT items(o) AS f FROM fx", loud,
 			[][]map[string]any{{{"f": pairs("b", "a")}}}, [][]map[string]any{{{"f": pairs("a", "b")}}}), Unexplained},
 		{"another array in another order", outcome(Differs, "SELECT array_concat(arr) AS f FROM fx", loud,

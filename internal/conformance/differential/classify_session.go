@@ -26,13 +26,17 @@ var sessionArgs = regexp.MustCompile(`(?i)SESSIONWINDOW\(\s*(dd|hh|mi|ss|ms)\s*,
 // eKuiper's output, less that many empty-window emissions, must then be
 // rekuiper's, up to the value quirks, whose names it returns.
 //
-// Only rules every row of which reaches the window qualify: one stream, no
-// WHERE, no strict validation.
+// Only rules whose rows reach the window when they pass the WHERE qualify:
+// one stream, no strict validation.
 func withoutLostSessionRows(o Outcome, funcs *function.Registry) (string, bool) {
 	if funcs == nil || o.Kind != Differs || o.Case.Clock != "processing" {
 		return "", false
 	}
-	lostSteps, empty := ekuiperLostSessionRows(o.Case)
+	filtered, ok := filteredRows(o.Case, funcs)
+	if !ok {
+		return "", false
+	}
+	lostSteps, empty := ekuiperLostSessionRows(o.Case, filtered)
 	if len(lostSteps) == 0 {
 		return "", false
 	}
@@ -47,7 +51,7 @@ func withoutLostSessionRows(o Outcome, funcs *function.Registry) (string, bool) 
 	}
 	got := conformance.AsExpected(actual)
 	var used string
-	ok := withoutEmptyWindows(o, o.Case.Expected, empty, func(want [][]map[string]any) bool {
+	ok = withoutEmptyWindows(o, o.Case.Expected, empty, func(want [][]map[string]any) bool {
 		if m, _ := conformance.Compare(want, actual); m == nil {
 			used = "session-timeout-lost-row"
 			return true
@@ -85,12 +89,15 @@ func withoutEmptyWindows(o Outcome, want [][]map[string]any, n int, try func([][
 // is at least one duration old), the timeout after each row (it empties
 // the session) and the rows that meet the timeout. It returns the timeline
 // steps of the lost rows and how many of them met an empty session (each
-// an empty window in eKuiper). It returns nothing for a case whose rows
-// might not all reach the window.
-func ekuiperLostSessionRows(c *conformance.Case) (steps []int, empty int) {
+// an empty window in eKuiper). The steps in filtered (rows the WHERE
+// leaves out) never reach the window; a rule with a WHERE needs them
+// (filteredRows). It returns nothing for a case whose rows might not all
+// reach the window.
+func ekuiperLostSessionRows(c *conformance.Case, filtered map[int]bool) (steps []int, empty int) {
 	m := sessionArgs.FindStringSubmatch(c.Rule.SQL)
 	upper := strings.ToUpper(c.Rule.SQL)
-	if m == nil || len(c.StreamNames) != 1 || strings.Contains(upper, " WHERE ") || strings.Contains(upper, " JOIN ") {
+	if m == nil || len(c.StreamNames) != 1 || strings.Contains(upper, " JOIN ") ||
+		strings.Contains(upper, " WHERE ") && filtered == nil {
 		return nil, 0
 	}
 	for _, ddl := range c.Streams {
@@ -109,6 +116,9 @@ func ekuiperLostSessionRows(c *conformance.Case) (steps []int, empty int) {
 	var buf []int64 // arrival times of the session's rows
 	last, armed, lastLost := int64(0), false, false
 	for i, st := range c.Timeline {
+		if filtered[i] {
+			continue
+		}
 		at := st.At
 		for {
 			if armed && last+timeout < at && last+timeout < tick {
@@ -138,3 +148,42 @@ func ekuiperLostSessionRows(c *conformance.Case) (steps []int, empty int) {
 	}
 	return steps, empty
 }
+
+// filteredRows finds the timeline steps of c whose rows its WHERE leaves
+// out (false, null or an error), by replaying the condition as the only
+// field over a count window of one row in processing time, one emission a
+// row. A rule without a WHERE filters nothing (an empty map); ok is false
+// when the condition's output is not one emission a row.
+func filteredRows(c *conformance.Case, funcs *function.Registry) (map[int]bool, bool) {
+	m := whereClause.FindStringSubmatch(c.Rule.SQL)
+	if m == nil {
+		return map[int]bool{}, true
+	}
+	p := cloneCase(c)
+	p.Rule.SQL = "SELECT (" + m[2] + ") AS zz_where FROM " + m[1] + " GROUP BY COUNTWINDOW(1)"
+	p.Clock = "processing"
+	opts := map[string]any{}
+	for k, v := range c.Rule.Options {
+		opts[k] = v
+	}
+	opts["isEventTime"], opts["sendError"] = false, true
+	p.Rule.Options = opts
+	actual, err := conformance.Replay(p, opts, funcs)
+	if err != nil {
+		return nil, false
+	}
+	out := conformance.AsExpected(actual)
+	if len(out) != len(c.Timeline) {
+		return nil, false
+	}
+	filtered := map[int]bool{}
+	for i, em := range out {
+		if len(em) != 1 || em[0]["zz_where"] != true {
+			filtered[i] = true
+		}
+	}
+	return filtered, true
+}
+
+// whereClause finds the stream and the condition of a rule's WHERE.
+var whereClause = regexp.MustCompile(`(?is)\bFROM\s+(\w+)\s+WHERE\s+(.*?)\s+(?:GROUP\s+BY|ORDER\s+BY|HAVING|LIMIT)\b`)

@@ -26,7 +26,7 @@ func TestSessionTimeoutLostRows(t *testing.T) {
 	}
 	t.Run("recorded", func(t *testing.T) {
 		c := load(t, sessionLostEntry)
-		steps, empty := ekuiperLostSessionRows(c)
+		steps, empty := ekuiperLostSessionRows(c, nil)
 		if fmt.Sprint(steps) != "[1 6 13]" || empty != 1 {
 			t.Fatalf("lost steps %v (%d empty), want [1 6 13] (1 empty)", steps, empty)
 		}
@@ -56,14 +56,14 @@ func TestSessionTimeoutLostRows(t *testing.T) {
 				c.Timeline[i].At++
 			}
 		}
-		if steps, _ := ekuiperLostSessionRows(c); len(steps) != 0 {
+		if steps, _ := ekuiperLostSessionRows(c, nil); len(steps) != 0 {
 			t.Errorf("lost steps %v, want none", steps)
 		}
 	})
 	t.Run("where or event time", func(t *testing.T) {
 		c := load(t, sessionLostEntry)
 		c.Rule.SQL = strings.Replace(c.Rule.SQL, " GROUP BY ", " WHERE v > 0 GROUP BY ", 1)
-		if steps, _ := ekuiperLostSessionRows(c); len(steps) != 0 {
+		if steps, _ := ekuiperLostSessionRows(c, nil); len(steps) != 0 {
 			t.Errorf("with a WHERE: lost steps %v, want none", steps)
 		}
 		c = load(t, sessionLostEntry)
@@ -73,10 +73,27 @@ func TestSessionTimeoutLostRows(t *testing.T) {
 			t.Errorf("event time explained as %q", got)
 		}
 	})
+	t.Run("where", func(t *testing.T) {
+		c := load(t, "diff_window/p_session_timeout_lost_where")
+		o := Check(c, funcs)
+		if o.Kind != Differs {
+			t.Fatalf("kind %v, want a difference", o.Kind)
+		}
+		if got := Classify(o, false, funcs); got != "session-timeout-lost-row" {
+			t.Errorf("class %q, want session-timeout-lost-row", got)
+		}
+		// A WHERE that lets every row through: the lost row is another.
+		c = load(t, "diff_window/p_session_timeout_lost_where")
+		c.Rule.SQL = strings.Replace(c.Rule.SQL, "WHERE v > 2", "WHERE v > -100 OR v IS NULL OR v <= -100", 1)
+		o = Check(c, funcs)
+		if got, ok := withoutLostSessionRows(o, funcs); ok {
+			t.Errorf("another WHERE explained as %q", got)
+		}
+	})
 	// Cases both engines agree on lose no row.
 	for _, name := range []string{"diff_window/p_session", "diff_window/p_session7", "diff_window/p_session_cuts"} {
 		t.Run(name, func(t *testing.T) {
-			if steps, _ := ekuiperLostSessionRows(load(t, name)); len(steps) != 0 {
+			if steps, _ := ekuiperLostSessionRows(load(t, name), nil); len(steps) != 0 {
 				t.Errorf("lost steps %v, want none", steps)
 			}
 		})

@@ -167,6 +167,36 @@ func TestClassifyBigintTruncation(t *testing.T) {
 	}
 }
 
+// TestClassifyBigintTruncationQuirk: a fraction eKuiper cuts off to a
+// negative padding length stops its output (negative-padding); one cut
+// off to a positive length explains nothing.
+func TestClassifyBigintTruncationQuirk(t *testing.T) {
+	funcs := function.Builtins()
+	mk := func(v float64) Outcome {
+		c := &conformance.Case{Suite: "t", Name: "c", Clock: "processing", StartTime: 1_700_000_000_000,
+			Streams:     []string{`CREATE STREAM fx (v BIGINT, s STRING) WITH (DATASOURCE="fx", TYPE="mock", FORMAT="json", STRICT_VALIDATION="true");`},
+			StreamNames: []string{"fx"},
+			Inputs: map[string][]conformance.Event{"fx": {
+				{TS: 1_700_000_000_100, Data: map[string]any{"v": v, "s": "x"}},
+				{TS: 1_700_000_000_200, Data: map[string]any{"v": 2.0, "s": "y"}}}},
+			Timeline: []conformance.Step{{At: 1_700_000_000_100, Stream: "fx", Index: 0}, {At: 1_700_000_000_200, Stream: "fx", Index: 1}},
+			EndTime:  1_700_000_000_200, Expected: [][]map[string]any{}}
+		c.Rule.SQL = "SELECT lpad(s, v) AS f FROM fx"
+		c.Rule.Options = map[string]any{"sendError": true}
+		return Check(c, funcs)
+	}
+	o := mk(-1.25)
+	if o.Kind != Differs {
+		t.Fatalf("rekuiper should refuse the fraction: %s %s", o.Kind, o.Detail)
+	}
+	if got := Classify(o, false, funcs); got != "bigint-fraction+negative-padding" {
+		t.Fatalf("class %q, want bigint-fraction+negative-padding", got)
+	}
+	if got := Classify(mk(1.25), false, funcs); got != Unexplained {
+		t.Fatalf("a positive length: class %q, want %s", got, Unexplained)
+	}
+}
+
 func TestEKuiperGroupedSQL(t *testing.T) {
 	tests := []struct{ sql, want string }{
 		{"SELECT *, o->c * arr[1:3] AS x FROM fx", "SELECT *, (o->c * arr)[1:3] AS x FROM fx"},
@@ -228,6 +258,7 @@ func TestClassifyRulesOfThisRound(t *testing.T) {
 	}
 	const strictDDL = `CREATE STREAM fx (v BIGINT, arr ARRAY(BIGINT)) WITH (DATASOURCE="fx", TYPE="mock", FORMAT="json", STRICT_VALIDATION="true");`
 	const typedDDL = `CREATE STREAM fx (v BIGINT, arr ARRAY(BIGINT)) WITH (DATASOURCE="fx", TYPE="mock", FORMAT="json");`
+	const structDDL = `CREATE STREAM fx (v BIGINT, arr ARRAY(BIGINT), o STRUCT(a BIGINT)) WITH (DATASOURCE="fx", TYPE="mock", FORMAT="json", STRICT_VALIDATION="true");`
 	passed := [][]map[string]any{{{"b": nil, "c": nil}}}
 	left := [][]map[string]any{{{"c": int64(5)}}}
 	tests := []struct {
@@ -237,6 +268,24 @@ func TestClassifyRulesOfThisRound(t *testing.T) {
 	}{
 		{"a null array passed on, strict", strict(strictDDL, passed, left), "strict-null-array"},
 		{"a null array passed on, not strict", strict(typedDDL, passed, left), Unexplained},
+		{"a null struct passed on, strict", func() Outcome {
+			o := outcome(Differs, `SELECT CASE WHEN v > 1 THEN o ELSE o END AS e, array_create(0, arr, o) AS f FROM fx`, loud,
+				[][]map[string]any{{{"e": nil, "f": []any{int64(0), nil, nil}}}}, [][]map[string]any{{{"f": []any{int64(0)}}}})
+			o.Case.Streams = []string{structDDL}
+			return o
+		}(), "strict-null-array"},
+		{"array_create with another element", func() Outcome {
+			o := outcome(Differs, `SELECT array_create(0, arr) AS f FROM fx`, loud,
+				[][]map[string]any{{{"f": []any{int64(0), nil, int64(1)}}}}, [][]map[string]any{{{"f": []any{int64(0)}}}})
+			o.Case.Streams = []string{structDDL}
+			return o
+		}(), Unexplained},
+		{"a null struct passed on, not strict", func() Outcome {
+			o := outcome(Differs, `SELECT o AS e FROM fx`, loud,
+				[][]map[string]any{{{"e": nil}}}, [][]map[string]any{{{}}})
+			o.Case.Streams = []string{strings.Replace(structDDL, `, STRICT_VALIDATION="true"`, "", 1)}
+			return o
+		}(), Unexplained},
 		{"a null of another column", strict(strictDDL, [][]map[string]any{{{"w": nil, "c": int64(5)}}}, left), Unexplained},
 		{"array_join of an array", outcome(Differs, `SELECT array_join(arr, ",") AS j FROM fx`, loud,
 			[][]map[string]any{{{"j": "1,[]"}}},
