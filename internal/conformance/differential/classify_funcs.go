@@ -55,20 +55,7 @@ func hugePadding(o Outcome, _ *function.Registry) bool {
 	if !sqlHas(o, "rpad(", "lpad(") || !ekuiperStopped(o) {
 		return false
 	}
-	for _, em := range o.Actual {
-		for _, r := range em {
-			e, ok := r["error"].(string)
-			if !ok || len(r) != 1 {
-				continue
-			}
-			for _, m := range paddingTooLong.FindAllStringSubmatch(e, -1) {
-				if n, err := strconv.ParseUint(m[1], 10, 64); err == nil && n >= goAllocLimit {
-					return true
-				}
-			}
-		}
-	}
-	return false
+	return refusedCount(o, paddingTooLong, goAllocLimit)
 }
 
 // itemsMapOrder accepts, in a column items(), keys() or values() gives,
@@ -171,14 +158,20 @@ func hugeRepeat(o Outcome, _ *function.Registry) bool {
 	if !sqlHas(o, "repeat(") || !ekuiperStopped(o) {
 		return false
 	}
+	return refusedCount(o, repeatTooLong, goAllocLimit/16+1)
+}
+
+// refusedCount reports whether rekuiper emitted an error row whose text
+// re matches with a count (its first group) of at least least.
+func refusedCount(o Outcome, re *regexp.Regexp, least uint64) bool {
 	for _, em := range o.Actual {
 		for _, r := range em {
 			e, ok := r["error"].(string)
 			if !ok || len(r) != 1 {
 				continue
 			}
-			for _, m := range repeatTooLong.FindAllStringSubmatch(e, -1) {
-				if n, err := strconv.ParseUint(m[1], 10, 64); err == nil && n > goAllocLimit/16 {
+			for _, m := range re.FindAllStringSubmatch(e, -1) {
+				if n, err := strconv.ParseUint(m[1], 10, 64); err == nil && n >= least {
 					return true
 				}
 			}

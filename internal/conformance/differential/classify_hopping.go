@@ -394,6 +394,25 @@ func refusedRows(c *conformance.Case, funcs *function.Registry) (map[int]bool, b
 	}
 	p := cloneCase(c)
 	p.Rule.SQL = fields + " FROM " + from + " GROUP BY COUNTWINDOW(1)"
+	out, ok := replayPerRow(p, c, funcs)
+	if !ok {
+		return nil, false
+	}
+	refused := map[int]bool{}
+	for i, em := range out {
+		if len(em) == 1 {
+			if e, ok := em[0]["error"].(string); ok && strings.HasPrefix(e, "error in preprocessor") {
+				refused[i] = true
+			}
+		}
+	}
+	return refused, true
+}
+
+// replayPerRow replays p, a rewrite of c over COUNTWINDOW(1), in
+// processing time with errors sent, and returns its emissions: one a
+// timeline step of c, or ok false.
+func replayPerRow(p, c *conformance.Case, funcs *function.Registry) ([][]map[string]any, bool) {
 	p.Clock = "processing"
 	opts := map[string]any{}
 	for k, v := range c.Rule.Options {
@@ -410,13 +429,5 @@ func refusedRows(c *conformance.Case, funcs *function.Registry) (map[int]bool, b
 	if len(out) != len(c.Timeline) {
 		return nil, false
 	}
-	refused := map[int]bool{}
-	for i, em := range out {
-		if len(em) == 1 {
-			if e, ok := em[0]["error"].(string); ok && strings.HasPrefix(e, "error in preprocessor") {
-				refused[i] = true
-			}
-		}
-	}
-	return refused, true
+	return out, true
 }

@@ -161,19 +161,8 @@ func filteredRows(c *conformance.Case, funcs *function.Registry) (map[int]bool, 
 	}
 	p := cloneCase(c)
 	p.Rule.SQL = "SELECT (" + m[2] + ") AS zz_where FROM " + m[1] + " GROUP BY COUNTWINDOW(1)"
-	p.Clock = "processing"
-	opts := map[string]any{}
-	for k, v := range c.Rule.Options {
-		opts[k] = v
-	}
-	opts["isEventTime"], opts["sendError"] = false, true
-	p.Rule.Options = opts
-	actual, err := conformance.Replay(p, opts, funcs)
-	if err != nil {
-		return nil, false
-	}
-	out := conformance.AsExpected(actual)
-	if len(out) != len(c.Timeline) {
+	out, ok := replayPerRow(p, c, funcs)
+	if !ok {
 		return nil, false
 	}
 	filtered := map[int]bool{}
