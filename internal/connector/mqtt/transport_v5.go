@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eclipse/paho.golang/packets"
 	"github.com/eclipse/paho.golang/paho"
 	"github.com/eclipse/paho.golang/paho/session"
 
@@ -59,6 +60,14 @@ func (t *v5) signalLost(err error) {
 	}
 }
 
+// pahoConn is the connection paho.golang writes to. paho writes a packet
+// in several Write calls (fixed header, then the rest) from several
+// goroutines (publishes, acknowledgements, the pinger); over a connection
+// that is not a socket (the buffered connection, TLS) they would
+// interleave and corrupt the stream. paho holds a connection's
+// sync.Locker for the whole of each packet.
+func pahoConn(nc net.Conn) net.Conn { return packets.NewThreadSafeConn(nc) }
+
 func (t *v5) connect(ctx context.Context) error {
 	nc, err := dial(ctx, t.cfg, t.timeout)
 	if err != nil {
@@ -68,7 +77,7 @@ func (t *v5) connect(ctx context.Context) error {
 	t.conn = nc
 	t.cli = paho.NewClient(paho.ClientConfig{
 		ClientID:                   t.clientID,
-		Conn:                       nc,
+		Conn:                       pahoConn(nc),
 		Session:                    markingSession{SessionManager: t.sess, t: t},
 		EnableManualAcknowledgment: true,
 		SendAcksInterval:           ackInterval,
