@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/panics"
@@ -51,8 +52,11 @@ type bufConn struct {
 	err      error  // first write error; sticky
 	closing  bool
 	wake     chan struct{}
-	done     chan struct{} // closed when the flusher returned
-	once     sync.Once
+	// writeWakes counts the times a write (not writeHeld or Close) woke
+	// the flusher: held writes below holdMax must not.
+	writeWakes atomic.Int64
+	done       chan struct{} // closed when the flusher returned
+	once       sync.Once
 }
 
 const (
@@ -143,6 +147,7 @@ func (b *bufConn) write(p []byte, hold bool) (int, error) {
 	}
 	b.pending = append(b.pending, p...)
 	if !hold || len(b.pending) >= holdMax {
+		b.writeWakes.Add(1)
 		b.wakeFlusher()
 	}
 	return len(p), nil
