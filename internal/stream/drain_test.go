@@ -87,23 +87,7 @@ func seqs(from, to int) []string {
 // stream's end.
 func TestReleaseDrainsBeforeStop(t *testing.T) {
 	src := newDrainSource(seqs(0, 5), seqs(5, 12))
-	m := NewManager()
-	sub, release, err := m.Acquire("k", func() (*Subscription, error) {
-		return NewSubscription("s", src, jsonDecoder(t), clock.Wall{}, nil), nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := newRecorder()
-	id := sub.Attach(rec.consumer())
-	sub.Start()
-	waitFor(t, func() bool { return rec.count() == 5 })
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := release(ctx); err != nil {
-		t.Fatalf("release: %v", err)
-	}
-	sub.Detach(id)
+	rec := acquireAndRelease(t, src, 5)
 	rec.mu.Lock()
 	got := append([]int64(nil), rec.seqs...)
 	rec.mu.Unlock()
@@ -139,6 +123,14 @@ func (undrainable) Drain(context.Context) error { return errors.ErrUnsupported }
 // that never comes.
 func TestReleaseOfUndrainableSourceDoesNotWait(t *testing.T) {
 	src := undrainable{&fakeSource{payloads: seqs(0, 3)}}
+	acquireAndRelease(t, src, 3)
+}
+
+// acquireAndRelease acquires a subscription over src through a Manager,
+// attaches a recorder, waits for the first n records and releases the
+// subscription (its last release), then detaches the recorder.
+func acquireAndRelease(t *testing.T, src api.Source, n int) *recorder {
+	t.Helper()
 	m := NewManager()
 	sub, release, err := m.Acquire("k", func() (*Subscription, error) {
 		return NewSubscription("s", src, jsonDecoder(t), clock.Wall{}, nil), nil
@@ -149,11 +141,12 @@ func TestReleaseOfUndrainableSourceDoesNotWait(t *testing.T) {
 	rec := newRecorder()
 	id := sub.Attach(rec.consumer())
 	sub.Start()
-	waitFor(t, func() bool { return rec.count() == 3 })
+	waitFor(t, func() bool { return rec.count() == n })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := release(ctx); err != nil {
 		t.Fatalf("release: %v", err)
 	}
 	sub.Detach(id)
+	return rec
 }
