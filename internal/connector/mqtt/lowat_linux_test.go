@@ -1,0 +1,163 @@
+package mqtt
+
+import (
+	"errors"
+	"io"
+	"net"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// lowatOfConn reads the socket's receive low-water mark.
+func lowatOfConn(t *testing.T, c net.Conn) int {
+	t.Helper()
+	raw, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v int
+	var gerr error
+	if err := raw.Control(func(fd uintptr) {
+		v, gerr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	return v
+}
+
+// TestPacedReaderBusyKeepsMarkRaised: a paced reader that finds data after
+// each pace reads it without waiting, below the raised low-water mark, and
+// leaves the mark raised (no system call to lower and raise it per read);
+// the first read that finds nothing lowers it and waits for the next byte.
+func TestPacedReaderBusyKeepsMarkRaised(t *testing.T) {
+	c, s := tcpPair(t)
+	p := newPacedReader(c, 2*time.Millisecond)
+	if p.sock == nil || !p.raw {
+		t.Fatalf("plain TCP connection: socket %v, direct reads %v", p.sock != nil, p.raw)
+	}
+	if _, err := s.Write([]byte("abcde")); err != nil {
+		t.Fatal(err)
+	}
+	one := make([]byte, 1)
+	for i, want := range []byte("abcde") {
+		// The first read has nothing to wait for; the others sleep their
+		// pace with the mark raised, then find the next byte waiting.
+		if n, err := p.Read(one); n != 1 || err != nil || one[0] != want {
+			t.Fatalf("read %d: %d %q %v, want %q", i, n, one[:n], err, want)
+		}
+		if i > 0 && lowatOfConn(t, c) != sleepLowat {
+			t.Fatalf("read %d found data, yet the mark is %d, not %d", i, lowatOfConn(t, c), sleepLowat)
+		}
+	}
+	got := make(chan error, 1)
+	go func() {
+		n, err := p.Read(one)
+		if err == nil && (n != 1 || one[0] != 'f') {
+			err = errors.New("read " + string(one[:n]) + ", want f")
+		}
+		got <- err
+	}()
+	// Whether 'f' arrives before the reader looked (read without waiting)
+	// or after (the mark lowered, waiting in the poller), it is read.
+	time.Sleep(20 * time.Millisecond)
+	if _, err := s.Write([]byte("f")); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for {
+		if _, err := p.Read(one); err != nil {
+			if err != io.EOF {
+				t.Fatalf("after the peer closed: %v, want io.EOF", err)
+			}
+			break
+		}
+	}
+}
+
+// TestPacedReaderEOFWithoutWaiting: the end of the stream found by a read
+// that does not wait is io.EOF, as from the connection.
+func TestPacedReaderEOFWithoutWaiting(t *testing.T) {
+	c, s := tcpPair(t)
+	p := newPacedReader(c, time.Millisecond)
+	if _, err := s.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	one := make([]byte, 1)
+	if n, err := p.Read(one); n != 1 || err != nil {
+		t.Fatalf("first read: %d %v", n, err)
+	}
+	s.Close()
+	// The FIN is there before the pace ends; the read after the pace finds
+	// it without waiting, with the mark raised.
+	time.Sleep(10 * time.Millisecond)
+	n, err := p.Read(one)
+	if n != 0 || err != io.EOF {
+		t.Fatalf("read after close: %d %v, want 0 io.EOF", n, err)
+	}
+}
+
+// TestPacedReaderClosedWhileSleeping: closing the connection while its
+// reader sleeps ends the next read with net.ErrClosed, as a read of the
+// closed connection.
+func TestPacedReaderClosedWhileSleeping(t *testing.T) {
+	c, s := tcpPair(t)
+	p := newPacedReader(c, 50*time.Millisecond)
+	if _, err := s.Write([]byte("xy")); err != nil {
+		t.Fatal(err)
+	}
+	one := make([]byte, 1)
+	if _, err := p.Read(one); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Read(one)
+		done <- err
+	}()
+	c.Close()
+	if err := <-done; err == nil {
+		// The read may have taken 'y' before the close: the one after
+		// must fail.
+		if _, err = p.Read(one); !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("read of the closed connection: %v, want net.ErrClosed", err)
+		}
+	} else if !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("read of the closed connection: %v, want net.ErrClosed", err)
+	}
+}
+
+// TestThreadSleepHoldsAtMostHalf: readers sleep on their thread (keeping
+// their processor) only while fewer than half of the processors are held
+// so, and never with a single processor.
+func TestThreadSleepHoldsAtMostHalf(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	runtime.GOMAXPROCS(1)
+	if threadSleep(time.Microsecond) {
+		t.Fatal("slept on its thread with one processor")
+	}
+	runtime.GOMAXPROCS(2)
+	release := make(chan bool)
+	go func() { release <- threadSleep(300 * time.Millisecond) }()
+	for threadSleepers.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	// The other sleeper holds one of two processors (or has just let go:
+	// then this one may take the place).
+	if threadSleep(time.Microsecond) && threadSleepers.Load() != 0 {
+		t.Fatal("a second reader slept on its thread with two processors")
+	}
+	if !<-release {
+		t.Fatal("the first reader did not sleep on its thread")
+	}
+	if threadSleepers.Load() != 0 {
+		t.Fatalf("%d sleepers counted after all woke", threadSleepers.Load())
+	}
+}
