@@ -358,3 +358,9 @@ func boxAt[T float64 | int64 | string](p *T) any {
 	(*eface)(unsafe.Pointer(&v)).data = unsafe.Pointer(p)
 	return v
 }
+
+// PoisonRecycled reports whether this build overwrites recycled memory
+// (the race detector or the arenapoison tag): other packages that reuse
+// memory on the same promise (Consumer.Kept) poison theirs in the same
+// builds.
+const PoisonRecycled = poisonRecycled

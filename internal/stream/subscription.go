@@ -107,6 +107,18 @@ type Pusher interface {
 	PushTo(fn func(msgs []*api.Message) bool)
 }
 
+// PayloadReleaser is implemented by Pusher sources that can reuse the
+// memory of the payloads they pushed (MQTT 3.1.1 reads them into a
+// reusable buffer). ReleaseWith is called once, before Connect; the
+// source calls free on its pushing goroutine right after a call of the
+// PushTo function returned, and free reports whether nothing of that
+// call's messages, their payloads included, is referenced any more: the
+// call was taken, every record of it decoded, and the decoded memory
+// recycled (every consumer kept nothing; see Consumer.Kept).
+type PayloadReleaser interface {
+	ReleaseWith(free func() bool)
+}
+
 // Drainer is implemented by sources that can stop their upstream from
 // sending while still handing over what it had sent (MQTT shared
 // subscriptions, whose broker gives what a leaving member did not take to
@@ -165,6 +177,10 @@ type Subscription struct {
 	// pushWhere and onPushPanic guard a push; pushPanicked is set when
 	// one panicked. Under deliverMu.
 	pushWhere    string
+	// pushFree is what pushFreed reports: the last push was taken and
+	// all of it recycled (set by pushed and deliverBatch, under
+	// deliverMu, on the pushing goroutine).
+	pushFree bool
 	onPushPanic  func(*panics.Error)
 	pushPanicked bool
 	stopping     atomic.Bool   // pushed messages are refused
@@ -438,6 +454,9 @@ func (s *Subscription) loop(ctx context.Context) {
 	backoff := newBackoff()
 	if s.pusher != nil {
 		s.pusher.PushTo(s.pushed)
+		if r, ok := s.pusher.(PayloadReleaser); ok {
+			r.ReleaseWith(s.pushFreed)
+		}
 	}
 	var lastOffset []byte
 	if s.rewind != nil {
@@ -590,6 +609,7 @@ func (s *Subscription) panicked(e *panics.Error) {
 func (s *Subscription) pushed(msgs []*api.Message) bool {
 	s.deliverMu.Lock()
 	defer s.deliverMu.Unlock()
+	s.pushFree = false
 	if s.stopping.Load() {
 		return false
 	}
@@ -598,8 +618,21 @@ func (s *Subscription) pushed(msgs []*api.Message) bool {
 		return false
 	}
 	s.pushPanicked = false
+	s.pushFree = true
 	s.deliverPushed(fan, msgs)
+	if s.pushPanicked {
+		s.pushFree = false
+	}
 	return !s.pushPanicked
+}
+
+// pushFreed reports whether nothing of the last push's messages is
+// referenced any more (PayloadReleaser). It is called on the pushing
+// goroutine right after pushed returned.
+func (s *Subscription) pushFreed() bool {
+	s.deliverMu.Lock()
+	defer s.deliverMu.Unlock()
+	return s.pushFree
 }
 
 // deliverPushed delivers msgs in batches; a panic sets pushPanicked. The
@@ -731,7 +764,9 @@ func (s *Subscription) deliverBatch(fan *fanout, batch []readResult, lastOffset 
 		}
 	}
 	flush()
-	s.recycle(fan, first)
+	if !s.recycle(fan, first) || bad > 0 || readErr != nil {
+		s.pushFree = false
+	}
 	s.mu.Lock()
 	s.status.RecordsIn += int64(n)
 	s.status.DecodeErrors += int64(bad)
@@ -769,10 +804,11 @@ func (s *Subscription) deliverBatch(fan *fanout, batch []readResult, lastOffset 
 // otherwise. The fan-out was taken under s.mu for this batch, so a
 // consumer attached since got none of it; each consumer is asked, so that
 // none carries a stale answer into the next batch. first is the batch's
-// first delivered slice, reused with the memory.
-func (s *Subscription) recycle(fan *fanout, first []*row.Tuple) {
+// first delivered slice, reused with the memory. It reports whether it
+// recycled.
+func (s *Subscription) recycle(fan *fanout, first []*row.Tuple) bool {
 	if s.recycler == nil {
-		return
+		return false
 	}
 	kept := !fan.reports
 	for _, m := range fan.members {
@@ -782,13 +818,14 @@ func (s *Subscription) recycle(fan *fanout, first []*row.Tuple) {
 	}
 	if kept {
 		s.recycler.Keep()
-		return
+		return false
 	}
 	s.recycler.Recycle()
 	if first != nil && cap(first) <= 4*maxBatch {
 		clear(first[:cap(first)])
 		s.spare = first[:0]
 	}
+	return true
 }
 
 // route delivers tuples to the indexed consumers: each gets, in order, the

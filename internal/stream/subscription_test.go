@@ -389,7 +389,7 @@ func (c *windowCodec) Keep()    { c.kept++; c.JSONCodec.Keep() }
 // keep the batch. Every reporting consumer is asked after every batch,
 // whatever the others answer.
 func TestRecycleNeedsEveryConsumerToKeepNothing(t *testing.T) {
-	src := &pushFake{}
+	src := &releaseFake{}
 	dec := &windowCodec{JSONCodec: format.NewJSONStream([]string{"seq"})}
 	sub := NewSubscription("s", src, dec, clock.Wall{}, nil)
 	var asked [2]int
@@ -420,6 +420,11 @@ func TestRecycleNeedsEveryConsumerToKeepNothing(t *testing.T) {
 		if got != want {
 			t.Fatalf("batch %s, want %s", got, want)
 		}
+		// The source may reuse the payloads exactly when the batch was
+		// recycled (PayloadReleaser).
+		if free := src.free(); free != (want == "recycled") {
+			t.Fatalf("batch %s: the source was told its payloads are free: %v", got, free)
+		}
 	}
 	push("recycled")
 	keeps[1] = true
@@ -433,4 +438,20 @@ func TestRecycleNeedsEveryConsumerToKeepNothing(t *testing.T) {
 	if asked != [2]int{5, 5} {
 		t.Fatalf("consumers asked %v times, want 5 each", asked)
 	}
+	// A record that does not decode leaves the payloads to the GC (its
+	// error may describe them), whatever the consumers kept.
+	if !src.push([]*api.Message{{Payload: []byte(`{"seq":3}`)}, {Payload: []byte(`{"seq":`)}}) {
+		t.Fatal("push refused")
+	}
+	if src.free() {
+		t.Fatal("payloads reported free after a decode error")
+	}
 }
+
+// releaseFake is a pushFake that is told when its payloads are free.
+type releaseFake struct {
+	pushFake
+	free func() bool
+}
+
+func (r *releaseFake) ReleaseWith(free func() bool) { r.free = free }

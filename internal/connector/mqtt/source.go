@@ -53,6 +53,7 @@ type Source struct {
 	clock   clock.Clock
 
 	push func([]*api.Message) bool
+	free func() bool // see ReleaseWith
 
 	conn *conn
 	sub  *subscription
@@ -69,6 +70,11 @@ var _ api.Source = (*Source)(nil)
 // connection's reader instead of queueing them for Read (stream.Pusher).
 // It must be called before Connect.
 func (s *Source) PushTo(fn func([]*api.Message) bool) { s.push = fn }
+
+// ReleaseWith lets the source reuse the memory of pushed payloads once
+// free reports, right after a push, that nothing of it is referenced
+// (stream.PayloadReleaser). It must be called before Connect.
+func (s *Source) ReleaseWith(free func() bool) { s.free = free }
 
 // NewSource builds a source from validated props. It loads TLS material but
 // does no network I/O.
@@ -124,7 +130,7 @@ func (s *Source) Connect(ctx context.Context) error {
 	}
 	c := s.pool.acquire(s.cfg, "source")
 	sub := newSubscription(s.filters, s.decomp, s.pool.bufferLength, s.clock, s.logger)
-	sub.push = s.push
+	sub.push, sub.free = s.push, s.free
 	if err := c.addSub(ctx, sub); err != nil {
 		c.removeSub(sub)
 		s.pool.release(c)
@@ -210,6 +216,14 @@ type subscription struct {
 	push  func([]*api.Message) bool
 	batch []*api.Message
 	dirty bool
+	// free reports, right after push returned, whether nothing of the
+	// messages pushed is referenced any more (nil: never). arenas are
+	// the body arenas the batch's payloads lie in, marked kept unless
+	// the push freed them; spare are message structs to reuse (push
+	// keeps none). Same discipline as batch.
+	free   func() bool
+	arenas []*bodyArena
+	spare  []*api.Message
 	// held are the acknowledgements of batches push refused; close
 	// sends them when the connection stays in use.
 	heldMu sync.Mutex
@@ -286,7 +300,14 @@ func (s *subscription) deliver(m inbound, ack func()) bool {
 		}
 		payload = p
 	}
-	msg := &api.Message{Payload: payload, Meta: s.metadata(m), Time: s.clock.Now()}
+	var msg *api.Message
+	if s.push != nil && len(s.spare) > 0 {
+		msg = s.spare[len(s.spare)-1]
+		s.spare = s.spare[:len(s.spare)-1]
+	} else {
+		msg = new(api.Message)
+	}
+	*msg = api.Message{Payload: payload, Meta: s.metadata(m), Time: s.clock.Now()}
 	if ack != nil {
 		var once sync.Once
 		s.unacked.Add(1)
@@ -300,8 +321,13 @@ func (s *subscription) deliver(m inbound, ack func()) bool {
 	s.received.Add(1)
 	if s.push != nil {
 		s.batch = append(s.batch, msg)
+		if m.arena != nil && s.decomp == "" && (len(s.arenas) == 0 || s.arenas[len(s.arenas)-1] != m.arena) {
+			s.arenas = append(s.arenas, m.arena)
+		}
 		return true
 	}
+	// Queued for Read: kept for as long as the reader pleases.
+	m.arena.keep()
 	select {
 	case s.ch <- msg:
 	case <-s.closed:
@@ -356,8 +382,23 @@ func (s *subscription) flush() {
 		return
 	}
 	batch := s.batch
-	if isClosed(s.closed) || !s.push(batch) {
+	took := !isClosed(s.closed) && s.push(batch)
+	if !took {
 		s.hold(batch)
+	}
+	if !took || s.free == nil || !s.free() {
+		for _, a := range s.arenas {
+			a.keep()
+		}
+	}
+	clear(s.arenas)
+	s.arenas = s.arenas[:0]
+	// push keeps no message (stream.Pusher): their structs are reused.
+	if len(s.spare) < 2*maxPushBatch {
+		for _, m := range batch {
+			*m = api.Message{}
+			s.spare = append(s.spare, m)
+		}
 	}
 	clear(batch)
 	s.batch = batch[:0]

@@ -20,6 +20,9 @@ type inbound struct {
 	retained bool
 	user     map[string]any // v5 user properties
 	ack      func()         // nil for QoS 0
+	// arena is the body arena payload lies in (3.1.1 reader), nil when
+	// the payload was allocated for it alone.
+	arena *bodyArena
 }
 
 // outbound is one message to publish.

@@ -188,14 +188,24 @@ func (t *v3) reader() {
 	r := t.conn.r
 	scratch := make([]byte, 256)
 	var topics topicCache
+	// Bodies come from an arena only where flushes hand every message
+	// over (push subscriptions); without flush, messages are queued.
+	var bodies *bodyArena
+	if t.flush != nil {
+		bodies = new(bodyArena)
+	}
 	for {
-		typ, flags, body, err := readPacket(r, scratch)
+		typ, flags, body, inArena, err := readPacketInto(r, scratch, bodies)
 		if err != nil {
 			t.fail(fmt.Errorf("read: %w", err))
 			return
 		}
 		t.rx.Add(1)
-		if err := t.handle(typ, flags, body, &topics); err != nil {
+		var arena *bodyArena
+		if inArena {
+			arena = bodies
+		}
+		if err := t.handle(typ, flags, body, &topics, arena); err != nil {
 			t.fail(err)
 			return
 		}
@@ -204,6 +214,10 @@ func (t *v3) reader() {
 			t.busy.Store(true)
 			t.flush()
 			t.busy.Store(false)
+			// Everything read so far was handed over; a transport
+			// that is gone (a newer one may be reading) reuses
+			// nothing.
+			bodies.settle(!isClosed(t.gone))
 		}
 	}
 }
@@ -228,10 +242,10 @@ func packetBuffered(r *bufio.Reader) bool {
 }
 
 // handle processes one packet read by the reader.
-func (t *v3) handle(typ, flags byte, body []byte, topics *topicCache) error {
+func (t *v3) handle(typ, flags byte, body []byte, topics *topicCache, arena *bodyArena) error {
 	switch typ {
 	case pktPublish:
-		return t.received(flags, body, topics)
+		return t.received(flags, body, topics, arena)
 	case pktPuback, pktPubcomp:
 		id, err := decodeID(body)
 		if err != nil {
@@ -294,12 +308,12 @@ func (t *v3) handle(typ, flags byte, body []byte, topics *topicCache) error {
 
 // received hands a PUBLISH to the handler, with its acknowledgement for
 // QoS 1 and 2.
-func (t *v3) received(flags byte, body []byte, topics *topicCache) error {
+func (t *v3) received(flags byte, body []byte, topics *topicCache, arena *bodyArena) error {
 	p, err := decodePublish(flags, body, topics)
 	if err != nil {
 		return err
 	}
-	in := inbound{topic: p.topic, payload: p.payload, qos: p.qos, id: p.id, retained: p.retain}
+	in := inbound{topic: p.topic, payload: p.payload, qos: p.qos, id: p.id, retained: p.retain, arena: arena}
 	if p.qos > 0 {
 		seq, deliver := t.acks.received(p.id, p.qos)
 		if !deliver {

@@ -220,16 +220,26 @@ type packetReader interface {
 // header flags and its body. A PUBLISH body is freshly allocated (the
 // payload is handed on); other bodies reuse scratch when it is big enough.
 func readPacket(r packetReader, scratch []byte) (typ, flags byte, body []byte, err error) {
+	typ, flags, body, _, err = readPacketInto(r, scratch, nil)
+	return typ, flags, body, err
+}
+
+// readPacketInto is readPacket taking PUBLISH bodies from bodies when it
+// is set; inArena reports whether body lies in the arena's chunk.
+func readPacketInto(r packetReader, scratch []byte, bodies *bodyArena) (typ, flags byte, body []byte, inArena bool, err error) {
 	h, err := r.ReadByte()
 	if err != nil {
-		return 0, 0, nil, err
+		return 0, 0, nil, false, err
 	}
 	n, err := readRemaining(r)
 	if err != nil {
-		return 0, 0, nil, err
+		return 0, 0, nil, false, err
 	}
 	typ, flags = h>>4, h&0x0f
 	switch {
+	case typ == pktPublish && bodies != nil && n <= bodyArenaMax:
+		body, inArena = bodies.take(n)
+		_, err = io.ReadFull(r, body)
 	case typ == pktPublish || n > cap(scratch):
 		body, err = readBody(r, n)
 	default:
@@ -237,9 +247,9 @@ func readPacket(r packetReader, scratch []byte) (typ, flags byte, body []byte, e
 		_, err = io.ReadFull(r, body)
 	}
 	if err != nil {
-		return 0, 0, nil, unexpectedEOF(err)
+		return 0, 0, nil, false, unexpectedEOF(err)
 	}
-	return typ, flags, body, nil
+	return typ, flags, body, inArena, nil
 }
 
 // readRemaining reads a variable byte integer of at most four bytes.
