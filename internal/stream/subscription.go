@@ -176,11 +176,11 @@ type Subscription struct {
 	pushBuf   []readResult // reused under deliverMu
 	// pushWhere and onPushPanic guard a push; pushPanicked is set when
 	// one panicked. Under deliverMu.
-	pushWhere    string
+	pushWhere string
 	// pushFree is what pushFreed reports: the last push was taken and
 	// all of it recycled (set by pushed and deliverBatch, under
 	// deliverMu, on the pushing goroutine).
-	pushFree bool
+	pushFree     bool
 	onPushPanic  func(*panics.Error)
 	pushPanicked bool
 	stopping     atomic.Bool   // pushed messages are refused
