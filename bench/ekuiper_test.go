@@ -186,3 +186,25 @@ func TestRuleDefForBothEngines(t *testing.T) {
 		t.Fatalf("rule %v", r)
 	}
 }
+
+func TestStreamSQL(t *testing.T) {
+	ek := &EKuiper{Bin: "/e/kuiperd", Etc: "/e/etc"}
+	const plain = `CREATE STREAM bench () WITH (DATASOURCE="bench/in", FORMAT="json", TYPE="mqtt")`
+	for _, tc := range []struct {
+		name string
+		cfg  RunConfig
+		want string
+	}{
+		{"rekuiper", RunConfig{}, plain},
+		{"rekuiper ignores shared", RunConfig{EKuiperShared: true}, plain},
+		{"ekuiper", RunConfig{EKuiper: ek}, plain},
+		{"ekuiper shared", RunConfig{EKuiper: ek, EKuiperShared: true},
+			`CREATE STREAM bench () WITH (DATASOURCE="bench/in", FORMAT="json", TYPE="mqtt", SHARED="true")`},
+		{"typed", RunConfig{EKuiper: ek, Typed: true},
+			`CREATE STREAM bench (seq BIGINT, ts BIGINT, deviceId STRING, temperature FLOAT) WITH (DATASOURCE="bench/in", FORMAT="json", TYPE="mqtt")`},
+	} {
+		if got := streamSQL(tc.cfg); got != tc.want {
+			t.Errorf("%s: %s\nwant %s", tc.name, got, tc.want)
+		}
+	}
+}

@@ -93,7 +93,12 @@ type RunConfig struct {
 	// EKuiper, when set, runs eKuiper's kuiperd instead of Kuiperd (MQTT
 	// scenarios): same stream, rules and harness.
 	EKuiper *EKuiper
-	Logf    func(format string, args ...any)
+	// EKuiperShared declares eKuiper's stream SHARED="true": its rules
+	// then share one source instance (one subscription, one decode), as
+	// rekuiper's rules on a stream do by default; without it every
+	// eKuiper rule subscribes on its own.
+	EKuiperShared bool
+	Logf          func(format string, args ...any)
 }
 
 // Result is the outcome of one scenario run. CPU figures are per
@@ -208,11 +213,7 @@ func Run(ctx context.Context, sc Scenario, cfg RunConfig) (Result, error) {
 		defer floor.Close()
 	}
 
-	fields := ""
-	if cfg.Typed {
-		fields = "seq BIGINT, ts BIGINT, deviceId STRING, temperature FLOAT"
-	}
-	if err := rest.CreateStream(`CREATE STREAM bench (` + fields + `) WITH (DATASOURCE="bench/in", FORMAT="json", TYPE="mqtt")`); err != nil {
+	if err := rest.CreateStream(streamSQL(cfg)); err != nil {
 		return Result{}, err
 	}
 	ids := make([]string, sc.Rules)
@@ -273,6 +274,9 @@ func Run(ctx context.Context, sc Scenario, cfg RunConfig) (Result, error) {
 	}
 	if cfg.EKuiper != nil {
 		res.Engine = "ekuiper"
+		if cfg.EKuiperShared {
+			res.Engine = "ekuiper-shared"
+		}
 	}
 	if sc.Window {
 		res.Received, res.OutMessages, res.LatencyKind = st.WindowSum, st.Windows, "receive time - window end"
@@ -319,6 +323,19 @@ func Run(ctx context.Context, sc Scenario, cfg RunConfig) (Result, error) {
 		res.EngineIn, res.EngineOut, err = 0, 0, nil
 	}
 	return res, err
+}
+
+// streamSQL is the input stream of the MQTT scenarios.
+func streamSQL(cfg RunConfig) string {
+	fields := ""
+	if cfg.Typed {
+		fields = "seq BIGINT, ts BIGINT, deviceId STRING, temperature FLOAT"
+	}
+	shared := ""
+	if cfg.EKuiper != nil && cfg.EKuiperShared {
+		shared = `, SHARED="true"`
+	}
+	return `CREATE STREAM bench (` + fields + `) WITH (DATASOURCE="bench/in", FORMAT="json", TYPE="mqtt"` + shared + `)`
 }
 
 // profilePublishing starts, 2 s from now, a CPU profile (up to 10 s, less
