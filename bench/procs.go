@@ -134,6 +134,11 @@ type Daemon struct {
 	Port int
 	// Env adds environment variables to every start.
 	Env []string
+	// EKuiper marks eKuiper's kuiperd (NewEKuiperDaemon): it finds its
+	// folders through KuiperBaseKey and listens on two more ports.
+	EKuiper  bool
+	RPCPort  int // eKuiper: the CLI's port (basic.port)
+	HTTPPort int // eKuiper: the HTTP push source's server port
 
 	mu sync.Mutex
 }
@@ -141,7 +146,13 @@ type Daemon struct {
 // startDaemon starts kuiperd for a scenario run in dir/kuiperd with the
 // run's binary and environment; the caller stops it.
 func startDaemon(ctx context.Context, cfg RunConfig, dir string, etc map[string]string) (*Daemon, *REST, error) {
-	d, err := NewDaemon(cfg.Kuiperd, filepath.Join(dir, "kuiperd"), etc)
+	var d *Daemon
+	var err error
+	if cfg.EKuiper != nil {
+		d, err = NewEKuiperDaemon(*cfg.EKuiper, filepath.Join(dir, "kuiperd"), etc)
+	} else {
+		d, err = NewDaemon(cfg.Kuiperd, filepath.Join(dir, "kuiperd"), etc)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -177,13 +188,12 @@ func NewDaemon(bin, dir string, etcFiles map[string]string) (*Daemon, error) {
 	return &Daemon{Bin: bin, Dir: dir, Port: port}, nil
 }
 
-// URL is the REST base URL.
-func (d *Daemon) URL() string { return "http://127.0.0.1:" + strconv.Itoa(d.Port) }
-
-// Start runs kuiperd and waits until /ping answers; it returns the time
-// from exec to the first successful ping.
-func (d *Daemon) Start(ctx context.Context) (time.Duration, error) {
-	env := append([]string{
+// command returns the environment added to kuiperd's and its arguments.
+func (d *Daemon) command() (env, args []string) {
+	if d.EKuiper {
+		return append(ekuiperEnv(d), d.Env...), nil
+	}
+	env = append([]string{
 		"KUIPER__BASIC__RESTPORT=" + strconv.Itoa(d.Port),
 		"KUIPER__BASIC__RESTIP=127.0.0.1",
 		"KUIPER__SOURCE__HTTPSERVERPORT=0",
@@ -191,9 +201,18 @@ func (d *Daemon) Start(ctx context.Context) (time.Duration, error) {
 		"KUIPER__BASIC__FILELOG=true",
 		"KUIPER__BASIC__LOGLEVEL=warn",
 	}, d.Env...)
+	return env, []string{"-etc", filepath.Join(d.Dir, "etc"), "-data", filepath.Join(d.Dir, "data"), "-log", filepath.Join(d.Dir, "log")}
+}
+
+// URL is the REST base URL.
+func (d *Daemon) URL() string { return "http://127.0.0.1:" + strconv.Itoa(d.Port) }
+
+// Start runs kuiperd and waits until /ping answers; it returns the time
+// from exec to the first successful ping.
+func (d *Daemon) Start(ctx context.Context) (time.Duration, error) {
+	env, args := d.command()
 	t0 := time.Now()
-	p, err := startProcess("kuiperd", d.Dir, env, d.Bin,
-		"-etc", filepath.Join(d.Dir, "etc"), "-data", filepath.Join(d.Dir, "data"), "-log", filepath.Join(d.Dir, "log"))
+	p, err := startProcess("kuiperd", d.Dir, env, d.Bin, args...)
 	if err != nil {
 		return 0, err
 	}

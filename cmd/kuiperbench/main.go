@@ -21,6 +21,21 @@
 // broker that keeps at most 20 unacknowledged messages in flight per
 // client (mosquitto's default), so the engine's acknowledgements pace it.
 //
+// With -ekuiper PATH the MQTT scenarios run eKuiper v2's kuiperd instead
+// of rekuiper's, through the same broker, publisher, subscriber and
+// accounting, for a comparison column: PATH is eKuiper's kuiperd (its
+// etc/ folder beside it or one folder up) or its installation folder.
+// Each run gets a fresh base folder (KuiperBaseKey) with a copy of that
+// etc/, the bench's mqtt_source.yaml over it and its own ports; the
+// stream and rules are the ones sent to rekuiper. Result lines start with
+// "eKuiper:". -read-pace (a rekuiper property) is refused. eKuiper gives
+// every rule its own source instance (its own subscription) unless the
+// stream is declared SHARED="true"; -ekuiper-shared declares it so, the
+// equivalent of rekuiper's default, where rules on one stream share a
+// subscription (it matters in rules100 and rules1000).
+//
+//	go run ./cmd/kuiperbench -scenarios filter40k -ekuiper /path/to/ekuiper/kuiperd
+//
 // direct10k and direct40k run no rule (the subscriber reads the input
 // topic): the cost and latency of the publisher, broker and subscriber
 // alone. Flags: go run ./cmd/kuiperbench -h.
@@ -86,6 +101,8 @@ func run(args []string, out io.Writer) error {
 	kafkaBatch := fs.Int("kafka-sink-batch", 0, "Kafka scenarios: the kafka sink's batchSize (0: the scenario's)")
 	jsonOut := fs.String("json", "", "also write the results as JSON to this file")
 	kuiperd := fs.String("kuiperd", "", "kuiperd binary (default: build ./cmd/kuiperd)")
+	ekuiperShared := fs.Bool("ekuiper-shared", false, "with -ekuiper: declare the stream SHARED=\"true\", so eKuiper's rules share one source instance (one subscription) as rekuiper's do by default")
+	ekuiper := fs.String("ekuiper", "", "MQTT scenarios: run eKuiper v2's kuiperd instead of rekuiper's, for a comparison: its binary (with eKuiper's etc/ folder beside it or one folder up) or its installation folder (etc/ and bin/kuiperd or kuiperd)")
 	rules := fs.Int("rules", 10_000, "rules10k: number of rules")
 	clients := fs.Int("clients", 4, "rules10k: concurrent REST clients")
 	bufLen := fs.Int("rule-buffer", 0, "rules10k: bufferLength option of the rules (0: the default)")
@@ -127,8 +144,28 @@ func run(args []string, out io.Writer) error {
 	} else {
 		defer os.RemoveAll(dir)
 	}
+	var ek *bench.EKuiper
+	if *ekuiperShared && *ekuiper == "" {
+		return errors.New("-ekuiper-shared needs -ekuiper")
+	}
+	if *ekuiper != "" {
+		if *readPace != "" {
+			return errors.New("-read-pace is a rekuiper source property; not with -ekuiper")
+		}
+		for _, name := range strings.Split(*scen, ",") {
+			if _, ok := bench.FindScenario(strings.TrimSpace(name)); !ok {
+				return fmt.Errorf("-ekuiper runs the MQTT scenarios only, not %q", strings.TrimSpace(name))
+			}
+		}
+		found, err := bench.FindEKuiper(*ekuiper)
+		if err != nil {
+			return err
+		}
+		ek = &found
+		logf("eKuiper: %s (etc from %s)", ek.Bin, ek.Etc)
+	}
 	bin := *kuiperd
-	if bin == "" {
+	if bin == "" && ek == nil {
 		root, err := moduleRoot()
 		if err != nil {
 			return err
@@ -157,7 +194,7 @@ func run(args []string, out io.Writer) error {
 		var runOne func(q int) (bench.Result, error)
 		if sc, ok := bench.FindScenario(name); ok {
 			runOne = func(q int) (bench.Result, error) {
-				return bench.Run(ctx, sc, bench.RunConfig{Kuiperd: bin, Dir: dir, Duration: *dur, Publishers: *pubs, RuleQoS: q, Env: env, ReadPace: *readPace, Protocol: *protocol, Floor: *floor, Typed: *typed, Profiles: *profiles, Logf: logf})
+				return bench.Run(ctx, sc, bench.RunConfig{Kuiperd: bin, Dir: dir, Duration: *dur, Publishers: *pubs, RuleQoS: q, Env: env, ReadPace: *readPace, Protocol: *protocol, Floor: *floor, Typed: *typed, Profiles: *profiles, EKuiper: ek, EKuiperShared: *ekuiperShared, Logf: logf})
 			}
 		} else if ks, ok := bench.FindKafkaScenario(name); ok {
 			if *kafkaBatch > 0 {
@@ -226,6 +263,12 @@ func median(xs []float64) float64 {
 }
 
 func printResult(w io.Writer, r bench.Result) {
+	switch r.Engine {
+	case "ekuiper":
+		fmt.Fprint(w, "eKuiper: ")
+	case "ekuiper-shared":
+		fmt.Fprint(w, "eKuiper (SHARED stream): ")
+	}
 	fmt.Fprintf(w, "%s (rule qos %d, %d rule(s), %d msg/s × %.0f s, %d publisher(s))\n", r.Scenario, r.RuleQoS, r.Rules, r.Rate, r.DurationS, r.Publishers)
 	fmt.Fprintf(w, "  published %d (%.0f msg/s achieved, %d errors, max lag %d)\n", r.Published, r.PublishRate, r.PublishErrors, r.PublisherMaxLag)
 	fmt.Fprintf(w, "  expected %d, received %d (%d output messages), lost %d, duplicates %d, broker dropped %d\n", r.Expected, r.Received, r.OutMessages, r.Lost, r.Duplicates, r.BrokerDropped)
