@@ -173,3 +173,41 @@ func TestSinkStatusWhenBrokerDown(t *testing.T) {
 		t.Fatalf("connection status %v, message %q", m[p+"connection_status"], m[p+"connection_last_disconnected_message"])
 	}
 }
+
+// TestSinkRecordsCountMessages: a sink's records in and out count the
+// messages it is handed, as eKuiper's do: the rows of an emission with
+// sendSingle (each row its own message), the emission without.
+func TestSinkRecordsCountMessages(t *testing.T) {
+	e := newTestEnv(t)
+	def, err := rule.ParseDef([]byte(`{"id":"r","sql":"SELECT v FROM s GROUP BY COUNTWINDOW(3)","actions":[
+		{"nop":{"sendSingle":true}},{"nop":{}}]}`), rule.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	run, err := e.runner.Start(ctx, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = run.Stop(ctx) })
+	waitSubscribed(t, e.bus, 1)
+	e.publish(t, 1, 2, 3, 4, 5, 6)
+	want := map[string]int64{
+		"sink_nop_0_0_records_in_total": 6, "sink_nop_0_0_records_out_total": 6,
+		"sink_nop_1_0_records_in_total": 2, "sink_nop_1_0_records_out_total": 2,
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	var m map[string]any
+	for time.Now().Before(deadline) {
+		m = run.Metrics()
+		if m["sink_nop_1_0_records_out_total"] == int64(2) && m["sink_nop_0_0_records_out_total"] == int64(6) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s = %v, want %d", k, m[k], v)
+		}
+	}
+}

@@ -50,6 +50,9 @@ type sinkNode struct {
 	batcher connector.Batcher
 }
 
+// PerRow: with sendSingle the sink's records count rows (runtime.PerRowSink).
+func (s *sinkNode) PerRow() bool { return s.shaper != nil && s.shaper.SendSingle() }
+
 func (s *sinkNode) panicked(e *panics.Error) {
 	if s.fail != nil {
 		s.fail(e)

@@ -155,6 +155,9 @@ func (s *Shaper) Shape(rows []map[string]any) ([]*api.SinkMessage, error) {
 	return out, nil
 }
 
+// SendSingle reports whether each row becomes a message of its own.
+func (s *Shaper) SendSingle() bool { return s.sendSingle }
+
 // SlotsOK reports whether ShapeSlots can shape emissions for these
 // properties: format json, without dataTemplate and dataField.
 func (s *Shaper) SlotsOK() bool {

@@ -39,6 +39,14 @@ type Sink interface {
 	Collect(ctx context.Context, rows []map[string]any) error
 }
 
+// PerRowSink is implemented by sinks that may send each row of an emission
+// as a message of its own (sendSingle): when PerRow is true their records
+// in and out count rows, as eKuiper's sink counts the messages it is
+// handed, not emissions.
+type PerRowSink interface {
+	PerRow() bool
+}
+
 // SlotSink is implemented by sinks that take projected rows in slots
 // (row.SlotRows) as well as maps: the runtime then hands them the rule's
 // slot rows, and builds maps only for the sinks without it.
@@ -946,6 +954,21 @@ func (r *Rule) sinkInline(b *sinkBatch, end bool) {
 	}
 }
 
+// sinkRecords is what one item counts in a sink's records in and out: one
+// emission, or its rows for a sink that sends each row on its own.
+func sinkRecords(sink Sink, it *operator.Item) int64 {
+	if it.Kind != operator.Data {
+		return 1
+	}
+	if pr, ok := sink.(PerRowSink); !ok || !pr.PerRow() {
+		return 1
+	}
+	if it.Slots != nil {
+		return int64(it.Slots.Len())
+	}
+	return int64(len(it.Results))
+}
+
 // deliver hands one item to sink i, taken at engine time nowMS. Sink
 // goroutine.
 func (r *Rule) deliver(i int, sink Sink, slots SlotSink, m *Metrics, it *operator.Item, nowMS int64) {
@@ -953,7 +976,8 @@ func (r *Rule) deliver(i int, sink Sink, slots SlotSink, m *Metrics, it *operato
 		r.sinkBarrier(i, it.Barrier)
 		return
 	}
-	m.RecordsIn.Add(1)
+	n := sinkRecords(sink, it)
+	m.RecordsIn.Add(n)
 	var start time.Time
 	timed := m.timed()
 	if timed {
@@ -980,7 +1004,7 @@ func (r *Rule) deliver(i int, sink Sink, slots SlotSink, m *Metrics, it *operato
 		m.RecordException(err.Error(), r.nowMS())
 		span.Fail(err)
 	} else {
-		m.RecordsOut.Add(1)
+		m.RecordsOut.Add(n)
 	}
 	span.End()
 	if timed {
