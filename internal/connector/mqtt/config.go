@@ -26,9 +26,7 @@ const (
 	defaultBufferLength   = 1024
 	// defaultReadPace trades at most a millisecond of latency for reading
 	// bursts in one go: every read costs a sleep and a wake-up of the
-	// reader, whatever it brings (docs/benchmarks.md, "filter40k now").
-	// A shorter pace reads no more often in practice: the Go runtime's
-	// poller sleeps at least a millisecond when nothing else wakes it.
+	// reader, whatever it brings (docs/benchmarks.md, "filter40k").
 	defaultReadPace = time.Millisecond
 )
 
