@@ -3,12 +3,12 @@ package bench
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 
 	"github.com/rekuiper/rekuiper/internal/procs"
+	"github.com/rekuiper/rekuiper/qualify"
 )
 
 // EKuiper is an eKuiper v2 installation the MQTT scenarios can run
@@ -73,7 +73,7 @@ var ekuiperPlugins = []string{"sources", "sinks", "functions", "portable", "wasm
 // ek.Etc copied to dir/etc, then etcFiles written over it (name →
 // content), and empty data/, log/ and plugins/ folders.
 func NewEKuiperDaemon(ek EKuiper, dir string, etcFiles map[string]string) (*Daemon, error) {
-	if err := copyTree(ek.Etc, filepath.Join(dir, "etc")); err != nil {
+	if err := qualify.CopyTree(ek.Etc, filepath.Join(dir, "etc")); err != nil {
 		return nil, fmt.Errorf("copy eKuiper's etc: %w", err)
 	}
 	dirs := []string{"data", "log"}
@@ -123,32 +123,6 @@ func ekuiperEnv(d *Daemon) []string {
 		"KUIPER__BASIC__FILELOG=true",
 		"KUIPER__BASIC__LOGLEVEL=warn",
 	}
-}
-
-// copyTree copies the regular files and folders under src to dst.
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		to := filepath.Join(dst, rel)
-		switch {
-		case e.IsDir():
-			return os.MkdirAll(to, 0o755)
-		case e.Type().IsRegular():
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(to, b, 0o644)
-		default:
-			return nil // links and the like: an etc folder has none that matter
-		}
-	})
 }
 
 // errEKuiperReadPace refuses a rekuiper-only source property.

@@ -179,18 +179,8 @@ func TestSinkStatusWhenBrokerDown(t *testing.T) {
 // sendSingle (each row its own message), the emission without.
 func TestSinkRecordsCountMessages(t *testing.T) {
 	e := newTestEnv(t)
-	def, err := rule.ParseDef([]byte(`{"id":"r","sql":"SELECT v FROM s GROUP BY COUNTWINDOW(3)","actions":[
-		{"nop":{"sendSingle":true}},{"nop":{}}]}`), rule.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	run, err := e.runner.Start(ctx, def)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = run.Stop(ctx) })
-	waitSubscribed(t, e.bus, 1)
+	run := startRule(t, e, `{"id":"r","sql":"SELECT v FROM s GROUP BY COUNTWINDOW(3)","actions":[
+		{"nop":{"sendSingle":true}},{"nop":{}}]}`)
 	e.publish(t, 1, 2, 3, 4, 5, 6)
 	want := map[string]int64{
 		"sink_nop_0_0_records_in_total": 6, "sink_nop_0_0_records_out_total": 6,
