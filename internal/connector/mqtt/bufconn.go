@@ -125,19 +125,28 @@ type pacedReader struct {
 // wake-ups each time and keeps the monitor polling every 20µs.
 const yieldEvery = 4 * time.Millisecond
 
-// threadSleepers counts the paced readers sleeping on their thread now.
-var threadSleepers atomic.Int32
+// sleepSlots counts the readers sleeping on their thread now.
+type sleepSlots struct{ n atomic.Int32 }
+
+// threadSleepers are the process's paced readers sleeping on their thread.
+var threadSleepers sleepSlots
 
 // threadSleep sleeps d on the caller's thread when fewer than half of the
 // processors are held by readers sleeping so (none with one processor),
 // and reports whether it did.
 func threadSleep(d time.Duration) bool {
-	if int(threadSleepers.Add(1)) > runtime.GOMAXPROCS(0)/2 {
-		threadSleepers.Add(-1)
+	return threadSleepers.sleep(d, runtime.GOMAXPROCS(0))
+}
+
+// sleep sleeps d on the caller's thread when fewer than procs/2 sleepers
+// hold a slot, and reports whether it did.
+func (s *sleepSlots) sleep(d time.Duration, procs int) bool {
+	if int(s.n.Add(1)) > procs/2 {
+		s.n.Add(-1)
 		return false
 	}
 	sleepThread(d)
-	threadSleepers.Add(-1)
+	s.n.Add(-1)
 	return true
 }
 

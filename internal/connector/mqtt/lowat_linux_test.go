@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -136,28 +135,30 @@ func TestPacedReaderClosedWhileSleeping(t *testing.T) {
 
 // TestThreadSleepHoldsAtMostHalf: readers sleep on their thread (keeping
 // their processor) only while fewer than half of the processors are held
-// so, and never with a single processor.
+// so, and never with a single processor. (Its own slots: the process's
+// are shared with every paced reader of other tests.)
 func TestThreadSleepHoldsAtMostHalf(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	runtime.GOMAXPROCS(1)
-	if threadSleep(time.Microsecond) {
+	var slots sleepSlots
+	if slots.sleep(time.Microsecond, 1) {
 		t.Fatal("slept on its thread with one processor")
 	}
-	runtime.GOMAXPROCS(2)
 	release := make(chan bool)
-	go func() { release <- threadSleep(300 * time.Millisecond) }()
-	for threadSleepers.Load() == 0 {
+	go func() { release <- slots.sleep(300*time.Millisecond, 2) }()
+	for slots.n.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	// The other sleeper holds one of two processors (or has just let go:
 	// then this one may take the place).
-	if threadSleep(time.Microsecond) && threadSleepers.Load() != 0 {
+	if slots.sleep(time.Microsecond, 2) && slots.n.Load() != 0 {
 		t.Fatal("a second reader slept on its thread with two processors")
+	}
+	if slots.sleep(time.Microsecond, 4) != true {
+		t.Fatal("a second reader did not sleep on its thread with four processors")
 	}
 	if !<-release {
 		t.Fatal("the first reader did not sleep on its thread")
 	}
-	if threadSleepers.Load() != 0 {
-		t.Fatalf("%d sleepers counted after all woke", threadSleepers.Load())
+	if slots.n.Load() != 0 {
+		t.Fatalf("%d sleepers counted after all woke", slots.n.Load())
 	}
 }
