@@ -358,9 +358,12 @@ func (a *actor) startRun(runFor time.Duration) bool {
 	if runFor > 0 {
 		a.after(runFor, evCronEnd)
 	}
+	// The marker's timer is armed before the state says running, so that
+	// whoever sees the rule running (a test advancing a virtual clock)
+	// finds it armed.
+	a.after(settleDelay(now, a.m.cfg.StartSettle), evSettled)
 	a.set(func() { a.state, a.run, a.lastStart = StateRunning, run, now.UnixMilli() })
 	a.m.log.Info("rule started", "rule", a.id)
-	a.after(settleDelay(now, a.m.cfg.StartSettle), evSettled)
 	a.watch(run, gen)
 	return true
 }
