@@ -139,8 +139,12 @@ const delivery = 64
 
 // streamDecoder returns the decoder the daemon builds for the benchmark
 // stream (typed JSON: declared fields go into slots).
-func streamDecoder(b testing.TB) format.TupleDecoder {
-	defs, err := ParseDefs([]string{benchStream})
+func streamDecoder(b testing.TB) format.TupleDecoder { return streamDecoderOf(b, benchStream) }
+
+// streamDecoderOf returns the decoder the daemon builds for the stream
+// def (named s).
+func streamDecoderOf(b testing.TB, def string) format.TupleDecoder {
+	defs, err := ParseDefs([]string{def})
 	if err != nil {
 		b.Fatal(err)
 	}

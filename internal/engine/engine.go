@@ -168,16 +168,7 @@ func ParseDefs(stmts []string) (map[string]*ast.CreateStreamStmt, error) {
 // was given (runtime.Config.KeepsValues). The user state (Spec.UserState)
 // is reached only by extension functions, which make the rule keep.
 func keepsValues(stmt *ast.SelectStmt, funcs *function.Registry) bool {
-	exprs := []ast.Expr{stmt.Where, stmt.Having}
-	for _, f := range stmt.Fields {
-		exprs = append(exprs, f.Expr)
-	}
-	for _, d := range stmt.Dimensions {
-		exprs = append(exprs, d)
-	}
-	for _, o := range stmt.OrderBy {
-		exprs = append(exprs, o.Expr)
-	}
+	exprs := append(rowExprs(stmt), stmt.Dimensions...)
 	for _, j := range stmt.Joins {
 		exprs = append(exprs, j.On)
 	}

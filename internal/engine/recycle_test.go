@@ -71,14 +71,7 @@ func newRecycleRig(t testing.TB) *recycleRig { return newRecycleRigOn(t, benchSt
 
 // newRecycleRigOn is newRecycleRig for the stream def.
 func newRecycleRigOn(t testing.TB, def string) *recycleRig {
-	defs, err := ParseDefs([]string{def})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := newDecoder(defs["s"], nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := streamDecoderOf(t, def)
 	g := &recycleRig{t: t, def: def, src: &pushSrc{ready: make(chan struct{})}, dec: &countingCodec{JSONCodec: d.(*format.JSONCodec)},
 		vc: clock.NewVirtual(0), tr: runtime.NewTracker(), ps: payloads(1000)}
 	g.sub = stream.NewSubscription("s", g.src, g.dec, g.vc, nil)

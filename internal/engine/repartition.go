@@ -146,16 +146,8 @@ func repartitionReason(def *rule.Def, stmt *ast.SelectStmt, cs *ast.CreateStream
 
 // usesMeta reports whether the statement calls meta() or mqtt().
 func usesMeta(stmt *ast.SelectStmt) bool {
-	exprs := []ast.Expr{stmt.Where, stmt.Having}
-	exprs = append(exprs, stmt.Dimensions...)
-	for _, f := range stmt.Fields {
-		exprs = append(exprs, f.Expr)
-	}
-	for _, o := range stmt.OrderBy {
-		exprs = append(exprs, o.Expr)
-	}
 	found := false
-	for _, e := range exprs {
+	for _, e := range append(rowExprs(stmt), stmt.Dimensions...) {
 		ast.Walk(e, func(n ast.Expr) bool {
 			if c, ok := n.(*ast.Call); ok && (strings.EqualFold(c.Name, "meta") || strings.EqualFold(c.Name, "mqtt")) {
 				found = true

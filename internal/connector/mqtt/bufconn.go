@@ -264,10 +264,7 @@ func (b *bufConn) writeHeld() error {
 	b.cond.Broadcast()
 	b.mu.Unlock()
 
-	if b.timeout > 0 {
-		_ = b.Conn.SetWriteDeadline(time.Now().Add(b.timeout))
-	}
-	_, err := b.Conn.Write(out)
+	err := b.netWrite(out)
 
 	b.mu.Lock()
 	b.writing = false
@@ -283,6 +280,15 @@ func (b *bufConn) writeHeld() error {
 		return err
 	}
 	return nil
+}
+
+// netWrite writes out to the network, bounded by the write timeout.
+func (b *bufConn) netWrite(out []byte) error {
+	if b.timeout > 0 {
+		_ = b.Conn.SetWriteDeadline(time.Now().Add(b.timeout))
+	}
+	_, err := b.Conn.Write(out)
+	return err
 }
 
 // SetWriteDeadline is ignored: writes only fill the buffer; the flusher
@@ -315,10 +321,7 @@ func (b *bufConn) flusher() {
 		b.cond.Broadcast()
 		b.mu.Unlock()
 
-		if b.timeout > 0 {
-			_ = b.Conn.SetWriteDeadline(time.Now().Add(b.timeout))
-		}
-		_, err := b.Conn.Write(out)
+		err := b.netWrite(out)
 		b.mu.Lock()
 		b.flushing = false
 		b.mu.Unlock()
