@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/rekuiper/rekuiper/internal/app"
 	"github.com/rekuiper/rekuiper/internal/broker"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/daemon"
@@ -64,11 +63,11 @@ func Run(ctx context.Context, opts Options) error {
 		}
 		return nil
 	}
-	return app.Run(ctx, app.Options{
+	return daemon.Run(ctx, daemon.RunOptions{
 		EtcDir: opts.EtcDir, DataDir: opts.DataDir, LogDir: opts.LogDir,
 		Environ: opts.Environ, Stdout: opts.Stdout,
-		NewRunner: daemon.NewRunnerWith(extend),
-		Ready:     opts.Ready,
+		Extend: extend,
+		Ready:  opts.Ready,
 	})
 }
 

@@ -2,51 +2,19 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"log/slog"
-	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/rekuiper/rekuiper/internal/catalog"
-	"github.com/rekuiper/rekuiper/internal/config"
-	"github.com/rekuiper/rekuiper/internal/daemon"
-	"github.com/rekuiper/rekuiper/internal/rulemgr"
-	"github.com/rekuiper/rekuiper/internal/server"
+	"github.com/rekuiper/rekuiper/internal/server/servertest"
 )
 
 // engineDaemon serves the REST API over the daemon's engine, which checks
 // stream definitions and plans rules as kuiperd does.
 func engineDaemon(t *testing.T) (host, port string) {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := catalog.Open(ctx, filepath.Join(dir, "sqliteKV.db"), catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.New(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default()
-	cfg.Paths = config.Paths{Data: dir}
-	cfg.Source.HTTPServerIP, cfg.Source.HTTPServerPort = "127.0.0.1", 0
-	runner, release, err := daemon.NewRunner(cfg, cat, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr := rulemgr.New(rulemgr.Config{Catalog: cat, Runner: runner})
-	srv := httptest.NewServer(server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg, Streams: runner.(*daemon.Runner), Memory: runner.(*daemon.Runner).MemoryBus()}))
-	t.Cleanup(func() {
-		srv.Close()
-		mgr.Close(ctx) //nolint:errcheck // test end
-		release()
-		st.Close()
-	})
-	u, _ := url.Parse(srv.URL)
+	d := servertest.Start(t, servertest.Options{})
+	u, _ := url.Parse(d.URL)
 	return u.Hostname(), u.Port()
 }
 

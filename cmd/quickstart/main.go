@@ -22,7 +22,6 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
-	"github.com/rekuiper/rekuiper/internal/app"
 	"github.com/rekuiper/rekuiper/internal/broker"
 	"github.com/rekuiper/rekuiper/internal/daemon"
 	"github.com/rekuiper/rekuiper/internal/procs"
@@ -62,7 +61,7 @@ func run(ctx context.Context, duration time.Duration, out io.Writer) error {
 	defer stopDaemon()
 	daemonErr := make(chan error, 1)
 	go func() {
-		daemonErr <- app.Run(daemonCtx, app.Options{
+		daemonErr <- daemon.Run(daemonCtx, daemon.RunOptions{
 			BaseDir: dir,
 			Environ: append(os.Environ(),
 				"KUIPER__BASIC__RESTIP=127.0.0.1",
@@ -70,10 +69,9 @@ func run(ctx context.Context, duration time.Duration, out io.Writer) error {
 				"KUIPER__SOURCE__HTTPSERVERPORT=0",
 				"MQTT_SOURCE__DEFAULT__SERVER="+b.URL(),
 			),
-			Stdout:    io.Discard,
-			NewRunner: daemon.NewRunner,
-			Version:   "quickstart",
-			Ready:     func(addr string) { ready <- addr },
+			Stdout:  io.Discard,
+			Version: "quickstart",
+			Ready:   func(addr string) { ready <- addr },
 		})
 	}()
 	var api string

@@ -1,7 +1,11 @@
 // Package connector holds the registry of source, sink and lookup connector
 // types and what connectors receive from the daemon (Deps). Each built-in
 // connector lives in its own sub-package and registers itself explicitly
-// with a Register(r *Registry) error function; nothing registers from init.
+// with a Register(r *Registry) error function, listed in package builtin;
+// nothing registers from init. A connector type that shares clients
+// between its sources and sinks (MQTT) builds them from the registry's Env
+// and hands their release to OnClose; one whose clients can be named
+// connections registers its RegisterConnectionKey.
 //
 // Lifecycle: the engine validates properties against the connector's Spec,
 // calls the factory with the validated map, then Connect, Read/Write or
@@ -121,18 +125,34 @@ type Entry[F any] struct {
 // Registry maps connector type names to factories and property specs. It is
 // safe for concurrent use. Create one per daemon with NewRegistry.
 type Registry struct {
+	env     Env
 	mu      sync.RWMutex
 	sources map[string]Entry[SourceFactory]
 	sinks   map[string]Entry[SinkFactory]
 	lookups map[string]Entry[LookupFactory]
+	keys    map[string]connection.KeyFunc
+	closers []func() error
 }
 
-// NewRegistry returns an empty registry.
-func NewRegistry() *Registry {
+// NewRegistry returns an empty registry whose connectors get a zero Env
+// (a discarding logger, the wall clock, no connection registry).
+func NewRegistry() *Registry { return NewRegistryWith(Env{}) }
+
+// NewRegistryWith returns an empty registry whose connectors build what
+// they share from env.
+func NewRegistryWith(env Env) *Registry {
+	if env.Logger == nil {
+		env.Logger = slog.New(slog.DiscardHandler)
+	}
+	if env.Clock == nil {
+		env.Clock = clock.Wall{}
+	}
 	return &Registry{
+		env:     env,
 		sources: map[string]Entry[SourceFactory]{},
 		sinks:   map[string]Entry[SinkFactory]{},
 		lookups: map[string]Entry[LookupFactory]{},
+		keys:    map[string]connection.KeyFunc{},
 	}
 }
 

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // syslogSink is a syslog server on a UDP port that keeps every datagram.
@@ -112,7 +115,7 @@ func TestSecuritySecretPaths(t *testing.T) {
 			`{"file":{"path":` + jsonString(out) + `}}]}`
 	}
 	d.must("POST", "/rules", ruleBody(sql, "data/out/before.txt"), 201)
-	eventually(t, "the rest sink's error in the rule status", func() bool {
+	testwait.Within(t, 60*time.Second, "the rest sink's error in the rule status", func() bool {
 		_, st := d.do("GET", "/rules/st/status", "")
 		return strings.Contains(st, "http status 400")
 	})
@@ -159,7 +162,7 @@ func TestSecuritySecretPaths(t *testing.T) {
 	back, _ := json.Marshal(masked)
 	d.must("PUT", "/rules/st", string(back), 200)
 	after := filepath.Join(d.base, "data", "out", "after.txt")
-	eventually(t, "rows from the restored rule", func() bool {
+	testwait.Within(t, 60*time.Second, "rows from the restored rule", func() bool {
 		b, _ := os.ReadFile(after)
 		return strings.Contains(string(b), "listHDR")
 	})
@@ -171,7 +174,7 @@ func TestSecuritySecretPaths(t *testing.T) {
 		t.Errorf("the restored rule wrote %s", out)
 	}
 	n := len(echo.seen())
-	eventually(t, "the restored rest sink to send", func() bool { return len(echo.seen()) > n })
+	testwait.Within(t, 60*time.Second, "the restored rest sink to send", func() bool { return len(echo.seen()) > n })
 	for _, a := range echo.seen() {
 		if a != "Bearer restHDR" {
 			t.Fatalf("the rest server got Authorization %q", a)
@@ -230,7 +233,7 @@ func TestSecuritySecretPaths(t *testing.T) {
 	check("import answer", body)
 
 	check("log", d.log())
-	eventually(t, "syslog to get the debug lines", func() bool { return strings.Contains(sys.String(), "rest call rejected") })
+	testwait.Within(t, 60*time.Second, "syslog to get the debug lines", func() bool { return strings.Contains(sys.String(), "rest call rejected") })
 	if !strings.Contains(sys.String(), "rest sink response") {
 		t.Errorf("syslog has no rest sink response line: %s", sys.String())
 	}

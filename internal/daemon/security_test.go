@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rekuiper/rekuiper/internal/app"
 	"github.com/rekuiper/rekuiper/internal/daemon"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // kuiperd is the whole daemon (REST, catalog on SQLite in a temp folder,
@@ -44,8 +44,8 @@ func startKuiperd(t *testing.T, env ...string) *kuiperd {
 		"KUIPER__BASIC__PROMETHEUS=false", "KUIPER__BASIC__PPROF=false", "KUIPER__SOURCE__HTTPSERVERPORT=0",
 	}, env...)
 	go func() {
-		done <- app.Run(ctx, app.Options{
-			BaseDir: base, Environ: environ, NewRunner: daemon.NewRunner,
+		done <- daemon.Run(ctx, daemon.RunOptions{
+			BaseDir: base, Environ: environ,
 			Ready: func(addr string) { ready <- addr },
 		})
 	}()
@@ -111,17 +111,6 @@ func (d *kuiperd) log() string {
 
 // eventually waits until cond holds. The deadline only bounds a hung
 // test; nothing is asserted about how long it took.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
@@ -231,7 +220,7 @@ func TestSecurityFileGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.must("POST", "/rules", `{"id":"del","sql":"SELECT * FROM del","actions":[{"log":{}}]}`, 201)
-	eventually(t, "rule del to report the refused path", func() bool {
+	testwait.Within(t, 60*time.Second, "rule del to report the refused path", func() bool {
 		_, st := d.do("GET", "/rules/del/status", "")
 		return strings.Contains(st, "outside the allowed folders")
 	})
@@ -290,7 +279,7 @@ func TestSecurityNetworkGuard(t *testing.T) {
 	d.must("POST", "/streams", ddl(`CREATE STREAM pull () WITH (TYPE="httppull", EXTRA='{"url":"http://localhost:`+port+`/","interval":"10ms"}')`), 201)
 	d.must("POST", "/rules", `{"id":"pull","sql":"SELECT * FROM pull","actions":[{"log":{}}]}`, 201)
 	for _, id := range []string{"rest", "pull"} {
-		eventually(t, "rule "+id+" to report the refused address", func() bool {
+		testwait.Within(t, 60*time.Second, "rule "+id+" to report the refused address", func() bool {
 			_, st := d.do("GET", "/rules/"+id+"/status", "")
 			return strings.Contains(st, "not allowed")
 		})
@@ -452,7 +441,7 @@ func TestSecuritySecrets(t *testing.T) {
 	d.must("POST", "/rules", rule(a.url(), "s3cretPW"), 201)
 	d.must("POST", "/connections", `{"id":"c1","typ":"sql","props":{"dataSource":"postgres://u:pgPW@db.example:5432/x","password":"connPW"}}`, 201)
 	d.must("PUT", "/metadata/sinks/mqtt/confKeys/k1", `{"server":"tcp://u:keyPW@h:1883"}`, 200)
-	eventually(t, "the first broker to receive the password", func() bool { return len(a.seen()) > 0 })
+	testwait.Within(t, 60*time.Second, "the first broker to receive the password", func() bool { return len(a.seen()) > 0 })
 	if got := a.seen()[0]; got != "s3cretPW" {
 		t.Fatalf("broker a got password %q", got)
 	}
@@ -500,14 +489,14 @@ func TestSecuritySecrets(t *testing.T) {
 	mq["server"] = a.url()
 	same, _ := json.Marshal(masked)
 	d.must("PUT", "/rules/r1", string(same), 200)
-	eventually(t, "the restarted rule to reconnect", func() bool { return len(a.seen()) > 1 })
+	testwait.Within(t, 60*time.Second, "the restarted rule to reconnect", func() bool { return len(a.seen()) > 1 })
 	for _, pw := range a.seen() {
 		if pw != "s3cretPW" {
 			t.Fatalf("broker a got password %q after a masked PUT", pw)
 		}
 	}
 	d.must("PUT", "/rules/r1", rule(b.url(), "newPW"), 200)
-	eventually(t, "the second broker to receive the new password", func() bool { return len(b.seen()) > 0 })
+	testwait.Within(t, 60*time.Second, "the second broker to receive the new password", func() bool { return len(b.seen()) > 0 })
 	for _, pw := range b.seen() {
 		if pw != "newPW" {
 			t.Fatalf("broker b got password %q", pw)

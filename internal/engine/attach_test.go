@@ -71,14 +71,14 @@ func TestJoinOutlivesAStreamThatEndsAtOnce(t *testing.T) {
 	e := newTestEnv(t)
 	firstClosed := make(chan struct{})
 	var firstOnce sync.Once
-	if err := e.runner.Registry.RegisterSource("ending", connector.Spec{}, func(map[string]any, connector.Deps) (api.Source, error) {
+	if err := e.runner.cfg.Registry.RegisterSource("ending", connector.Spec{}, func(map[string]any, connector.Deps) (api.Source, error) {
 		return &endingSource{closed: firstClosed, once: &firstOnce}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	feed := make(chan map[string]any)
 	var closes atomic.Int32
-	if err := e.runner.Registry.RegisterSource("fed", connector.Spec{}, func(map[string]any, connector.Deps) (api.Source, error) {
+	if err := e.runner.cfg.Registry.RegisterSource("fed", connector.Spec{}, func(map[string]any, connector.Deps) (api.Source, error) {
 		select {
 		case <-firstClosed:
 		case <-time.After(300 * time.Millisecond):
@@ -89,7 +89,7 @@ func TestJoinOutlivesAStreamThatEndsAtOnce(t *testing.T) {
 	}
 	ctx := context.Background()
 	for name, typ := range map[string]string{"first": "ending", "second": "fed"} {
-		if _, err := e.runner.Catalog.PutStream(ctx, catalog.Stream{Name: name, Kind: catalog.KindStream,
+		if _, err := e.runner.cfg.Catalog.PutStream(ctx, catalog.Stream{Name: name, Kind: catalog.KindStream,
 			SQL: `CREATE STREAM ` + name + ` (k BIGINT) WITH (DATASOURCE="x", TYPE="` + typ + `")`}, catalog.Create); err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +131,7 @@ func TestJoinOutlivesAStreamThatEndsAtOnce(t *testing.T) {
 	if err := run.Err(); err != nil {
 		t.Fatalf("rule ended with %v", err)
 	}
-	if n := e.runner.Streams.Len(); n != 0 {
+	if n := e.runner.cfg.Streams.Len(); n != 0 {
 		t.Fatalf("%d subscriptions left after the rule ended", n)
 	}
 }
@@ -145,7 +145,7 @@ func TestRuleOnAnEndedSharedStreamReadsItAgain(t *testing.T) {
 	var built atomic.Int32
 	feeds := make(chan chan map[string]any, 2)
 	var closes atomic.Int32
-	if err := e.runner.Registry.RegisterSource("fed", connector.Spec{}, func(map[string]any, connector.Deps) (api.Source, error) {
+	if err := e.runner.cfg.Registry.RegisterSource("fed", connector.Spec{}, func(map[string]any, connector.Deps) (api.Source, error) {
 		built.Add(1)
 		f := make(chan map[string]any)
 		feeds <- f
@@ -154,7 +154,7 @@ func TestRuleOnAnEndedSharedStreamReadsItAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := e.runner.Catalog.PutStream(ctx, catalog.Stream{Name: "b", Kind: catalog.KindStream,
+	if _, err := e.runner.cfg.Catalog.PutStream(ctx, catalog.Stream{Name: "b", Kind: catalog.KindStream,
 		SQL: `CREATE STREAM b (k BIGINT) WITH (DATASOURCE="x", TYPE="fed")`}, catalog.Create); err != nil {
 		t.Fatal(err)
 	}

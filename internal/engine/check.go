@@ -21,20 +21,20 @@ import (
 // spec. A broker that is down is not found here: the rule starts and
 // retries it. The REST layer calls it when streams and tables are created,
 // replaced and imported; rules call it for every stream they read.
-func (rn *Runner) CheckStream(_ context.Context, def *ast.CreateStreamStmt) error {
+func (rn *Engine) CheckStream(_ context.Context, def *ast.CreateStreamStmt) error {
 	typ := sourceType(def)
-	if rn.Registry == nil {
+	if rn.cfg.Registry == nil {
 		return fmt.Errorf("stream %s: no connector registry", def.Name)
 	}
 	if planner.IsLookup(def) {
 		return rn.checkLookupTable(def)
 	}
-	entry, ok := rn.Registry.Source(typ)
+	entry, ok := rn.cfg.Registry.Source(typ)
 	if !ok {
 		return fmt.Errorf("stream %s: unknown TYPE %q; source types are %s",
-			def.Name, typ, strings.Join(rn.Registry.Names(connector.KindSource), ", "))
+			def.Name, typ, strings.Join(rn.cfg.Registry.Names(connector.KindSource), ", "))
 	}
-	if _, err := newDecoder(def, rn.Schemas); err != nil {
+	if _, err := newDecoder(def, rn.cfg.Schemas); err != nil {
 		f, _ := def.Option("FORMAT")
 		return fmt.Errorf("stream %s: FORMAT %q: %w", def.Name, f, err)
 	}
@@ -49,12 +49,12 @@ func (rn *Runner) CheckStream(_ context.Context, def *ast.CreateStreamStmt) erro
 }
 
 // confFileName names the confKey file of a source type for messages.
-func (rn *Runner) confFileName(typ string) string {
-	f := rn.Paths.SourceConfFile(typ)
-	if rn.Paths.Etc == "" {
+func (rn *Engine) confFileName(typ string) string {
+	f := rn.cfg.Paths.SourceConfFile(typ)
+	if rn.cfg.Paths.Etc == "" {
 		return filepath.Base(f)
 	}
-	if rel, err := filepath.Rel(filepath.Dir(rn.Paths.Etc), f); err == nil {
+	if rel, err := filepath.Rel(filepath.Dir(rn.cfg.Paths.Etc), f); err == nil {
 		return rel
 	}
 	return f

@@ -41,7 +41,7 @@ func TestRunnerUnavailableStorage(t *testing.T) {
 	for _, checkOK := range []bool{false, true} {
 		t.Run(fmt.Sprintf("check_answers=%v", checkOK), func(t *testing.T) {
 			e := newTestEnv(t)
-			e.runner.Checkpoints = unreachable{Storage: e.runner.Checkpoints, check: checkOK}
+			e.runner.cfg.Checkpoints = unreachable{Storage: e.runner.cfg.Checkpoints, check: checkOK}
 			ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
 			defer cancel()
 			run, err := e.runner.Start(ctx, def)
@@ -63,9 +63,9 @@ func TestRunnerUnavailableStorage(t *testing.T) {
 func TestRunnerStateMovesBetweenNodes(t *testing.T) {
 	a, b := newTestEnv(t), newTestEnv(t)
 	shared := &checkpoint.Store{Dir: t.TempDir()}
-	a.runner.Checkpoints, a.runner.ClusterNode = shared, "A"
-	b.runner.Checkpoints, b.runner.ClusterNode = shared, "B"
-	b.runner.Catalog = a.runner.Catalog
+	a.runner.cfg.Checkpoints, a.runner.cfg.ClusterNode = shared, "A"
+	b.runner.cfg.Checkpoints, b.runner.cfg.ClusterNode = shared, "B"
+	b.runner.cfg.Catalog = a.runner.cfg.Catalog
 	def, err := rule.ParseDef([]byte(`{"id":"r","sql":"SELECT sum(v) AS s, count(*) AS c FROM s GROUP BY COUNTWINDOW(3)",
 		"actions":[{"counting":{}}],"options":{"qos":1,"checkpointInterval":"50ms"}}`), rule.Options{})
 	if err != nil {
@@ -105,7 +105,7 @@ func TestRunnerStateMovesBetweenNodes(t *testing.T) {
 	}
 }
 
-func mustFingerprint(t *testing.T, rn *Runner, def *rule.Def) string {
+func mustFingerprint(t *testing.T, rn *Engine, def *rule.Def) string {
 	t.Helper()
 	p, err := rn.prepare(def)
 	if err != nil {
@@ -139,8 +139,8 @@ func TestRunnerWaitsForStorage(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newTestEnv(t)
-	f := &flaky{Storage: e.runner.Checkpoints}
-	e.runner.Checkpoints = f
+	f := &flaky{Storage: e.runner.cfg.Checkpoints}
+	e.runner.cfg.Checkpoints = f
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	run, err := e.runner.Start(ctx, def)

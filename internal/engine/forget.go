@@ -13,7 +13,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 )
 
-var _ rulemgr.Forgetter = (*Runner)(nil)
+var _ rulemgr.Forgetter = (*Engine)(nil)
 
 // Forget releases what a deleted rule kept on the servers it read from: a
 // rule at qos >= 1 reads each stream through a source of its own, and a
@@ -25,7 +25,7 @@ var _ rulemgr.Forgetter = (*Runner)(nil)
 //
 // On a cluster it also deletes the internal topic of a rule whose stream
 // was repartitioned (rule.RepartitionTopic), if there is one.
-func (rn *Runner) Forget(ctx context.Context, def *rule.Def) error {
+func (rn *Engine) Forget(ctx context.Context, def *rule.Def) error {
 	stmt, names, err := parseRule(def)
 	if err != nil {
 		if def.Options.Qos == 0 {
@@ -34,7 +34,7 @@ func (rn *Runner) Forget(ctx context.Context, def *rule.Def) error {
 		return err
 	}
 	var errs []error
-	if rn.ClusterNode != "" && stmt.Window != nil && len(stmt.Dimensions) > 0 && len(stmt.Joins) == 0 {
+	if rn.cfg.ClusterNode != "" && stmt.Window != nil && len(stmt.Dimensions) > 0 && len(stmt.Joins) == 0 {
 		if err := rn.deleteRepartitionTopic(ctx, def.ID, stmt.From.Name); err != nil {
 			errs = append(errs, err)
 		}
@@ -50,7 +50,7 @@ func (rn *Runner) Forget(ctx context.Context, def *rule.Def) error {
 // now runs as one copy per node (rule.Split.Spread) must not leave the
 // persistent session of its whole run subscribed, where the broker would
 // keep queueing a share of the shared subscription for nobody.
-func (rn *Runner) EndSessions(ctx context.Context, def *rule.Def) error {
+func (rn *Engine) EndSessions(ctx context.Context, def *rule.Def) error {
 	if def.Options.Qos == 0 {
 		return nil
 	}
@@ -61,7 +61,7 @@ func (rn *Runner) EndSessions(ctx context.Context, def *rule.Def) error {
 	return rn.endSessions(ctx, def.ID, names)
 }
 
-func (rn *Runner) endSessions(ctx context.Context, ruleID string, names []string) error {
+func (rn *Engine) endSessions(ctx context.Context, ruleID string, names []string) error {
 	var errs []error
 	slices.Sort(names)
 	for _, name := range slices.Compact(names) {
@@ -74,7 +74,7 @@ func (rn *Runner) endSessions(ctx context.Context, ruleID string, names []string
 
 // deleteRepartitionTopic deletes the internal topic of rule's
 // repartitioning stage on the brokers of its kafka stream.
-func (rn *Runner) deleteRepartitionTopic(ctx context.Context, ruleID, stream string) error {
+func (rn *Engine) deleteRepartitionTopic(ctx context.Context, ruleID, stream string) error {
 	cs, _, err := rn.streamDef(ruleID, stream)
 	if err != nil || cs.Kind != ast.KindStream || sourceType(cs) != "kafka" {
 		return nil // nothing was repartitioned through a stream that is gone
@@ -83,7 +83,7 @@ func (rn *Runner) deleteRepartitionTopic(ctx context.Context, ruleID, stream str
 	if err != nil {
 		return err
 	}
-	src, err := rn.Registry.NewSource(typ, maps.Clone(props), rn.Deps)
+	src, err := rn.cfg.Registry.NewSource(typ, maps.Clone(props), rn.cfg.Deps)
 	if err != nil {
 		return fmt.Errorf("stream %s: %w", stream, err)
 	}
@@ -94,7 +94,7 @@ func (rn *Runner) deleteRepartitionTopic(ctx context.Context, ruleID, stream str
 	return tm.DeleteTopic(ctx, rule.RepartitionTopic(ruleID))
 }
 
-func (rn *Runner) endSession(ctx context.Context, ruleID, name string) error {
+func (rn *Engine) endSession(ctx context.Context, ruleID, name string) error {
 	cs, _, err := rn.streamDef(ruleID, name)
 	if err != nil {
 		return err
@@ -106,7 +106,7 @@ func (rn *Runner) endSession(ctx context.Context, ruleID, name string) error {
 	if err != nil {
 		return err
 	}
-	entry, ok := rn.Registry.Source(typ)
+	entry, ok := rn.cfg.Registry.Source(typ)
 	if !ok {
 		return nil
 	}
@@ -114,7 +114,7 @@ func (rn *Runner) endSession(ctx context.Context, ruleID, name string) error {
 	if err != nil {
 		return err
 	}
-	deps := rn.Deps
+	deps := rn.cfg.Deps
 	deps.SessionID = rn.sessionID(ruleID, name)
 	src, err := entry.New(valid, deps)
 	if err != nil {

@@ -45,7 +45,7 @@ func (s *sessionSource) EndSession(context.Context) error {
 func TestForgetEndsTheRulesSessions(t *testing.T) {
 	e := newTestEnv(t)
 	log := &sessionLog{}
-	if err := e.runner.Registry.RegisterSource("sessioned", connector.Spec{}, func(_ map[string]any, deps connector.Deps) (api.Source, error) {
+	if err := e.runner.cfg.Registry.RegisterSource("sessioned", connector.Spec{}, func(_ map[string]any, deps connector.Deps) (api.Source, error) {
 		log.mu.Lock()
 		defer log.mu.Unlock()
 		log.built = append(log.built, deps.SessionID)
@@ -55,7 +55,7 @@ func TestForgetEndsTheRulesSessions(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, n := range []string{"a", "b"} {
-		if _, err := e.runner.Catalog.PutStream(ctx, catalog.Stream{Name: n, Kind: catalog.KindStream,
+		if _, err := e.runner.cfg.Catalog.PutStream(ctx, catalog.Stream{Name: n, Kind: catalog.KindStream,
 			SQL: `CREATE STREAM ` + n + ` () WITH (DATASOURCE="x", TYPE="sessioned")`}, catalog.Create); err != nil {
 			t.Fatal(err)
 		}

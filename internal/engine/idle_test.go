@@ -20,7 +20,7 @@ func TestIdleRulesCostNoGoroutines(t *testing.T) {
 	const n = 50
 	e := newTestEnv(t)
 	ctx := context.Background()
-	mgr := rulemgr.New(rulemgr.Config{Catalog: e.runner.Catalog, Runner: e.runner, Logger: discard()})
+	mgr := rulemgr.New(rulemgr.Config{Catalog: e.runner.cfg.Catalog, Runner: e.runner, Logger: discard()})
 	base := goruntime.NumGoroutine()
 	for i := range n {
 		def, err := rule.ParseDef([]byte(fmt.Sprintf(`{"id":"r%d","sql":"SELECT v FROM s WHERE v > %d","actions":[{"counting":{}}]}`, i, i)), rule.Options{})
@@ -70,7 +70,7 @@ func BenchmarkIdleRules(b *testing.B) {
 	ctx := context.Background()
 	var bytesPerRule, goroutinesPerRule float64
 	for b.Loop() {
-		mgr := rulemgr.New(rulemgr.Config{Catalog: e.runner.Catalog, Runner: e.runner, Logger: discard()})
+		mgr := rulemgr.New(rulemgr.Config{Catalog: e.runner.cfg.Catalog, Runner: e.runner, Logger: discard()})
 		g0, m0 := idleFootprint()
 		for i := range idleRules {
 			def, err := rule.ParseDef([]byte(fmt.Sprintf(`{"id":"r%d","sql":"SELECT v FROM s WHERE v > %d","actions":[{"nop":{}}]}`, i, i%100)), rule.Options{})
@@ -156,7 +156,7 @@ func TestManagerSeesRuleStopByItself(t *testing.T) {
 	e := newTestEnv(t)
 	registerPanicky(t, e)
 	ctx := context.Background()
-	mgr := rulemgr.New(rulemgr.Config{Catalog: e.runner.Catalog, Runner: e.runner, Logger: discard()})
+	mgr := rulemgr.New(rulemgr.Config{Catalog: e.runner.cfg.Catalog, Runner: e.runner, Logger: discard()})
 	defer mgr.Close(ctx)
 	def, err := rule.ParseDef([]byte(`{"id":"bad","sql":"SELECT v FROM s","actions":[{"panicky":{}}]}`), rule.Options{})
 	if err != nil {

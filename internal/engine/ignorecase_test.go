@@ -18,9 +18,9 @@ func TestIgnoreCaseRule(t *testing.T) {
 		want string
 	}{{false, `[{}]`}, {true, `[{"temp":21}]`}} {
 		e := newTestEnv(t)
-		e.runner.IgnoreCase = c.on
+		e.runner.cfg.IgnoreCase = c.on
 		ctx := context.Background()
-		if _, err := e.runner.Catalog.PutStream(ctx, catalog.Stream{Name: "free", Kind: catalog.KindStream,
+		if _, err := e.runner.cfg.Catalog.PutStream(ctx, catalog.Stream{Name: "free", Kind: catalog.KindStream,
 			SQL: `CREATE STREAM free () WITH (DATASOURCE="free", TYPE="memory")`}, catalog.Create); err != nil {
 			t.Fatal(err)
 		}

@@ -40,7 +40,7 @@ type lookupCacheOpts struct {
 // implements for every lookup type: the `lookup` map (eKuiper's form) and,
 // for compatibility with older confKeys, top-level cache, cacheTtl and
 // cacheMissingKey (the `lookup` map wins).
-func (rn *Runner) lookupProps(def *ast.CreateStreamStmt) (string, map[string]any, lookupCacheOpts, error) {
+func (rn *Engine) lookupProps(def *ast.CreateStreamStmt) (string, map[string]any, lookupCacheOpts, error) {
 	typ, props, err := rn.sourceProps(def)
 	if err != nil {
 		return "", nil, lookupCacheOpts{}, err
@@ -127,12 +127,12 @@ func parseTTL(v any) (time.Duration, error) {
 // lookup type, the properties pass its spec and its factory (which does no
 // I/O) builds it. A memory lookup table is also started here (see
 // pinMemoryTable).
-func (rn *Runner) checkLookupTable(def *ast.CreateStreamStmt) error {
+func (rn *Engine) checkLookupTable(def *ast.CreateStreamStmt) error {
 	typ := sourceType(def)
-	entry, ok := rn.Registry.Lookup(typ)
+	entry, ok := rn.cfg.Registry.Lookup(typ)
 	if !ok {
 		return fmt.Errorf("table %s: TYPE %q cannot serve a lookup table; lookup types are %s",
-			def.Name, typ, strings.Join(rn.Registry.Names(connector.KindLookup), ", "))
+			def.Name, typ, strings.Join(rn.cfg.Registry.Names(connector.KindLookup), ", "))
 	}
 	_, props, _, err := rn.lookupProps(def)
 	if err != nil {
@@ -142,7 +142,7 @@ func (rn *Runner) checkLookupTable(def *ast.CreateStreamStmt) error {
 	if err != nil {
 		return fmt.Errorf("table %s: %w", def.Name, err)
 	}
-	if _, err := entry.New(valid, rn.Deps); err != nil {
+	if _, err := entry.New(valid, rn.cfg.Deps); err != nil {
 		return fmt.Errorf("table %s: %w", def.Name, err)
 	}
 	if isMemory(typ) {
@@ -174,7 +174,7 @@ type memoryTable struct {
 
 // pinMemoryTable returns the running memory table for props, starting it
 // if needed. Tables no longer defined in the catalog are stopped first.
-func (rn *Runner) pinMemoryTable(ctx context.Context, typ string, props map[string]any) (connector.LookupSource, error) {
+func (rn *Engine) pinMemoryTable(ctx context.Context, typ string, props map[string]any) (connector.LookupSource, error) {
 	key := propsKey(typ, props)
 	mt := &rn.memTables
 	mt.mu.Lock()
@@ -186,7 +186,7 @@ func (rn *Runner) pinMemoryTable(ctx context.Context, typ string, props map[stri
 	if t, ok := mt.tables[key]; ok {
 		return t.src, nil
 	}
-	t, err := rn.Registry.NewLookup(typ, props, rn.Deps)
+	t, err := rn.cfg.Registry.NewLookup(typ, props, rn.cfg.Deps)
 	if err != nil {
 		return nil, err
 	}
@@ -202,12 +202,12 @@ func (rn *Runner) pinMemoryTable(ctx context.Context, typ string, props map[stri
 // defines any more (dropped or replaced). mt.mu is held. It runs whenever
 // a memory lookup table is checked or joined: a dropped table's rows stay
 // in memory until then.
-func (rn *Runner) pruneMemoryTables(ctx context.Context) {
-	if rn.Catalog == nil || len(rn.memTables.tables) == 0 {
+func (rn *Engine) pruneMemoryTables(ctx context.Context) {
+	if rn.cfg.Catalog == nil || len(rn.memTables.tables) == 0 {
 		return
 	}
 	used := map[string]bool{}
-	for _, s := range rn.Catalog.Streams(catalog.KindTable) {
+	for _, s := range rn.cfg.Catalog.Streams(catalog.KindTable) {
 		def, ok := parseDef(s.SQL)
 		if !ok || !planner.IsLookup(def) || !isMemory(sourceType(def)) {
 			continue
@@ -238,11 +238,11 @@ func parseDef(sql string) (*ast.CreateStreamStmt, bool) {
 
 // StartLookupTables starts the memory lookup tables of the catalog; the
 // daemon calls it at start, before any rule runs.
-func (rn *Runner) StartLookupTables(ctx context.Context) error {
-	if rn.Catalog == nil {
+func (rn *Engine) StartLookupTables(ctx context.Context) error {
+	if rn.cfg.Catalog == nil {
 		return nil
 	}
-	for _, s := range rn.Catalog.Streams(catalog.KindTable) {
+	for _, s := range rn.cfg.Catalog.Streams(catalog.KindTable) {
 		def, ok := parseDef(s.SQL)
 		if !ok || !planner.IsLookup(def) || !isMemory(sourceType(def)) {
 			continue
@@ -298,9 +298,9 @@ func (rr *running) connectLookups(ctx context.Context) error {
 			}
 			ol = openLookup{src: src, shared: true}
 		} else {
-			deps := rr.rn.Deps
+			deps := rr.rn.cfg.Deps
 			deps.Logger = rr.logger.With("table", lj.Table)
-			src, err := rr.rn.Registry.NewLookup(typ, props, deps)
+			src, err := rr.rn.cfg.Registry.NewLookup(typ, props, deps)
 			if err != nil {
 				return fmt.Errorf("lookup table %s: %w", lj.Table, err)
 			}
@@ -342,7 +342,7 @@ func (rr *running) closeLookups(ctx context.Context) error {
 
 // CloseLookupTables stops the daemon's memory lookup tables; the daemon
 // calls it at shutdown, after the rules stopped.
-func (rn *Runner) CloseLookupTables(ctx context.Context) {
+func (rn *Engine) CloseLookupTables(ctx context.Context) {
 	mt := &rn.memTables
 	mt.mu.Lock()
 	defer mt.mu.Unlock()

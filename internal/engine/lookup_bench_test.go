@@ -58,7 +58,7 @@ func benchLookup(b *testing.B, e *testEnv, def *ast.CreateStreamStmt, cache bool
 	if isMemory(typ) {
 		src, err = e.runner.pinMemoryTable(ctx, typ, props)
 	} else {
-		src, err = e.runner.Registry.NewLookup(typ, props, e.runner.Deps)
+		src, err = e.runner.cfg.Registry.NewLookup(typ, props, e.runner.cfg.Deps)
 		if err == nil {
 			err = src.Connect(ctx)
 			b.Cleanup(func() { src.Close(ctx) })

@@ -38,14 +38,14 @@ func (e *testEnv) createDef(t testing.TB, sql string) {
 	if cs.Kind == ast.KindTable {
 		kind = catalog.KindTable
 	}
-	if _, err := e.runner.Catalog.PutStream(context.Background(), catalog.Stream{Name: cs.Name, Kind: kind, SQL: sql}, catalog.Create); err != nil {
+	if _, err := e.runner.cfg.Catalog.PutStream(context.Background(), catalog.Stream{Name: cs.Name, Kind: kind, SQL: sql}, catalog.Create); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func (e *testEnv) confKey(t testing.TB, typ, key string, props map[string]any) {
 	t.Helper()
-	if _, err := e.runner.Catalog.PutConfKey(context.Background(), catalog.ConfKey{Category: catalog.ConfSource, Type: typ, Key: key, Props: props}, catalog.Create); err != nil {
+	if _, err := e.runner.cfg.Catalog.PutConfKey(context.Background(), catalog.ConfKey{Category: catalog.ConfSource, Type: typ, Key: key, Props: props}, catalog.Create); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -276,8 +276,8 @@ func TestLookupTableChecks(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error containing %q", tc.sql, err, tc.want)
 		}
-		_ = e.runner.Catalog.DeleteConfKey(context.Background(), catalog.ConfSource, "memory", "badcache")
-		_ = e.runner.Catalog.DeleteConfKey(context.Background(), catalog.ConfSource, "memory", "unknown")
+		_ = e.runner.cfg.Catalog.DeleteConfKey(context.Background(), catalog.ConfSource, "memory", "badcache")
+		_ = e.runner.cfg.Catalog.DeleteConfKey(context.Background(), catalog.ConfSource, "memory", "unknown")
 	}
 }
 
@@ -292,7 +292,7 @@ func TestMemoryLookupTablesStartWithDaemon(t *testing.T) {
 		`CREATE TABLE old () WITH (DATASOURCE="old", TYPE="memory", KIND="lookup", KEY="id")`,
 	} {
 		// Stored without CheckStream: as found in the catalog at start.
-		if _, err := e.runner.Catalog.PutStream(ctx, catalog.Stream{Name: mustDef(t, sql).Name, Kind: catalog.KindTable, SQL: sql}, catalog.Create); err != nil {
+		if _, err := e.runner.cfg.Catalog.PutStream(ctx, catalog.Stream{Name: mustDef(t, sql).Name, Kind: catalog.KindTable, SQL: sql}, catalog.Create); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -310,14 +310,14 @@ func TestMemoryLookupTablesStartWithDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitTable(t, `CREATE TABLE dim () WITH (DATASOURCE="dim", TYPE="memory", KIND="lookup", KEY="id")`, func(l func(any) int) bool { return l("a") == 1 })
-	if err := e.runner.Catalog.DeleteStream(ctx, "old"); err != nil {
+	if err := e.runner.cfg.Catalog.DeleteStream(ctx, "old"); err != nil {
 		t.Fatal(err)
 	}
 	e.createDef(t, `CREATE TABLE other () WITH (DATASOURCE="other", TYPE="memory", KIND="lookup", KEY="id")`)
 	if n := e.bus.Subscribers(); n != 2 {
 		t.Fatalf("%d subscribers after dropping old and creating other, want 2", n)
 	}
-	if _, err := e.runner.Catalog.PutStream(ctx, catalog.Stream{Name: "s2", Kind: catalog.KindStream,
+	if _, err := e.runner.cfg.Catalog.PutStream(ctx, catalog.Stream{Name: "s2", Kind: catalog.KindStream,
 		SQL: `CREATE STREAM s2 (k STRING) WITH (DATASOURCE="in2", TYPE="memory")`}, catalog.Create); err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func (s *panickySink) Write(context.Context, *api.SinkMessage) error {
 // registerPanicky registers the panickySink as the sink type "panicky".
 func registerPanicky(t *testing.T, e *testEnv) {
 	t.Helper()
-	if err := e.runner.Registry.RegisterSink("panicky", connector.Spec{}, func(map[string]any, connector.Deps) (api.Sink, error) {
+	if err := e.runner.cfg.Registry.RegisterSink("panicky", connector.Spec{}, func(map[string]any, connector.Deps) (api.Sink, error) {
 		return &panickySink{}, nil
 	}); err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ type partitioned interface {
 // LIMIT across groups, and its analytic functions, if any, are
 // partitioned by the key too. The error is for failures to ask the
 // brokers; a rule that does not qualify gets a Reason.
-func (rn *Runner) Split(ctx context.Context, def *rule.Def) (rule.Split, error) {
+func (rn *Engine) Split(ctx context.Context, def *rule.Def) (rule.Split, error) {
 	stmt, _, err := parseRule(def)
 	if err != nil {
 		return rule.Split{}, err
@@ -94,8 +94,8 @@ func (rn *Runner) Split(ctx context.Context, def *rule.Def) (rule.Split, error) 
 
 // partitionedSource builds the stream's source to ask about its topic; a
 // reason when it cannot read a single partition.
-func (rn *Runner) partitionedSource(cs *ast.CreateStreamStmt, typ string, props map[string]any) (partitioned, string, error) {
-	src, err := rn.Registry.NewSource(typ, maps.Clone(props), rn.Deps)
+func (rn *Engine) partitionedSource(cs *ast.CreateStreamStmt, typ string, props map[string]any) (partitioned, string, error) {
+	src, err := rn.cfg.Registry.NewSource(typ, maps.Clone(props), rn.cfg.Deps)
 	if err != nil {
 		return nil, "", fmt.Errorf("stream %s: %w", cs.Name, err)
 	}
@@ -116,7 +116,7 @@ func keyReason(keyField string) string {
 
 // isRecordKey reports whether e is the record's Kafka key: meta(key) or
 // the keyField column.
-func (rn *Runner) isRecordKey(e ast.Expr, keyField string) bool {
+func (rn *Engine) isRecordKey(e ast.Expr, keyField string) bool {
 	switch x := e.(type) {
 	case *ast.ParenExpr:
 		return rn.isRecordKey(x.X, keyField)
@@ -130,7 +130,7 @@ func (rn *Runner) isRecordKey(e ast.Expr, keyField string) bool {
 		if keyField == "" {
 			return false
 		}
-		if rn.IgnoreCase {
+		if rn.cfg.IgnoreCase {
 			return strings.EqualFold(x.Name, keyField)
 		}
 		return x.Name == keyField
@@ -140,16 +140,16 @@ func (rn *Runner) isRecordKey(e ast.Expr, keyField string) bool {
 
 // analyticReason names an analytic function not partitioned by the key:
 // its state would span the records of several keys.
-func (rn *Runner) analyticReason(stmt *ast.SelectStmt, isKey func(ast.Expr) bool) string {
+func (rn *Engine) analyticReason(stmt *ast.SelectStmt, isKey func(ast.Expr) bool) string {
 	exprs := rowExprs(stmt)
 	reason := ""
 	for _, e := range exprs {
 		ast.Walk(e, func(n ast.Expr) bool {
 			c, ok := n.(*ast.Call)
-			if !ok || reason != "" || rn.Funcs == nil {
+			if !ok || reason != "" || rn.cfg.Funcs == nil {
 				return reason == ""
 			}
-			if d, ok := rn.Funcs.Lookup(c.Name); ok && d.Kind == function.Analytic {
+			if d, ok := rn.cfg.Funcs.Lookup(c.Name); ok && d.Kind == function.Analytic {
 				if c.Over == nil || !anyOf(c.Over.Partition, isKey) {
 					reason = fmt.Sprintf("analytic function %s is not partitioned by the record key (OVER (PARTITION BY meta(key)))", c.Name)
 				}

@@ -25,7 +25,7 @@ func TestSplit(t *testing.T) {
 	}
 	t.Cleanup(kc.Close)
 	ctx := context.Background()
-	cat := e.runner.Catalog
+	cat := e.runner.cfg.Catalog
 	for key, props := range map[string]map[string]any{
 		"keyed":   {"brokers": kc.ListenAddrs()[0], "keyField": "dev"},
 		"plain":   {"brokers": kc.ListenAddrs()[0]},
@@ -171,7 +171,7 @@ func TestSplit(t *testing.T) {
 			t.Fatalf("one partition, repartitionPartitions 4: %+v, %v", sp, err)
 		}
 		// Deleting the rule on a cluster deletes its internal topic.
-		e.runner.ClusterNode = "A"
+		e.runner.cfg.ClusterNode = "A"
 		if err := e.runner.Forget(ctx, def); err != nil {
 			t.Fatal(err)
 		}
@@ -203,7 +203,7 @@ func TestTaskReadsItsPartition(t *testing.T) {
 	}
 	t.Cleanup(kc.Close)
 	ctx := context.Background()
-	cat := e.runner.Catalog
+	cat := e.runner.cfg.Catalog
 	if _, err := cat.PutConfKey(ctx, catalog.ConfKey{Category: catalog.ConfSource, Type: "kafka", Key: "k",
 		Props: map[string]any{"brokers": kc.ListenAddrs()[0], "groupID": "g"}}, catalog.Create); err != nil {
 		t.Fatal(err)
@@ -246,10 +246,10 @@ func TestTaskReadsItsPartition(t *testing.T) {
 	if err := run.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := e.runner.Checkpoints.Committed("r#p1"); n == 0 {
+	if n, _ := e.runner.cfg.Checkpoints.Committed("r#p1"); n == 0 {
 		t.Fatal("no checkpoint committed under the task's id r#p1")
 	}
-	if n, _ := e.runner.Checkpoints.Committed("r"); n != 0 {
+	if n, _ := e.runner.cfg.Checkpoints.Committed("r"); n != 0 {
 		t.Fatalf("checkpoint %d committed under the rule's id", n)
 	}
 	produce(30, 60)

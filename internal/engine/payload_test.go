@@ -16,8 +16,6 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/rekuiper/rekuiper/internal/clock"
-	"github.com/rekuiper/rekuiper/internal/connector/mqtt"
 	"github.com/rekuiper/rekuiper/internal/procs"
 	"github.com/rekuiper/rekuiper/internal/rule"
 )
@@ -45,7 +43,7 @@ func startRule(t *testing.T, e *testEnv, js string) *running {
 // (nonce first), and that the plain payload comes back.
 func TestSinkCompressionAndEncryption(t *testing.T) {
 	e := newTestEnv(t)
-	e.runner.Deps.AESKey = testAESKey
+	e.runner.cfg.Deps.AESKey = testAESKey
 	startRule(t, e, `{"id":"r","sql":"SELECT v FROM s","actions":[{"counting":{"sendSingle":true,"compression":"gzip","encryption":"aes"}}]}`)
 	e.publish(t, 7)
 	msgs, _ := e.out.wait(t, 1)
@@ -85,7 +83,7 @@ func TestFileSinkCompressedStream(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	var got string
 	for time.Now().Before(deadline) {
-		raw, err := os.ReadFile(filepath.Join(e.runner.Paths.Data, "out.zst"))
+		raw, err := os.ReadFile(filepath.Join(e.runner.cfg.Paths.Data, "out.zst"))
 		if err == nil && len(raw) > 0 {
 			d, err := zstd.NewReader(bytes.NewReader(raw))
 			if err != nil {
@@ -134,11 +132,6 @@ func TestSinkPayloadPropertiesRefused(t *testing.T) {
 // as delivered.
 func TestSinkStatusWhenBrokerDown(t *testing.T) {
 	e := newTestEnv(t)
-	pool := mqtt.NewPool(discard(), clock.Wall{})
-	t.Cleanup(func() { _ = pool.Close() })
-	if err := mqtt.Register(e.runner.Registry, pool); err != nil {
-		t.Fatal(err)
-	}
 	port, err := procs.FreePort()
 	if err != nil {
 		t.Fatal(err)

@@ -24,14 +24,14 @@ func sourceType(def *ast.CreateStreamStmt) string {
 // file changed since the last rule that read it), overlaid by the
 // stream's CONF_KEY section, then by confKeys stored through the REST API,
 // then DATASOURCE, then the EXTRA JSON object.
-func (rn *Runner) sourceProps(def *ast.CreateStreamStmt) (string, map[string]any, error) {
+func (rn *Engine) sourceProps(def *ast.CreateStreamStmt) (string, map[string]any, error) {
 	typ, props, _, err := rn.sourcePropsConn(def)
 	return typ, props, err
 }
 
 // sourcePropsConn is sourceProps that also returns the stream's
 // connectionSelector ("" when it has none).
-func (rn *Runner) sourcePropsConn(def *ast.CreateStreamStmt) (string, map[string]any, string, error) {
+func (rn *Engine) sourcePropsConn(def *ast.CreateStreamStmt) (string, map[string]any, string, error) {
 	typ := sourceType(def)
 	key, _ := def.Option("CONF_KEY")
 	if key == "" {
@@ -39,8 +39,8 @@ func (rn *Runner) sourcePropsConn(def *ast.CreateStreamStmt) (string, map[string
 	}
 	props := map[string]any{}
 	found := strings.EqualFold(key, "default")
-	if rn.Paths.Etc != "" {
-		keys, err := rn.confFiles.Load(rn.Paths.SourceConfFile(typ), rn.Environ)
+	if rn.cfg.Paths.Etc != "" {
+		keys, err := rn.confFiles.Load(rn.cfg.Paths.SourceConfFile(typ), rn.cfg.Environ)
 		if err != nil {
 			return "", nil, "", fmt.Errorf("stream %s: %w", def.Name, err)
 		}
@@ -48,12 +48,12 @@ func (rn *Runner) sourcePropsConn(def *ast.CreateStreamStmt) (string, map[string
 		maps.Copy(props, p)
 		found = found || ok
 	}
-	if rn.Catalog != nil {
-		if ck, err := rn.Catalog.ConfKey(catalog.ConfSource, typ, "default"); err == nil {
+	if rn.cfg.Catalog != nil {
+		if ck, err := rn.cfg.Catalog.ConfKey(catalog.ConfSource, typ, "default"); err == nil {
 			maps.Copy(props, ck.Props)
 		}
 		if key != "default" {
-			if ck, err := rn.Catalog.ConfKey(catalog.ConfSource, typ, key); err == nil {
+			if ck, err := rn.cfg.Catalog.ConfKey(catalog.ConfSource, typ, key); err == nil {
 				maps.Copy(props, ck.Props)
 				found = true
 			}
@@ -84,9 +84,9 @@ func (rn *Runner) sourcePropsConn(def *ast.CreateStreamStmt) (string, map[string
 // the named connection (`name`, `type.name` or `type/name`), which the
 // connector pools by their settings, so rules naming the same connection
 // share one.
-func (rn *Runner) resolveConnection(typ string, props map[string]any) error {
+func (rn *Engine) resolveConnection(typ string, props map[string]any) error {
 	sel, _ := props["connectionSelector"].(string)
-	if sel == "" || rn.Catalog == nil {
+	if sel == "" || rn.cfg.Catalog == nil {
 		return nil
 	}
 	id := sel
@@ -95,7 +95,7 @@ func (rn *Runner) resolveConnection(typ string, props map[string]any) error {
 	} else if t, k, ok := strings.Cut(sel, "."); ok && strings.EqualFold(t, typ) {
 		id = k
 	}
-	conn, err := rn.Catalog.Connection(id)
+	conn, err := rn.cfg.Catalog.Connection(id)
 	if errors.Is(err, catalog.ErrNotFound) {
 		return fmt.Errorf("connectionSelector %q: unknown connection %q (see GET /connections)", sel, id)
 	} else if err != nil {
@@ -113,20 +113,20 @@ func (rn *Runner) resolveConnection(typ string, props map[string]any) error {
 
 // sinkProps resolves an action's properties: a `resourceId` names a sink
 // confKey whose properties the action's own override.
-func (rn *Runner) sinkProps(typ string, action map[string]any) (map[string]any, error) {
+func (rn *Engine) sinkProps(typ string, action map[string]any) (map[string]any, error) {
 	props := map[string]any{}
 	if id, ok := action["resourceId"].(string); ok && id != "" {
 		found := false
-		if rn.Paths.Etc != "" {
-			if keys, err := rn.confFiles.Load(rn.Paths.SinkConfFile(typ), rn.Environ); err == nil {
+		if rn.cfg.Paths.Etc != "" {
+			if keys, err := rn.confFiles.Load(rn.cfg.Paths.SinkConfFile(typ), rn.cfg.Environ); err == nil {
 				if p, ok := keys.Resolve(id); ok {
 					maps.Copy(props, p)
 					found = true
 				}
 			}
 		}
-		if rn.Catalog != nil {
-			if ck, err := rn.Catalog.ConfKey(catalog.ConfSink, typ, id); err == nil {
+		if rn.cfg.Catalog != nil {
+			if ck, err := rn.cfg.Catalog.ConfKey(catalog.ConfSink, typ, id); err == nil {
 				maps.Copy(props, ck.Props)
 				found = true
 			}

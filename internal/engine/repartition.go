@@ -34,7 +34,7 @@ type topicMaker interface {
 // topic) by one first-stage task per partition of the stream, and the
 // rule runs as one task per partition of the internal topic. The rule's
 // other checks (joins, window kind, LIMIT) passed already.
-func (rn *Runner) repartition(ctx context.Context, def *rule.Def, stmt *ast.SelectStmt, cs *ast.CreateStreamStmt, streamSQL, keyField string) (rule.Split, error) {
+func (rn *Engine) repartition(ctx context.Context, def *rule.Def, stmt *ast.SelectStmt, cs *ast.CreateStreamStmt, streamSQL, keyField string) (rule.Split, error) {
 	sp := rule.Split{Stream: cs.Name, Keyed: true}
 	fields, reason := rn.repartitionKey(stmt, cs)
 	if reason == "" {
@@ -85,7 +85,7 @@ func (rn *Runner) repartition(ctx context.Context, def *rule.Def, stmt *ast.Sele
 	if err != nil {
 		return rule.Split{}, fmt.Errorf("rule %s: internal topic: %w", def.ID, err)
 	}
-	first, second := splitWhere(stmt, rn.Funcs)
+	first, second := splitWhere(stmt, rn.cfg.Funcs)
 	sink := rn.repartitionSink(props)
 	sink["topic"] = topic
 	sink["key"] = keyTemplate(fields)
@@ -98,7 +98,7 @@ func (rn *Runner) repartition(ctx context.Context, def *rule.Def, stmt *ast.Sele
 
 // generation names what a first stage writes: a hash of everything that
 // shapes its rows, which is also everything its checkpoint fingerprint
-// covers (Runner.prepare).
+// covers (Engine.prepare).
 func generation(firstSQL, streamSQL string, sendNil bool) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "repartition\nsql:%s\nstream:%s\nnil:%v\n", firstSQL, streamSQL, sendNil)
@@ -108,7 +108,7 @@ func generation(firstSQL, streamSQL string, sendNil bool) string {
 // repartitionKey returns the stream fields the rule groups by, named as
 // the first stage's rows name them (the schema's spelling); a reason when
 // a GROUP BY expression is not a stream field.
-func (rn *Runner) repartitionKey(stmt *ast.SelectStmt, cs *ast.CreateStreamStmt) ([]string, string) {
+func (rn *Engine) repartitionKey(stmt *ast.SelectStmt, cs *ast.CreateStreamStmt) ([]string, string) {
 	var fields []string
 	for _, d := range stmt.Dimensions {
 		f, ok := unparen(d).(*ast.FieldRef)
@@ -193,9 +193,9 @@ func callsAnalytic(e ast.Expr, funcs *function.Registry) bool {
 // repartitionSink returns the kafka sink properties that reach the
 // brokers the stream reads: the stream's connection properties that the
 // kafka sink also knows.
-func (rn *Runner) repartitionSink(props map[string]any) map[string]any {
+func (rn *Engine) repartitionSink(props map[string]any) map[string]any {
 	out := map[string]any{}
-	spec, ok := rn.Registry.Sink("kafka")
+	spec, ok := rn.cfg.Registry.Sink("kafka")
 	if !ok {
 		return out
 	}
@@ -218,8 +218,8 @@ func keyTemplate(fields []string) string {
 }
 
 // sameField compares two field names as the rule's SQL does.
-func (rn *Runner) sameField(a, b string) bool {
-	if rn.IgnoreCase {
+func (rn *Engine) sameField(a, b string) bool {
+	if rn.cfg.IgnoreCase {
 		return strings.EqualFold(a, b)
 	}
 	return a == b

@@ -40,7 +40,7 @@ func TestRepartitionStages(t *testing.T) {
 	}
 	t.Cleanup(kc.Close)
 	ctx := context.Background()
-	cat := e.runner.Catalog
+	cat := e.runner.cfg.Catalog
 	if _, err := cat.PutConfKey(ctx, catalog.ConfKey{Category: catalog.ConfSource, Type: "kafka", Key: "k",
 		Props: map[string]any{"brokers": kc.ListenAddrs()[0]}}, catalog.Create); err != nil {
 		t.Fatal(err)

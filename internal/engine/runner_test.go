@@ -72,7 +72,7 @@ func (l *sinkLog) wait(t *testing.T, n int) ([]string, []int64) {
 }
 
 type testEnv struct {
-	runner *Runner
+	runner *Engine
 	bus    *membus.Bus
 	out    *sinkLog
 }
@@ -94,6 +94,7 @@ func newTestEnv(t testing.TB) *testEnv {
 	if err := builtin.Register(reg); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = reg.Close() })
 	out := &sinkLog{}
 	if err := reg.RegisterSink("counting", connector.Spec{}, func(_ map[string]any, deps connector.Deps) (api.Sink, error) {
 		return &countingSink{state: deps.State, out: out}, nil
@@ -101,13 +102,16 @@ func newTestEnv(t testing.TB) *testEnv {
 		t.Fatal(err)
 	}
 	bus := membus.New()
-	rn := &Runner{
+	rn, err := New(Config{
 		Catalog: cat, Registry: reg, Clock: clock.Wall{}, Funcs: function.Builtins(),
 		Deps:        connector.Deps{Clock: clock.Wall{}, Memory: bus, DataDir: dir},
 		Paths:       config.Paths{Data: dir},
 		Streams:     stream.NewManager(),
 		Checkpoints: &checkpoint.Store{Dir: dir},
 		Logger:      discard(),
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if _, err := cat.PutStream(ctx, catalog.Stream{Name: "s", Kind: catalog.KindStream,
 		SQL: `CREATE STREAM s (v BIGINT) WITH (DATASOURCE="in", TYPE="memory")`}, catalog.Create); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/operator"
 	"github.com/rekuiper/rekuiper/internal/panics"
+	"github.com/rekuiper/rekuiper/internal/planner"
 	"github.com/rekuiper/rekuiper/internal/row"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
@@ -25,7 +26,7 @@ import (
 
 // running is a started rule (rulemgr.Running).
 type running struct {
-	rn     *Runner
+	rn     *Engine
 	def    *rule.Def
 	built  *Built
 	sinks  []*sinkNode
@@ -75,14 +76,14 @@ type injector struct {
 func (i injector) InjectBarrier(id uint64) { i.sub.InjectBarrier(i.consumer, id) }
 
 // attach acquires the subscription of every input and attaches the rule
-// to each, then starts them all. Nothing is started before every input is
-// attached, and a stream that ends meanwhile (a bounded source that ends
-// at once, a shared one that already ended) does not stop the rule until
-// attach is over: the rule ends when all its streams have ended, and a
-// stop always finds every subscription to release.
+// to each (lookup tables are queried instead, see connectLookups),
+// rewinding them to restored and handing the checkpoint coordinator what
+// it drives, then starts them all. Nothing is started before every input
+// is attached, and a stream that ends meanwhile (a bounded source that
+// ends at once, a shared one that already ended) does not stop the rule
+// until attach is over: the rule ends when all its streams have ended,
+// and a stop always finds every subscription to release.
 func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
-	injectors := map[string]checkpoint.Injector{}
-	var committers, followers []checkpoint.Committer
 	rr.mu.Lock()
 	rr.attaching = true
 	for _, in := range rr.built.Plan.Inputs {
@@ -91,127 +92,29 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 		}
 	}
 	rr.mu.Unlock()
+	w := checkpointWiring{injectors: map[string]checkpoint.Injector{}}
 	source := 0
 	var started []*stream.Subscription
 	for _, in := range rr.built.Plan.Inputs {
 		if in.Lookup {
-			continue // queried by its LookupJoin, see connectLookups
+			continue
 		}
-		typ, props, sel, err := rr.rn.sourcePropsConn(in.Def)
+		sub, err := rr.attachInput(p, in, source, restored, &w)
 		if err != nil {
 			return err
 		}
-		if t := rr.def.Task; t != nil && !in.Table && in.Name == t.Stream {
-			props = taskProps(props, t)
-		}
-		conn := ""
-		if sel != "" {
-			ds, _ := props["datasource"].(string)
-			conn = sel + "/" + ds
-		}
-		perRule := rr.def.Options.Qos > 0 && !in.Table
-		key := propsKey(typ, props) + "|" + in.Name
-		if perRule {
-			key = "rule|" + rr.def.ID + "|" + key
-		}
-		gen := ""
-		if t := rr.def.Task; t != nil && t.Topic != "" && !in.Table && in.Name == t.Stream {
-			gen = t.Generation
-			key += "|" + gen
-		}
-		var logged *sourcelog.Log
-		var upstream api.OffsetCommitter
-		sub, release, err := rr.rn.Streams.Acquire(key, func() (*stream.Subscription, error) {
-			var wrap func(api.Source) (api.Source, error)
-			if perRule || gen != "" {
-				wrap = func(src api.Source) (api.Source, error) {
-					if gen != "" {
-						// The second stage of a repartitioned rule reads
-						// its generation's records only.
-						src = generationFilter{src: src, gen: gen}
-					}
-					if !perRule {
-						return src, nil
-					}
-					if oc, ok := src.(api.OffsetCommitter); ok && rr.coord != nil {
-						oc.CommitOnCheckpoints()
-						upstream = oc
-					}
-					if _, ok := src.(api.Rewindable); ok {
-						return src, nil
-					}
-					// A push source: make it replayable with a durable log.
-					sync := sourcelog.SyncNone
-					if s := rr.def.Options.SourceLogSync; s != "" {
-						sync = sourcelog.Sync(s)
-					}
-					l, err := sourcelog.Open(src, rr.rn.sourceLogDir(rr.def.ID, in.Name), sourcelog.Options{Sync: sync, Clock: rr.rn.Clock})
-					logged = l
-					return l, err
-				}
-			}
-			var state api.State
-			if perRule {
-				state = p.state
-			}
-			sessionID := ""
-			// A spread rule's copy keeps no session with the broker: when
-			// its node goes, the broker hands the group's messages to the
-			// other copies instead of queueing them for this one.
-			if perRule && (rr.def.Task == nil || rr.def.Task.Node == "") {
-				sessionID = rr.rn.sessionID(rr.def.ID, in.Name)
-			}
-			return rr.rn.newSubscription(in.Def, typ, props, wrap, state, sessionID)
-		})
-		if err != nil {
-			return fmt.Errorf("stream %s of rule %s: %w", in.Name, rr.def.ID, err)
-		}
-		ckKey := "source:" + in.Name
-		if logged != nil && rr.rn.ClusterNode != "" {
-			// A source log lives in this node's data folder: its offsets
-			// mean nothing to another node, which reads its own log from
-			// where it is rather than from another node's position.
-			ckKey += "@" + rr.rn.ClusterNode
-			rr.logger.Warn("stream has a local source log: on a cluster, what this node received but no checkpoint covered yet is lost if the node dies (see docs/cluster.md)", "stream", in.Name)
-		}
-		if perRule && restored != nil {
-			if off, ok := restored.Offsets[ckKey]; ok && len(off) > 0 && sub.Rewindable() {
-				if err := sub.Rewind(off); err != nil {
-					rr.logger.Warn("rewind failed; reading from the current position", "stream", in.Name, "err", err)
-				}
-			}
-		}
-		idx, port, isTable := source, in.Port, in.Table
-		if !isTable {
+		if !in.Table {
 			source++
-		}
-		ri := &input{name: in.Name, conn: conn, key: ckKey, table: isTable, sub: sub, release: release}
-		ri.consumer = sub.Attach(rr.consumer(ri, idx, port))
-		rr.mu.Lock()
-		rr.inputs = append(rr.inputs, ri)
-		rr.mu.Unlock()
-		if perRule {
-			injectors[ckKey] = injector{sub: sub, consumer: ri.consumer}
-		}
-		if logged != nil {
-			// Segments go only once no restore can need them: after
-			// every transactional sink committed the checkpoint.
-			followers = append(followers, logTruncator{log: logged, key: ckKey, logger: rr.logger})
-		}
-		if upstream != nil {
-			// Upstream offsets (a consumer group's) move only to where
-			// no restore goes back behind.
-			followers = append(followers, &upstreamCommit{src: upstream, key: ckKey, logger: rr.logger})
 		}
 		started = append(started, sub)
 	}
 	if rr.coord != nil {
 		for _, s := range rr.sinks {
 			if _, ok := s.sink.(transactional); ok {
-				committers = append(committers, s)
+				w.committers = append(w.committers, s)
 			}
 		}
-		rr.coord.SetSources(injectors, committers, followers)
+		rr.coord.SetSources(w.injectors, w.committers, w.followers)
 	}
 	for _, sub := range started {
 		sub.Start()
@@ -224,6 +127,142 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 		go rr.Stop(context.Background())
 	}
 	return nil
+}
+
+// checkpointWiring is what the checkpoint coordinator of a rule at qos >= 1
+// drives: the sources it injects barriers into (by checkpoint key), the
+// transactional sinks that commit, and what follows a completed
+// checkpoint (source log truncation, upstream offset commits).
+type checkpointWiring struct {
+	injectors             map[string]checkpoint.Injector
+	committers, followers []checkpoint.Committer
+}
+
+// subscription is what subscribe acquired for one input.
+type subscription struct {
+	sub      *stream.Subscription
+	release  func(ctx context.Context) error
+	logged   *sourcelog.Log      // the durable log made a push source replayable
+	upstream api.OffsetCommitter // a source whose offsets are committed upstream
+}
+
+// attachInput subscribes the rule to input in (its source-th stream when
+// in is not a table), rewinds it to its offset in restored, attaches the
+// rule's consumer and records in w what checkpoints drive for it.
+func (rr *running) attachInput(p *prepared, in planner.Input, source int, restored *checkpoint.Checkpoint, w *checkpointWiring) (*stream.Subscription, error) {
+	typ, props, sel, err := rr.rn.sourcePropsConn(in.Def)
+	if err != nil {
+		return nil, err
+	}
+	if t := rr.def.Task; t != nil && !in.Table && in.Name == t.Stream {
+		props = taskProps(props, t)
+	}
+	conn := ""
+	if sel != "" {
+		ds, _ := props["datasource"].(string)
+		conn = sel + "/" + ds
+	}
+	// A rule at qos >= 1 reads its streams through subscriptions of its
+	// own (rewound to its checkpoints); tables are always shared.
+	perRule := rr.def.Options.Qos > 0 && !in.Table
+	s, err := rr.subscribe(p, in, typ, props, perRule)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s of rule %s: %w", in.Name, rr.def.ID, err)
+	}
+	ckKey := "source:" + in.Name
+	if s.logged != nil && rr.rn.cfg.ClusterNode != "" {
+		// A source log lives in this node's data folder: its offsets
+		// mean nothing to another node, which reads its own log from
+		// where it is rather than from another node's position.
+		ckKey += "@" + rr.rn.cfg.ClusterNode
+		rr.logger.Warn("stream has a local source log: on a cluster, what this node received but no checkpoint covered yet is lost if the node dies (see docs/cluster.md)", "stream", in.Name)
+	}
+	if perRule && restored != nil {
+		if off, ok := restored.Offsets[ckKey]; ok && len(off) > 0 && s.sub.Rewindable() {
+			if err := s.sub.Rewind(off); err != nil {
+				rr.logger.Warn("rewind failed; reading from the current position", "stream", in.Name, "err", err)
+			}
+		}
+	}
+	ri := &input{name: in.Name, conn: conn, key: ckKey, table: in.Table, sub: s.sub, release: s.release}
+	ri.consumer = s.sub.Attach(rr.consumer(ri, source, in.Port))
+	rr.mu.Lock()
+	rr.inputs = append(rr.inputs, ri)
+	rr.mu.Unlock()
+	if perRule {
+		w.injectors[ckKey] = injector{sub: s.sub, consumer: ri.consumer}
+	}
+	if s.logged != nil {
+		// Segments go only once no restore can need them: after
+		// every transactional sink committed the checkpoint.
+		w.followers = append(w.followers, logTruncator{log: s.logged, key: ckKey, logger: rr.logger})
+	}
+	if s.upstream != nil {
+		// Upstream offsets (a consumer group's) move only to where
+		// no restore goes back behind.
+		w.followers = append(w.followers, &upstreamCommit{src: s.upstream, key: ckKey, logger: rr.logger})
+	}
+	return s.sub, nil
+}
+
+// subscribe acquires the subscription input in reads: shared with every
+// rule reading the same source with the same properties, or, perRule, the
+// rule's own, its source made replayable (a durable log for push sources)
+// and its offsets committed upstream only behind checkpoints. The second
+// stage of a repartitioned rule reads its generation's records only.
+func (rr *running) subscribe(p *prepared, in planner.Input, typ string, props map[string]any, perRule bool) (subscription, error) {
+	key := propsKey(typ, props) + "|" + in.Name
+	if perRule {
+		key = "rule|" + rr.def.ID + "|" + key
+	}
+	gen := ""
+	if t := rr.def.Task; t != nil && t.Topic != "" && !in.Table && in.Name == t.Stream {
+		gen = t.Generation
+		key += "|" + gen
+	}
+	var s subscription
+	var err error
+	s.sub, s.release, err = rr.rn.cfg.Streams.Acquire(key, func() (*stream.Subscription, error) {
+		var wrap func(api.Source) (api.Source, error)
+		if perRule || gen != "" {
+			wrap = func(src api.Source) (api.Source, error) {
+				if gen != "" {
+					src = generationFilter{src: src, gen: gen}
+				}
+				if !perRule {
+					return src, nil
+				}
+				if oc, ok := src.(api.OffsetCommitter); ok && rr.coord != nil {
+					oc.CommitOnCheckpoints()
+					s.upstream = oc
+				}
+				if _, ok := src.(api.Rewindable); ok {
+					return src, nil
+				}
+				// A push source: make it replayable with a durable log.
+				sync := sourcelog.SyncNone
+				if v := rr.def.Options.SourceLogSync; v != "" {
+					sync = sourcelog.Sync(v)
+				}
+				l, err := sourcelog.Open(src, rr.rn.sourceLogDir(rr.def.ID, in.Name), sourcelog.Options{Sync: sync, Clock: rr.rn.cfg.Clock})
+				s.logged = l
+				return l, err
+			}
+		}
+		var state api.State
+		if perRule {
+			state = p.state
+		}
+		sessionID := ""
+		// A spread rule's copy keeps no session with the broker: when
+		// its node goes, the broker hands the group's messages to the
+		// other copies instead of queueing them for this one.
+		if perRule && (rr.def.Task == nil || rr.def.Task.Node == "") {
+			sessionID = rr.rn.sessionID(rr.def.ID, in.Name)
+		}
+		return rr.rn.newSubscription(in.Def, typ, props, wrap, state, sessionID)
+	})
+	return s, err
 }
 
 // logTruncator drops source log segments behind completed checkpoints.
@@ -364,24 +403,24 @@ func (rr *running) fail(err *panics.Error) {
 
 // sessionID names what a rule has read from a stream, for sources that keep
 // a position upstream (connector.Deps.SessionID).
-func (rn *Runner) sessionID(ruleID, streamName string) string {
-	node := rn.NodeID
-	if rn.SessionScope != "" {
-		node = rn.SessionScope
+func (rn *Engine) sessionID(ruleID, streamName string) string {
+	node := rn.cfg.NodeID
+	if rn.cfg.SessionScope != "" {
+		node = rn.cfg.SessionScope
 	}
 	if node == "" {
-		node = rn.Paths.Data
+		node = rn.cfg.Paths.Data
 	}
 	return node + "\x00" + ruleID + "\x00" + streamName
 }
 
 // sourceLogDir is where a rule's durable source log for a stream lives.
-func (rn *Runner) sourceLogDir(ruleID, streamName string) string {
-	return filepath.Join(rn.Paths.Data, "rule_"+guard.PathElem(ruleID), "sourcelog", guard.PathElem(streamName))
+func (rn *Engine) sourceLogDir(ruleID, streamName string) string {
+	return filepath.Join(rn.cfg.Paths.Data, "rule_"+guard.PathElem(ruleID), "sourcelog", guard.PathElem(streamName))
 }
 
-func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props map[string]any, wrap func(api.Source) (api.Source, error), state api.State, sessionID string) (*stream.Subscription, error) {
-	entry, ok := rn.Registry.Source(typ)
+func (rn *Engine) newSubscription(def *ast.CreateStreamStmt, typ string, props map[string]any, wrap func(api.Source) (api.Source, error), state api.State, sessionID string) (*stream.Subscription, error) {
+	entry, ok := rn.cfg.Registry.Source(typ)
 	if !ok {
 		return nil, fmt.Errorf("unknown source type %q (TYPE of stream %s)", typ, def.Name)
 	}
@@ -389,7 +428,7 @@ func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props m
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", def.Name, err)
 	}
-	deps := rn.Deps
+	deps := rn.cfg.Deps
 	deps.State = state
 	deps.SessionID = sessionID
 	src, err := entry.New(valid, deps)
@@ -401,11 +440,11 @@ func (rn *Runner) newSubscription(def *ast.CreateStreamStmt, typ string, props m
 			return nil, fmt.Errorf("stream %s: %w", def.Name, err)
 		}
 	}
-	dec, err := newDecoder(def, rn.Schemas)
+	dec, err := newDecoder(def, rn.cfg.Schemas)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", def.Name, err)
 	}
-	return stream.NewSubscription(def.Name, src, dec, rn.Clock, rn.Logger), nil
+	return stream.NewSubscription(def.Name, src, dec, rn.cfg.Clock, rn.cfg.Logger), nil
 }
 
 // newDecoder returns the decoder of a stream's FORMAT. Given the declared

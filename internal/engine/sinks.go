@@ -174,8 +174,8 @@ func (s *sinkNode) CheckpointCommitted(cp *checkpoint.Checkpoint) error {
 
 // buildSink validates an action and constructs its sink (not connected),
 // wrapped in the sink cache when enableCache is on.
-func (rn *Runner) buildSink(ruleID string, qos int, index int, typ string, action map[string]any, state api.State) (*sinkNode, error) {
-	entry, ok := rn.Registry.Sink(typ)
+func (rn *Engine) buildSink(ruleID string, qos int, index int, typ string, action map[string]any, state api.State) (*sinkNode, error) {
+	entry, ok := rn.cfg.Registry.Sink(typ)
 	if !ok {
 		return nil, fmt.Errorf("action %d: %w: sink %q", index, connector.ErrUnknownType, typ)
 	}
@@ -190,17 +190,17 @@ func (rn *Runner) buildSink(ruleID string, qos int, index int, typ string, actio
 		shaperProps = maps.Clone(props)
 		delete(shaperProps, output.PropHasHeader)
 	}
-	shaper, err := output.NewShaperWith(shaperProps, rn.Schemas)
+	shaper, err := output.NewShaperWith(shaperProps, rn.cfg.Schemas)
 	if err != nil {
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
 	}
-	transform, err := payloadTransform(entry.Spec, typ, props, rn.Deps.AESKey)
+	transform, err := payloadTransform(entry.Spec, typ, props, rn.cfg.Deps.AESKey)
 	if err != nil {
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
 	}
 	name := fmt.Sprintf("%s_%d", typ, index)
-	cacheBase := sinkcache.FromDefaults(rn.SinkDefaults)
-	cacheBase.Dir = filepath.Join(rn.Paths.Data, "cache", guard.PathElem(ruleID), guard.PathElem(name))
+	cacheBase := sinkcache.FromDefaults(rn.cfg.SinkDefaults)
+	cacheBase.Dir = filepath.Join(rn.cfg.Paths.Data, "cache", guard.PathElem(ruleID), guard.PathElem(name))
 	cacheCfg, err := cacheBase.WithProps(props) // validates
 	if err != nil {
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
@@ -216,7 +216,7 @@ func (rn *Runner) buildSink(ruleID string, qos int, index int, typ string, actio
 			props["transactionalID"] = "rekuiper-" + ruleID + "-" + name
 		}
 	}
-	deps := rn.Deps
+	deps := rn.cfg.Deps
 	deps.State = state
 	newSink := func(p map[string]any) (api.Sink, error) {
 		valid, err := entry.Spec.Validate(p)
@@ -229,7 +229,7 @@ func (rn *Runner) buildSink(ruleID string, qos int, index int, typ string, actio
 	if err != nil {
 		return nil, fmt.Errorf("action %d (%s): %w", index, typ, err)
 	}
-	node := &sinkNode{name: name, typ: typ, sink: sink, shaper: shaper, transform: transform, logger: rn.Logger}
+	node := &sinkNode{name: name, typ: typ, sink: sink, shaper: shaper, transform: transform, logger: rn.cfg.Logger}
 	node.conn, _ = sink.(stream.ConnStatus)
 	if !cacheCfg.EnableCache {
 		po, ok := sink.(api.PayloadOnly)
@@ -241,7 +241,7 @@ func (rn *Runner) buildSink(ruleID string, qos int, index int, typ string, actio
 		}
 		return node, nil
 	}
-	cdeps := sinkcache.Deps{Clock: rn.Clock, Logger: rn.Logger, Reshape: reshape, OnPanic: node.panicked}
+	cdeps := sinkcache.Deps{Clock: rn.cfg.Clock, Logger: rn.cfg.Logger, Reshape: reshape, OnPanic: node.panicked}
 	if cacheCfg.ResendAlterQueue && cacheCfg.ResendDestination != "" {
 		alt, err := newSink(withDestination(props, cacheCfg.ResendDestination))
 		if err != nil {

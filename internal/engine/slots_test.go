@@ -87,7 +87,7 @@ func TestSlotRowsThroughSinks(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newTestEnv(t)
 			sink := &payloadSink{payloadOnly: tc.payloadOnly}
-			if err := e.runner.Registry.RegisterSink("payloads", connector.Spec{}, func(map[string]any, connector.Deps) (api.Sink, error) {
+			if err := e.runner.cfg.Registry.RegisterSink("payloads", connector.Spec{}, func(map[string]any, connector.Deps) (api.Sink, error) {
 				return sink, nil
 			}); err != nil {
 				t.Fatal(err)
@@ -111,7 +111,7 @@ func TestSlotRowsThroughSinks(t *testing.T) {
 func TestSlotRowsTwoSinks(t *testing.T) {
 	e := newTestEnv(t)
 	sink := &payloadSink{payloadOnly: true}
-	if err := e.runner.Registry.RegisterSink("payloads", connector.Spec{}, func(map[string]any, connector.Deps) (api.Sink, error) {
+	if err := e.runner.cfg.Registry.RegisterSink("payloads", connector.Spec{}, func(map[string]any, connector.Deps) (api.Sink, error) {
 		return sink, nil
 	}); err != nil {
 		t.Fatal(err)
@@ -143,9 +143,6 @@ func TestMQTTSinkFromSlots(t *testing.T) {
 	e := newTestEnv(t)
 	pool := mqtt.NewPool(discard(), clock.Wall{})
 	t.Cleanup(func() { _ = pool.Close() })
-	if err := mqtt.Register(e.runner.Registry, pool); err != nil {
-		t.Fatal(err)
-	}
 	props, err := mqtt.SourceSpec().Validate(map[string]any{"server": url, "datasource": "out"})
 	if err != nil {
 		t.Fatal(err)

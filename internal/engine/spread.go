@@ -17,9 +17,9 @@ import (
 // the results of one rule. A copy must keep no state across messages and
 // must not share a broker identity with the others. SpreadReason says
 // which condition failed.
-func (rn *Runner) spread(def *rule.Def, stmt *ast.SelectStmt, props map[string]any) rule.Split {
+func (rn *Engine) spread(def *rule.Def, stmt *ast.SelectStmt, props map[string]any) rule.Split {
 	sp := rule.Split{Stream: stmt.From.Name}
-	sp.SpreadReason = statefulReason(def, stmt, rn.Funcs)
+	sp.SpreadReason = statefulReason(def, stmt, rn.cfg.Funcs)
 	if sp.SpreadReason == "" {
 		sp.SpreadReason = shareReason(def, props)
 	}

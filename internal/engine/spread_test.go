@@ -14,7 +14,7 @@ import (
 func TestSplitSpread(t *testing.T) {
 	e := newTestEnv(t)
 	ctx := context.Background()
-	cat := e.runner.Catalog
+	cat := e.runner.cfg.Catalog
 	for key, props := range map[string]map[string]any{
 		"m":     {"server": "tcp://127.0.0.1:1"},
 		"fixed": {"server": "tcp://127.0.0.1:1", "clientid": "me"},

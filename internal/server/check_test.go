@@ -3,21 +3,14 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
-	"github.com/rekuiper/rekuiper/internal/config"
-	"github.com/rekuiper/rekuiper/internal/daemon"
 	"github.com/rekuiper/rekuiper/internal/procs"
-	"github.com/rekuiper/rekuiper/internal/rulemgr"
-	"github.com/rekuiper/rekuiper/internal/server"
+	"github.com/rekuiper/rekuiper/internal/server/servertest"
 )
 
 // newCheckedServer serves the REST API over the daemon's real engine with
@@ -26,47 +19,13 @@ import (
 // kuiperd does.
 func newCheckedServer(t *testing.T) *testServer {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	etc := filepath.Join(dir, "etc")
 	port, err := procs.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Join(etc, "sources"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	yaml := "default:\n  qos: 1\nfilekey:\n  server: tcp://127.0.0.1:" + strconv.Itoa(port) + "\n"
-	if err := os.WriteFile(filepath.Join(etc, "mqtt_source.yaml"), []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	st, err := catalog.Open(ctx, filepath.Join(dir, "sqliteKV.db"), catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.New(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default()
-	cfg.Paths = config.Paths{Etc: etc, Data: dir}
-	cfg.Source.HTTPServerIP, cfg.Source.HTTPServerPort = "127.0.0.1", 0
-	runner, release, err := daemon.NewRunner(cfg, cat, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr := rulemgr.New(rulemgr.Config{Catalog: cat, Runner: runner})
-	rn := runner.(*daemon.Runner)
-	srv := httptest.NewServer(server.New(server.Options{
-		Catalog: cat, Rules: mgr, Config: cfg, Connections: rn.Connections(), Streams: rn,
-	}))
-	t.Cleanup(func() {
-		srv.Close()
-		mgr.Close(context.Background()) //nolint:errcheck // test end
-		release()
-		st.Close()
-	})
-	return &testServer{t: t, url: srv.URL, cat: cat, mgr: mgr}
+	d := servertest.Start(t, servertest.Options{Etc: map[string]string{"mqtt_source.yaml": yaml}})
+	return &testServer{t: t, url: d.URL, data: d.Data, cat: d.Catalog, mgr: d.Rules}
 }
 
 func ddl(sql string) string {

@@ -1,9 +1,6 @@
 package server_test
 
 import (
-	"context"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,72 +8,27 @@ import (
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
-	"github.com/rekuiper/rekuiper/internal/config"
-	"github.com/rekuiper/rekuiper/internal/connector/connection"
-	"github.com/rekuiper/rekuiper/internal/daemon"
-	"github.com/rekuiper/rekuiper/internal/rulemgr"
-	"github.com/rekuiper/rekuiper/internal/server"
+	"github.com/rekuiper/rekuiper/internal/server/servertest"
 )
 
-// engineServer (newEngineEtc) is the REST API over the real engine (every built-in
-// connector) and a real SQLite catalog, with etc and data folders in a
-// temporary directory. The push endpoint server listens on an ephemeral
-// loopback port.
+// engineServer (newEngineEtc) is the REST API over the whole daemon
+// (servertest: every built-in connector, a real SQLite catalog, etc and
+// data folders in a temporary directory) whose catalog writes can be made
+// to fail. The push endpoint server listens on an ephemeral loopback port.
 type engineServer struct {
 	*testServer
 	etc, data string
-	runner    *daemon.Runner
+	daemon    *servertest.Daemon
 }
 
 func newEngineEtc(t *testing.T, etcFiles map[string]string) *engineServer {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	etc, data := filepath.Join(dir, "etc"), filepath.Join(dir, "data")
-	for name, content := range etcFiles {
-		p := filepath.Join(etc, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.MkdirAll(data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	st, err := catalog.Open(ctx, filepath.Join(data, "sqliteKV.db"), catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs := &faultyStore{SQLiteStore: st}
-	cat, err := catalog.New(ctx, fs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default()
-	cfg.Paths = config.Paths{Etc: etc, Data: data}
-	cfg.Source.HTTPServerIP, cfg.Source.HTTPServerPort = "127.0.0.1", 0
-	logger := slog.New(slog.DiscardHandler)
-	runner, release, err := daemon.NewRunner(cfg, cat, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr := rulemgr.New(rulemgr.Config{Catalog: cat, Runner: runner, Logger: logger})
-	var conns *connection.Registry
-	if r, ok := runner.(interface{ Connections() *connection.Registry }); ok {
-		conns = r.Connections()
-	}
-	d := runner.(*daemon.Runner)
-	srv := httptest.NewServer(server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg, Connections: conns,
-		Connectors: d.ConnectorRegistry(), Functions: d.FunctionRegistry(), Memory: d.MemoryBus(), Tracing: d.TraceService()}))
-	t.Cleanup(func() {
-		srv.Close()
-		mgr.Close(context.Background()) //nolint:errcheck // test end
-		release()
-		st.Close()
-	})
-	return &engineServer{testServer: &testServer{t: t, url: srv.URL, cat: cat, store: fs, mgr: mgr}, etc: etc, data: data, runner: d}
+	var fs *faultyStore
+	d := servertest.Start(t, servertest.Options{Etc: etcFiles, Store: func(st catalog.Store) catalog.Store {
+		fs = &faultyStore{SQLiteStore: st.(*catalog.SQLiteStore)}
+		return fs
+	}})
+	return &engineServer{testServer: &testServer{t: t, url: d.URL, data: d.Data, cat: d.Catalog, store: fs, mgr: d.Rules}, etc: d.Etc, data: d.Data, daemon: d}
 }
 
 // waitFile waits until the file at path (under the data folder) has at

@@ -2,23 +2,14 @@ package server_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/rekuiper/rekuiper/internal/catalog"
-	"github.com/rekuiper/rekuiper/internal/config"
-	"github.com/rekuiper/rekuiper/internal/daemon"
-	"github.com/rekuiper/rekuiper/internal/rule"
-	"github.com/rekuiper/rekuiper/internal/rulemgr"
-	"github.com/rekuiper/rekuiper/internal/server"
+	"github.com/rekuiper/rekuiper/internal/server/servertest"
 )
 
 // fuzzRoutes are the REST routes the fuzz target drives; {} is replaced by
@@ -103,42 +94,10 @@ func FuzzREST(f *testing.F) {
 }
 
 func newFuzzServer(f *testing.F) http.Handler {
-	ctx := context.Background()
-	base := f.TempDir()
-	for _, d := range []string{"etc", "data", "log"} {
-		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
-			f.Fatal(err)
-		}
-	}
 	// Streams of the default type would reach the broker on the default
 	// port; point them at a port nothing listens on.
-	if err := os.WriteFile(filepath.Join(base, "etc", "mqtt_source.yaml"), []byte("default:\n  server: tcp://127.0.0.1:1\n"), 0o644); err != nil {
-		f.Fatal(err)
-	}
-	cfg, err := config.Load(config.LoadOptions{BaseDir: base, Environ: []string{"KUIPER__SOURCE__HTTPSERVERPORT=0", "KUIPER__SOURCE__HTTPSERVERIP=127.0.0.1"}})
-	if err != nil {
-		f.Fatal(err)
-	}
-	st, err := catalog.Open(ctx, cfg.SqlitePath(), catalog.Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	cat, err := catalog.New(ctx, st)
-	if err != nil {
-		f.Fatal(err)
-	}
-	logger := slog.New(slog.DiscardHandler)
-	runner, release, err := daemon.NewRunner(cfg, cat, logger)
-	if err != nil {
-		f.Fatal(err)
-	}
-	mgr := rulemgr.New(rulemgr.Config{Catalog: cat, Runner: runner, Logger: logger, Defaults: rule.OptionsFromConfig(cfg.Rule)})
-	f.Cleanup(func() {
-		mgr.Close(context.Background()) //nolint:errcheck // test end
-		release()
-		st.Close()
-	})
-	return server.New(server.Options{Catalog: cat, Rules: mgr, Config: cfg, Logger: logger})
+	d := servertest.Start(f, servertest.Options{Etc: map[string]string{"mqtt_source.yaml": "default:\n  server: tcp://127.0.0.1:1\n"}})
+	return d.Handler
 }
 
 // escapeControls percent-encodes spaces and control bytes, which no

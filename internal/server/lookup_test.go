@@ -40,7 +40,7 @@ func TestMemoryLookupOverREST(t *testing.T) {
 		{"delete feed", "DELETE", "/rules/feed", "", 200, ""},
 		{"join rule", "POST", "/rules", joinRule, 201, ""},
 	})
-	waitJoined(t, dir)
+	waitJoined(t, s.data)
 }
 
 // TestSimulatorLookupOverREST joins a stream with a simulator lookup table
@@ -59,7 +59,7 @@ func TestSimulatorLookupOverREST(t *testing.T) {
 		{"rows that are not objects", "POST", "/tables", ddl(`CREATE TABLE bad () WITH (TYPE="simulator", CONF_KEY="bad", KIND="lookup")`), 400, "not an object"},
 		{"join rule", "POST", "/rules", joinRule, 201, ""},
 	})
-	waitJoined(t, dir)
+	waitJoined(t, s.data)
 }
 
 // joinRule joins the events stream (k = 1, 2, 3) with the devices table

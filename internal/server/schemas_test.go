@@ -3,8 +3,6 @@ package server_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,12 +15,8 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/rekuiper/rekuiper/internal/broker"
-	"github.com/rekuiper/rekuiper/internal/catalog"
-	"github.com/rekuiper/rekuiper/internal/config"
-	"github.com/rekuiper/rekuiper/internal/daemon"
-	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/schema"
-	"github.com/rekuiper/rekuiper/internal/server"
+	"github.com/rekuiper/rekuiper/internal/server/servertest"
 )
 
 const demoProto = `syntax = "proto3";
@@ -43,43 +37,10 @@ message Out { string deviceId = 1; double t2 = 2; int64 humidity = 3; double lat
 // schemas/protobuf/filed.proto.
 func newSchemaServer(t *testing.T) (*testServer, string) {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	etc := filepath.Join(dir, "etc")
-	if err := os.MkdirAll(filepath.Join(etc, "schemas", "protobuf"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(etc, "schemas", "protobuf", "filed.proto"),
-		[]byte(`syntax = "proto3"; message F { int64 n = 1; }`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	st, err := catalog.Open(ctx, filepath.Join(dir, "sqliteKV.db"), catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.New(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default()
-	cfg.Paths = config.Paths{Etc: etc, Data: dir}
-	cfg.Source.HTTPServerIP, cfg.Source.HTTPServerPort = "127.0.0.1", 0
-	runner, release, err := daemon.NewRunner(cfg, cat, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr := rulemgr.New(rulemgr.Config{Catalog: cat, Runner: runner})
-	rn := runner.(*daemon.Runner)
-	srv := httptest.NewServer(server.New(server.Options{
-		Catalog: cat, Rules: mgr, Config: cfg, Connections: rn.Connections(), Streams: rn,
-	}))
-	t.Cleanup(func() {
-		srv.Close()
-		mgr.Close(context.Background()) //nolint:errcheck // test end
-		release()
-		st.Close()
-	})
-	return &testServer{t: t, url: srv.URL, cat: cat, mgr: mgr}, dir
+	d := servertest.Start(t, servertest.Options{Etc: map[string]string{
+		"schemas/protobuf/filed.proto": `syntax = "proto3"; message F { int64 n = 1; }`,
+	}})
+	return &testServer{t: t, url: d.URL, data: d.Data, cat: d.Catalog, mgr: d.Rules}, d.Data
 }
 
 func schemaJSON(name, content string) string {

@@ -63,14 +63,14 @@ type Options struct {
 	// /connections. Nil: every connection reads disconnected, refCount 0.
 	Connections *connection.Registry
 	// Connectors and Functions feed the /metadata routes and connection
-	// checks. Nil: the built-in connectors (without MQTT) and functions.
+	// checks. Nil: the built-in connectors and functions.
 	Connectors *connector.Registry
 	Functions  *function.Registry
 	// Memory is the daemon's memory bus, tapped by GET /memory/events. Nil:
 	// that route answers 404.
 	Memory *membus.Bus
 	// Streams checks stream and table definitions when they are created,
-	// replaced or imported (engine.Runner.CheckStream). Nil: definitions
+	// replaced or imported (engine.Engine.CheckStream). Nil: definitions
 	// are only parsed.
 	Streams StreamChecker
 	// Warnings are shown in GET / (e.g. a listener exposed without

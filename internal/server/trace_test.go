@@ -69,7 +69,7 @@ func (e *engineServer) traceIDs(query string) []string {
 // span tree in eKuiper's shape; after stop, records are no longer traced.
 func TestTraceRoutes(t *testing.T) {
 	e := newEngineEtc(t, nil)
-	bus := e.runner.MemoryBus()
+	bus := e.daemon.Memory
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	out, err := bus.Subscribe("trace/out", 64)

@@ -1,20 +1,13 @@
 package server_test
 
 import (
-	"context"
 	"encoding/json"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/rekuiper/rekuiper/internal/catalog"
-	"github.com/rekuiper/rekuiper/internal/config"
-	"github.com/rekuiper/rekuiper/internal/daemon"
-	"github.com/rekuiper/rekuiper/internal/rulemgr"
-	"github.com/rekuiper/rekuiper/internal/server"
+	"github.com/rekuiper/rekuiper/internal/server/servertest"
 )
 
 func jsBody(t *testing.T, id, script string, isAgg bool) string {
@@ -79,7 +72,7 @@ func TestJavaScriptFunctionInRules(t *testing.T) {
 		{"agg rule", "POST", "/rules", `{"id":"agg","sql":"SELECT spread(a) AS sp, count(*) AS n FROM events GROUP BY COUNTWINDOW(3)","actions":[{"file":{"path":"agg.txt"}}]}`, 201, ""},
 	})
 	read := func(name string) string {
-		b, _ := os.ReadFile(filepath.Join(dir, name))
+		b, _ := os.ReadFile(filepath.Join(s.data, name))
 		return string(b)
 	}
 	waitFor(t, "scalar results", func() bool {
@@ -174,39 +167,8 @@ func TestJavaScriptFunctionExportImport(t *testing.T) {
 // dir, loading the rules stored there; stop shuts it down.
 func startEngine(t *testing.T, dir string) (*testServer, func()) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := catalog.Open(ctx, filepath.Join(dir, "sqliteKV.db"), catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.New(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default()
-	cfg.Paths = config.Paths{Etc: filepath.Join(dir, "etc"), Data: dir}
-	cfg.Source.HTTPServerIP, cfg.Source.HTTPServerPort = "127.0.0.1", 0
-	runner, release, err := daemon.NewRunner(cfg, cat, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr := rulemgr.New(rulemgr.Config{Catalog: cat, Runner: runner})
-	if err := mgr.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	rn := runner.(*daemon.Runner)
-	// As the daemon wires it: the server sees the engine's function
-	// registry, whose resolver finds JavaScript functions.
-	srv := httptest.NewServer(server.New(server.Options{
-		Catalog: cat, Rules: mgr, Config: cfg, Connections: rn.Connections(), Streams: rn, Functions: rn.FunctionRegistry(),
-	}))
-	stop := func() {
-		srv.Close()
-		mgr.Close(context.Background()) //nolint:errcheck // test end
-		release()
-		st.Close()
-	}
-	return &testServer{t: t, url: srv.URL, cat: cat, mgr: mgr}, stop
+	d := servertest.Start(t, servertest.Options{Dir: dir})
+	return &testServer{t: t, url: d.URL, data: d.Data, cat: d.Catalog, mgr: d.Rules}, d.Close
 }
 
 // TestJavaScriptFunctionAfterRestart: a function and the rule calling it
@@ -220,7 +182,7 @@ func TestJavaScriptFunctionAfterRestart(t *testing.T) {
 		{"function", "POST", "/udf/javascript", jsBody(t, "triple", "function triple(x) { return x * 3 }", false), 201, ""},
 		{"rule", "POST", "/rules", `{"id":"r","sql":"SELECT triple(a) AS t FROM nums","actions":[{"file":{"path":"out.txt"}}]}`, 201, ""},
 	})
-	out := filepath.Join(dir, "out.txt")
+	out := filepath.Join(s.data, "out.txt")
 	waitFor(t, "output before the restart", func() bool {
 		b, _ := os.ReadFile(out)
 		return strings.Contains(string(b), `{"t":15}`)

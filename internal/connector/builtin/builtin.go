@@ -1,5 +1,9 @@
 // Package builtin registers every connector compiled into rekuiper. The
-// daemon calls Register once on its registry at startup.
+// daemon calls Register once on its registry at startup. Adding a
+// connector is its own folder and one line in Register's list: a type that
+// shares clients builds them from the registry's Env (connector.Env), and
+// one whose clients can be named connections registers its key function
+// there too.
 package builtin
 
 import (
@@ -12,6 +16,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector/kafka"
 	"github.com/rekuiper/rekuiper/internal/connector/logsink"
 	"github.com/rekuiper/rekuiper/internal/connector/memory"
+	"github.com/rekuiper/rekuiper/internal/connector/mqtt"
 	"github.com/rekuiper/rekuiper/internal/connector/nop"
 	"github.com/rekuiper/rekuiper/internal/connector/redis"
 	"github.com/rekuiper/rekuiper/internal/connector/rest"
@@ -38,6 +43,7 @@ func Register(r *connector.Registry) error {
 		{redis.Type, redis.Register},
 		{sqldb.Type, sqldb.Register},
 		{websocket.Type, websocket.Register},
+		{mqtt.Type, mqtt.Register},
 	} {
 		if err := reg.f(r); err != nil {
 			return fmt.Errorf("register %s connector: %w", reg.name, err)

@@ -16,8 +16,8 @@ func TestRegister(t *testing.T) {
 		kind connector.Kind
 		want []string
 	}{
-		{connector.KindSource, []string{"file", "httppull", "httppush", "kafka", "memory", "redisSub", "simulator", "sql", "websocket"}},
-		{connector.KindSink, []string{"file", "kafka", "log", "memory", "nop", "redis", "redisPub", "rest", "sql", "websocket"}},
+		{connector.KindSource, []string{"file", "httppull", "httppush", "kafka", "memory", "mqtt", "redisSub", "simulator", "sql", "websocket"}},
+		{connector.KindSink, []string{"file", "kafka", "log", "memory", "mqtt", "nop", "redis", "redisPub", "rest", "sql", "websocket"}},
 		{connector.KindLookup, []string{"httppull", "memory", "redis", "simulator", "sql"}},
 	}
 	for _, tc := range tests {
@@ -27,6 +27,16 @@ func TestRegister(t *testing.T) {
 			}
 		})
 	}
+	t.Run("connection keys", func(t *testing.T) {
+		for _, typ := range []string{"mqtt", "kafka", "redis", "redisPub", "redisSub", "sql"} {
+			if _, ok := r.ConnectionKey(typ); !ok {
+				t.Errorf("no connection key function for %s", typ)
+			}
+		}
+		if _, ok := r.ConnectionKey("memory"); ok {
+			t.Error("memory keeps no named connections but has a connection key function")
+		}
+	})
 	t.Run("twice", func(t *testing.T) {
 		if err := Register(r); err == nil {
 			t.Fatal("second Register succeeded")

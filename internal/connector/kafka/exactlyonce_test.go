@@ -26,7 +26,8 @@ import (
 // with checkpoints in a folder of its own.
 type ruleEnv struct {
 	k      *cluster
-	runner *engine.Runner
+	runner *engine.Engine
+	cat    *catalog.Catalog
 	store  *checkpoint.Store
 	in     string
 	out    string
@@ -55,14 +56,18 @@ func newRuleEnv(t *testing.T) *ruleEnv {
 	// Every checkpoint is kept, so that any of them can be the one the
 	// store last marked committed.
 	e.store = &checkpoint.Store{Dir: dir, Keep: 1 << 20}
-	e.runner = &engine.Runner{
+	runner, err := engine.New(engine.Config{
 		Catalog: cat, Registry: reg, Clock: clock.Wall{}, Funcs: function.Builtins(),
 		Deps:        connector.Deps{Clock: clock.Wall{}, DataDir: dir},
 		Paths:       config.Paths{Data: dir},
 		Streams:     stream.NewManager(),
 		Checkpoints: e.store,
 		Logger:      slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	e.runner, e.cat = runner, cat
 	extra, _ := json.Marshal(map[string]any{"brokers": e.k.addr()})
 	sql := fmt.Sprintf(`CREATE STREAM s (v BIGINT) WITH (DATASOURCE=%q, TYPE="kafka", FORMAT="json", EXTRA=%q)`, e.in, extra)
 	if _, err := cat.PutStream(ctx, catalog.Stream{Name: "s", Kind: catalog.KindStream, SQL: sql}, catalog.Create); err != nil {

@@ -24,7 +24,7 @@ func (e *ruleEnv) groupStream(t *testing.T, name, topic, group string) {
 	extra, _ := json.Marshal(map[string]any{"brokers": e.k.addr(), "groupID": group})
 	sql := fmt.Sprintf(`CREATE STREAM %s (v BIGINT) WITH (DATASOURCE=%q, TYPE="kafka", FORMAT="json", EXTRA=%q)`, name, topic, extra)
 	st := catalog.Stream{Name: name, Kind: catalog.KindStream, SQL: sql}
-	if _, err := e.runner.Catalog.PutStream(context.Background(), st, catalog.Create); err != nil {
+	if _, err := e.cat.PutStream(context.Background(), st, catalog.Create); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -81,7 +81,10 @@ func Register(r *connector.Registry) error {
 	if err := r.RegisterSource(Type, SourceSpec(), NewSource); err != nil {
 		return err
 	}
-	return r.RegisterSink(Type, SinkSpec(), NewSink)
+	if err := r.RegisterSink(Type, SinkSpec(), NewSink); err != nil {
+		return err
+	}
+	return r.RegisterConnectionKey(Type, ConnectionKey)
 }
 
 // commonProps are the connection properties of source and sink.

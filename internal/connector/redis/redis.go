@@ -41,7 +41,15 @@ func Register(r *connector.Registry) error {
 	if err := r.RegisterSink(PubType, PubSpec(), NewPub); err != nil {
 		return err
 	}
-	return r.RegisterSource(SubType, SubSpec(), NewSub)
+	if err := r.RegisterSource(SubType, SubSpec(), NewSub); err != nil {
+		return err
+	}
+	for _, typ := range []string{Type, PubType, SubType} {
+		if err := r.RegisterConnectionKey(typ, ConnectionKey); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // connProps are the connection properties. eKuiper calls the address addr

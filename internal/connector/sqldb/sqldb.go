@@ -69,7 +69,10 @@ func Register(r *connector.Registry) error {
 	if err := r.RegisterSink(Type, SinkSpec(), NewSink); err != nil {
 		return err
 	}
-	return r.RegisterLookup(Type, LookupSpec(), NewLookup)
+	if err := r.RegisterLookup(Type, LookupSpec(), NewLookup); err != nil {
+		return err
+	}
+	return r.RegisterConnectionKey(Type, ConnectionKey)
 }
 
 func urlProps() []connector.Prop {

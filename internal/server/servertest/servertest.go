@@ -1,6 +1,8 @@
-// Package servertest starts kuiperd's REST API over the real engine and a
-// real SQLite catalog in a temporary folder, for tests that need the
-// whole daemon in process (the web console's browser tests, the tap).
+// Package servertest starts the whole daemon in process, built by the
+// daemon's own constructor (daemon.New) over a real SQLite catalog in a
+// temporary folder, and serves its REST API with httptest: for tests that
+// need the real engine behind the API (the web console's browser tests,
+// the tap, the REST tests over the engine).
 package servertest
 
 import (
@@ -10,9 +12,11 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/rekuiper/rekuiper/internal/auth"
@@ -22,13 +26,17 @@ import (
 	"github.com/rekuiper/rekuiper/internal/daemon"
 	"github.com/rekuiper/rekuiper/internal/metrics"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
-	"github.com/rekuiper/rekuiper/internal/server"
 	"github.com/rekuiper/rekuiper/internal/tap"
 )
 
 // Daemon is a running REST API over the engine.
 type Daemon struct {
-	URL     string
+	// Daemon is the daemon itself, as daemon.New built it.
+	Daemon *daemon.Daemon
+	URL    string
+	// Handler is the REST API itself, for tests that call it without
+	// a connection (fuzzing).
+	Handler http.Handler
 	Catalog *catalog.Catalog
 	Rules   *rulemgr.Manager
 	// History is sampled only when the test calls History.Sample.
@@ -37,36 +45,54 @@ type Daemon struct {
 	Memory *membus.Bus
 	// Taps carries the rules' emissions to GET /rules/{id}/tap.
 	Taps *tap.Hub
-	// Etc is the etc folder (public keys go in Etc/mgmt).
-	Etc string
+	// Etc and Data are the etc and data folders (public keys go in
+	// Etc/mgmt).
+	Etc, Data string
+
+	srv  *httptest.Server
+	once sync.Once
 }
 
 // Options change the daemon started.
 type Options struct {
+	// Dir is the daemon's folder (etc/ and data/ below it); empty means a
+	// new t.TempDir(). A test that restarts a daemon passes the same Dir.
+	Dir string
+	// Etc holds files written below etc/ before the start, by path
+	// relative to it (e.g. "sources/simulator.yaml").
+	Etc map[string]string
 	// Config edits the configuration before anything starts (e.g.
 	// Basic.Authentication).
 	Config func(cfg *config.Config)
+	// Store, when set, wraps the SQLite store before the daemon uses it
+	// (a test that injects faults).
+	Store func(catalog.Store) catalog.Store
 }
 
-// Start starts a daemon whose folders live in t.TempDir(); it stops at
-// the test's end.
+// Start builds the daemon with daemon.New, loads the rules its catalog
+// holds and serves its REST API; it stops at the test's end (or at
+// Close). The push endpoint server listens on an ephemeral loopback port.
 func Start(t testing.TB, o Options) *Daemon {
 	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := o.Dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
 	etc, data := filepath.Join(dir, "etc"), filepath.Join(dir, "data")
 	for _, d := range []string{filepath.Join(etc, auth.KeyDir), data} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	st, err := catalog.Open(ctx, filepath.Join(data, "sqliteKV.db"), catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.New(ctx, st)
-	if err != nil {
-		t.Fatal(err)
+	for name, content := range o.Etc {
+		p := filepath.Join(etc, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cfg := config.Default()
 	cfg.Paths = config.Paths{Etc: etc, Data: data}
@@ -74,26 +100,39 @@ func Start(t testing.TB, o Options) *Daemon {
 	if o.Config != nil {
 		o.Config(cfg)
 	}
-	logger := slog.New(slog.DiscardHandler)
-	runner, release, err := daemon.NewRunner(cfg, cat, logger)
+	opts := daemon.Options{Logger: slog.New(slog.DiscardHandler)}
+	if o.Store != nil {
+		st, err := catalog.Open(ctx, cfg.SqlitePath(), catalog.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Store = o.Store(st)
+	}
+	d, err := daemon.New(ctx, cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := runner.(*daemon.Runner)
-	mgr := rulemgr.New(rulemgr.Config{Catalog: cat, Runner: runner, Logger: logger})
-	hist := metrics.NewHistory(metrics.HistoryConfig{Rules: mgr})
-	srv := httptest.NewServer(server.New(server.Options{
-		Catalog: cat, Rules: mgr, Config: cfg, Logger: logger, Connections: d.Connections(),
-		Connectors: d.ConnectorRegistry(), Functions: d.FunctionRegistry(), Memory: d.MemoryBus(),
-		Streams: d, Taps: d.TapHub(), History: hist,
-	}))
-	t.Cleanup(func() {
-		srv.Close()
-		mgr.Close(context.Background()) //nolint:errcheck // test end
-		release()
-		st.Close()
+	if err := d.Rules().Load(ctx); err != nil {
+		d.Close(ctx) //nolint:errcheck // the load's error is the one to report
+		t.Fatal(err)
+	}
+	s := &Daemon{
+		Daemon: d, Handler: d.Handler(), Catalog: d.Catalog(), Rules: d.Rules(), History: d.History(),
+		Memory: d.Memory(), Taps: d.Taps(), Etc: etc, Data: data,
+	}
+	s.srv = httptest.NewServer(d.Handler())
+	s.URL = s.srv.URL
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Close stops the REST API and the daemon (its rules, its catalog). It
+// may be called more than once.
+func (d *Daemon) Close() {
+	d.once.Do(func() {
+		d.srv.Close()
+		d.Daemon.Close(context.Background()) //nolint:errcheck // test end
 	})
-	return &Daemon{URL: srv.URL, Catalog: cat, Rules: mgr, History: hist, Memory: d.MemoryBus(), Taps: d.TapHub(), Etc: etc}
 }
 
 // Token makes a new RSA key, writes its public half to Etc/mgmt and

@@ -1,9 +1,9 @@
-package app
+package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,9 +13,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/clock"
-	"github.com/rekuiper/rekuiper/internal/config"
-	"github.com/rekuiper/rekuiper/internal/rulemgr"
-	"github.com/rekuiper/rekuiper/internal/rulemgr/rulemgrtest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 func TestRotator(t *testing.T) {
@@ -65,15 +63,11 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	runner := rulemgrtest.New()
 	go func() {
-		done <- Run(ctx, Options{
+		done <- Run(ctx, RunOptions{
 			BaseDir: base,
 			Environ: []string{"KUIPER__BASIC__RESTPORT=0", "KUIPER__BASIC__RESTIP=127.0.0.1", "KUIPER__BASIC__FILELOG=true"},
-			NewRunner: func(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (rulemgr.Runner, func(), error) {
-				return runner, nil, nil
-			},
-			Ready: func(addr string) { ready <- addr },
+			Ready:   func(addr string) { ready <- addr },
 		})
 	}()
 	var addr string
@@ -84,7 +78,7 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("not ready")
 	}
-	resp, err := http.Post("http://"+addr+"/streams", "application/json", strings.NewReader(`{"sql":"CREATE STREAM s () WITH (TYPE=\"memory\")"}`))
+	resp, err := http.Post("http://"+addr+"/streams", "application/json", strings.NewReader(`{"sql":"CREATE STREAM s () WITH (DATASOURCE=\"t\", TYPE=\"memory\")"}`))
 	if err != nil || resp.StatusCode != 201 {
 		t.Fatalf("create stream: %v %v", err, resp)
 	}
@@ -94,19 +88,32 @@ func TestRunServesAndShutsDown(t *testing.T) {
 		t.Fatalf("create rule: %v %v", err, resp)
 	}
 	resp.Body.Close()
+	testwait.Until(t, "rule r running", func() bool {
+		resp, err := http.Get("http://" + addr + "/rules/r/status")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var st struct {
+			Status string `json:"status"`
+		}
+		return json.NewDecoder(resp.Body).Decode(&st) == nil && st.Status == "running"
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
-	}
-	if !runner.Current("r").Stopped() {
-		t.Fatal("shutdown did not stop the rule")
 	}
 	if _, err := os.Stat(filepath.Join(base, "data", "sqliteKV.db")); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(base, "log", "stream.log"))
-	if err != nil || !strings.Contains(string(b), "shutting down") {
+	if err != nil || !strings.Contains(string(b), "shutting down") || !strings.Contains(string(b), "msg=stopped") {
 		t.Fatalf("log: %v %s", err, b)
+	}
+	// Run returns once the rule manager stopped every rule within the
+	// graceful shutdown time; it warns when it could not.
+	if strings.Contains(string(b), "stop rules") {
+		t.Fatalf("shutdown did not stop the rule in time:\n%s", b)
 	}
 }
 
@@ -142,13 +149,10 @@ func TestInvalidCatalogNamesLoad(t *testing.T) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(runCtx, Options{
+		done <- Run(runCtx, RunOptions{
 			BaseDir: base,
 			Environ: []string{"KUIPER__BASIC__RESTPORT=0", "KUIPER__BASIC__RESTIP=127.0.0.1", "KUIPER__BASIC__FILELOG=true"},
-			NewRunner: func(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (rulemgr.Runner, func(), error) {
-				return rulemgrtest.New(), nil, nil
-			},
-			Ready: func(addr string) { ready <- addr },
+			Ready:   func(addr string) { ready <- addr },
 		})
 	}()
 	var addr string

@@ -1,22 +1,18 @@
-package app
+package daemon
 
 import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
-	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/connector/sqldb/pgtest"
-	"github.com/rekuiper/rekuiper/internal/rulemgr"
-	"github.com/rekuiper/rekuiper/internal/rulemgr/rulemgrtest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // startDaemon runs a daemon in base with extra environment until the test
@@ -27,13 +23,10 @@ func startDaemon(t *testing.T, base string, env ...string) string {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Options{
+		done <- Run(ctx, RunOptions{
 			BaseDir: base,
 			Environ: append([]string{"KUIPER__BASIC__RESTPORT=0", "KUIPER__BASIC__RESTIP=127.0.0.1", "KUIPER__BASIC__FILELOG=true"}, env...),
-			NewRunner: func(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (rulemgr.Runner, func(), error) {
-				return rulemgrtest.New(), nil, nil
-			},
-			Ready: func(addr string) { ready <- addr },
+			Ready:   func(addr string) { ready <- addr },
 		})
 	}()
 	t.Cleanup(func() {
@@ -71,17 +64,6 @@ func getJSON(t *testing.T, url string, into any) int {
 	return resp.StatusCode
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 15s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestTwoDaemonsShareAPostgresCatalog: two daemons on one PostgreSQL
 // catalog name themselves, see each other as members, and a stream created
 // through one is served by the other. The URL's password is never logged.
@@ -99,7 +81,7 @@ func TestTwoDaemonsShareAPostgresCatalog(t *testing.T) {
 	if infoA["node"] == nil || infoA["node"] == "" || infoA["node"] == infoB["node"] {
 		t.Fatalf("nodes %v and %v", infoA["node"], infoB["node"])
 	}
-	waitUntil(t, "two healthy members", func() bool {
+	testwait.Until(t, "two healthy members", func() bool {
 		var nodes []struct {
 			ID      string `json:"id"`
 			Healthy bool   `json:"healthy"`
@@ -109,12 +91,12 @@ func TestTwoDaemonsShareAPostgresCatalog(t *testing.T) {
 		return len(nodes) == 2 && nodes[0].Healthy && nodes[1].Healthy && (nodes[0].Self != nodes[1].Self)
 	})
 
-	resp, err := http.Post("http://"+a+"/streams", "application/json", strings.NewReader(`{"sql":"CREATE STREAM shared () WITH (TYPE=\"memory\")"}`))
+	resp, err := http.Post("http://"+a+"/streams", "application/json", strings.NewReader(`{"sql":"CREATE STREAM shared () WITH (DATASOURCE=\"t\", TYPE=\"memory\")"}`))
 	if err != nil || resp.StatusCode != 201 {
 		t.Fatalf("create stream: %v %v", err, resp)
 	}
 	resp.Body.Close()
-	waitUntil(t, "stream served by b", func() bool { return getJSON(t, "http://"+b+"/streams/shared", nil) == 200 })
+	testwait.Until(t, "stream served by b", func() bool { return getJSON(t, "http://"+b+"/streams/shared", nil) == 200 })
 
 	if _, err := os.Stat(filepath.Join(baseA, "data", catalog.DefaultFileName)); err == nil {
 		t.Error("a SQLite catalog was created although basic.catalog names PostgreSQL")
@@ -134,12 +116,9 @@ func TestTwoDaemonsShareAPostgresCatalog(t *testing.T) {
 }
 
 func TestUnknownCatalogSchemeRefused(t *testing.T) {
-	err := Run(context.Background(), Options{
+	err := Run(context.Background(), RunOptions{
 		BaseDir: t.TempDir(),
 		Environ: []string{"KUIPER__BASIC__CATALOG=mysql://u:s3cret@h/db"},
-		NewRunner: func(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger) (rulemgr.Runner, func(), error) {
-			return rulemgrtest.New(), nil, nil
-		},
 	})
 	if err == nil || !strings.Contains(err.Error(), "basic.catalog") || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("start with a mysql catalog: %v", err)

@@ -1,4 +1,4 @@
-package app
+package daemon
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/checkpoint"
 	"github.com/rekuiper/rekuiper/internal/cluster"
 	"github.com/rekuiper/rekuiper/internal/config"
+	"github.com/rekuiper/rekuiper/internal/engine"
 	"github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
@@ -81,28 +82,14 @@ func newPlacer(cfg *config.Config, store catalog.Store, cat *catalog.Catalog, me
 	})
 }
 
-// splitter is implemented by the engine's runner: it tells whether a rule
-// runs as one task per partition of its stream.
-type splitter interface {
-	Split(ctx context.Context, def *rule.Def) (rule.Split, error)
-}
-
-// newTasks returns, for a shared catalog and a runner that can split
-// rules, what runs the tasks of partitioned rules on this node; nil
-// otherwise.
-func newTasks(store catalog.Store, cat *catalog.Catalog, runner rulemgr.Runner, nodeID string, defaults rule.Options, logger *slog.Logger) *cluster.Tasks {
-	sp, ok := runner.(splitter)
-	if _, shared := store.(catalog.Leaser); !ok || !shared {
+// newTasks returns, for a shared catalog, what runs the tasks of
+// partitioned rules on this node; nil otherwise.
+func newTasks(store catalog.Store, cat *catalog.Catalog, eng *engine.Engine, nodeID string, defaults rule.Options, logger *slog.Logger) *cluster.Tasks {
+	if _, shared := store.(catalog.Leaser); !shared {
 		return nil
 	}
-	var end func(context.Context, *rule.Def) error
-	if e, ok := runner.(interface {
-		EndSessions(ctx context.Context, def *rule.Def) error
-	}); ok {
-		end = e.EndSessions
-	}
 	return cluster.NewTasks(cluster.TasksConfig{
-		Node: nodeID, Runner: runner, Split: sp.Split, EndSessions: end, Logger: logger,
+		Node: nodeID, Runner: eng, Split: eng.Split, EndSessions: eng.EndSessions, Logger: logger,
 		Rule: func(id string) ([]byte, error) {
 			r, err := cat.Rule(id)
 			return r.Definition, err
@@ -206,30 +193,26 @@ func runPlacer(ctx context.Context, placer *cluster.Placer, rules cluster.RuleRu
 	}
 }
 
-// shareCheckpoints makes, for a shared catalog, the runner keep the
-// rules' checkpoints in the shared database, written under the rule's
-// lease (fenced by the database), so that the node that takes a rule
-// over restores its state and rewinds its sources.
-func shareCheckpoints(runner rulemgr.Runner, store catalog.Store, placer *cluster.Placer, cfg *config.Config, logger *slog.Logger) {
-	r, ok := runner.(interface {
-		JoinCluster(s checkpoint.Storage, node, scope string)
-	})
+// newClusterRole returns, for a shared catalog that keeps checkpoints,
+// how the engine takes part in the cluster: the rules' checkpoints in the
+// shared database, written under the rule's lease (lease, fenced by the
+// database), so that the node that takes a rule over restores its state
+// and rewinds its sources. Nil for a catalog of this node alone.
+func newClusterRole(store catalog.Store, cfg *config.Config, nodeID string, lease func(ruleID string) (string, int64, error), logger *slog.Logger) *clusterRole {
+	_, leases := store.(catalog.Leaser)
 	cs, isCS := store.(catalog.CheckpointStore)
-	if placer == nil || !isCS {
-		return
-	}
-	if !ok {
-		logger.Warn("this runner keeps checkpoints in the data folder: a rule that moves to another node starts there without its state")
-		return
+	if !leases || !isCS {
+		return nil
 	}
 	scope := "rekuiper-cluster"
 	if w, ok := store.(interface{ Database() string }); ok {
 		scope += "-" + w.Database()
 	}
-	r.JoinCluster(&checkpoint.Shared{
-		Backend: cs, Lease: placer.Lease, Logger: logger,
-		Timeout: cfg.Cluster.LeaseTime.Std() / 3,
-	}, placer.Node(), scope)
+	return &clusterRole{
+		checkpoints: &checkpoint.Shared{Backend: cs, Lease: lease, Logger: logger, Timeout: cfg.Cluster.LeaseTime.Std() / 3},
+		node:        nodeID,
+		scope:       scope,
+	}
 }
 
 // dropSharedCheckpoints removes a deleted rule's checkpoints from the

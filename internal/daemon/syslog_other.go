@@ -1,6 +1,6 @@
 //go:build windows || plan9
 
-package app
+package daemon
 
 import (
 	"errors"
