@@ -102,12 +102,13 @@ func New(ctx context.Context, cfg *config.Config, o Options) (d *Daemon, err err
 		v := version.Get()
 		o.Version, o.Commit = v.Version, v.Commit
 	}
-	d = &Daemon{cfg: cfg, opts: o, logger: o.Logger, store: o.Store, closeLog: func() {}}
+	built := &Daemon{cfg: cfg, opts: o, logger: o.Logger, store: o.Store, closeLog: func() {}}
 	defer func() {
 		if err != nil {
-			d.Close(context.Background()) //nolint:errcheck // the start's error is the one to report
+			built.Close(context.Background()) //nolint:errcheck // the start's error is the one to report
 		}
 	}()
+	d = built
 	if d.logger == nil {
 		if d.logger, d.closeLog, err = newLogger(cfg, o.Stdout); err != nil {
 			d.closeLog = func() {}

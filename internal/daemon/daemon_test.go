@@ -13,6 +13,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
@@ -212,5 +213,30 @@ func TestRotatorByAge(t *testing.T) {
 	}
 	if string(old) != "first\nsame file\n" || string(cur) != "new file\n" {
 		t.Fatalf("rotated %q, current %q", old, cur)
+	}
+}
+
+// TestNewFailureReleases: a daemon whose start fails part-way (here the
+// engine, on an unknown time zone) returns the error and closes what it
+// had opened, so the catalog can be opened again at once.
+func TestNewFailureReleases(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config.Default()
+	cfg.Paths = config.Paths{Etc: filepath.Join(dir, "etc"), Data: filepath.Join(dir, "data")}
+	cfg.Basic.Timezone = "Nowhere/Bogus"
+	d, err := New(context.Background(), cfg, Options{})
+	if err == nil || d != nil || !strings.Contains(err.Error(), "Nowhere/Bogus") {
+		t.Fatalf("New = %v, %v; want an error naming the time zone", d, err)
+	}
+	cfg.Basic.Timezone = ""
+	d, err = New(context.Background(), cfg, Options{})
+	if err != nil {
+		t.Fatalf("New after a failed one: %v", err)
+	}
+	if err := d.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(context.Background()); err != nil {
+		t.Fatalf("second Close: %v", err)
 	}
 }

@@ -2,6 +2,8 @@
 // groups and windows. Compilation resolves names (streams, aliases, columns),
 // looks functions up, checks their arity and argument literals, and allocates
 // analytic function state; nothing is looked up by name at run time.
+// This is where a row is evaluated: the operators (internal/operator,
+// e.g. filter.go and project.go) call the closures compile.go builds.
 package eval
 
 import (

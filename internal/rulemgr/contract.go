@@ -2,7 +2,10 @@
 // commands (start, stop, restart, update, delete) are applied one at a
 // time, by a goroutine that exists only while some are pending. It
 // persists the wanted state in the catalog before acting on it, restarts
-// failed rules with backoff and runs cron-scheduled rules.
+// failed rules with backoff and runs cron-scheduled rules. A rule's actor
+// (actor.go) starts it by asking the Runner of contract.go, which the
+// engine implements (internal/engine, start.go), and stops it through the
+// Running it got back.
 package rulemgr
 
 import (
