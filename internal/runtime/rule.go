@@ -206,36 +206,15 @@ func New(cfg Config) *Rule {
 	for range cfg.Ops {
 		r.OpMetrics = append(r.OpMetrics, &Metrics{})
 	}
-	for i := range cfg.Sinks {
-		m := &Metrics{}
-		m.BufferLength = func() int64 {
-			if !r.launched.Load() {
-				return 0
-			}
-			return int64(len(r.sinkIn[i]))
-		}
-		r.SinkMetrics = append(r.SinkMetrics, m)
-	}
+	r.prepareSinks()
 	if n := len(cfg.Ops); n > 0 {
 		if p, ok := cfg.Ops[n-1].(slotEmitter); ok {
 			p.EnableSlots()
 		}
 	}
-	if len(cfg.Sinks) == 1 && cfg.Qos == 0 {
-		if s, ok := cfg.Sinks[0].(InlineSink); ok && s.Inline() {
-			r.inline = true
-		}
-	}
 	r.direct = canRunDirect(cfg, r.inline)
 	r.keeps = !r.direct || cfg.KeepsValues
 	if r.inline {
-		r.inlineWhere = "sink " + cfg.Sinks[0].Name()
-		r.onInlinePanic = func(e *panics.Error) {
-			r.kept.Store(true)
-			r.SinkMetrics[0].RecordException(e.Error(), r.nowMS())
-			r.inlineFailed = true
-			r.panicked(e)
-		}
 		r.onOpPanic = r.opPanicked
 	}
 	operator.RecycleCopies(cfg.Ops)

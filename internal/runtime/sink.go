@@ -76,6 +76,37 @@ type PreCommitter interface {
 	PreCommit(ctx context.Context, id uint64) error
 }
 
+// prepareSinks gives every sink its metrics and decides whether the only
+// sink runs on the operator goroutine (InlineSink: a qos 0 rule whose one
+// sink reports Inline), building that sink's panic guard once. Called by
+// New, before anything runs.
+func (r *Rule) prepareSinks() {
+	for i := range r.cfg.Sinks {
+		m := &Metrics{}
+		m.BufferLength = func() int64 {
+			if !r.launched.Load() {
+				return 0
+			}
+			return int64(len(r.sinkIn[i]))
+		}
+		r.SinkMetrics = append(r.SinkMetrics, m)
+	}
+	if len(r.cfg.Sinks) != 1 || r.cfg.Qos != 0 {
+		return
+	}
+	if s, ok := r.cfg.Sinks[0].(InlineSink); !ok || !s.Inline() {
+		return
+	}
+	r.inline = true
+	r.inlineWhere = "sink " + r.cfg.Sinks[0].Name()
+	r.onInlinePanic = func(e *panics.Error) {
+		r.kept.Store(true)
+		r.SinkMetrics[0].RecordException(e.Error(), r.nowMS())
+		r.inlineFailed = true
+		r.panicked(e)
+	}
+}
+
 func (r *Rule) toSinks(it operator.Item) {
 	r.curOp = len(r.cfg.Ops)
 	if it.Kind != operator.Data && it.Kind != operator.Error && it.Kind != operator.Barrier {
