@@ -38,9 +38,10 @@ func (b *builder) chain() ([]operator.Operator, error) {
 	return b.windowChain(ops, fields, where)
 }
 
-// sourceStage is where every chain starts: the preprocess operator that
-// decodes the sources' rows and, for an event-time rule, the operator that
-// tracks the watermark of its streams (tables have none).
+// sourceStage is where every chain starts: the preprocess operator (a
+// per-rule copy of each tuple, validation, event time from the TIMESTAMP
+// column) and, for an event-time rule, the operator that orders the rows of
+// its streams by a watermark (tables have none).
 func (b *builder) sourceStage() []operator.Operator {
 	ops := []operator.Operator{b.preprocess()}
 	if b.opts.IsEventTime {
