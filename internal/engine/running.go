@@ -109,7 +109,7 @@ func (rr *running) attach(p *prepared, restored *checkpoint.Checkpoint) error {
 			ds, _ := props["datasource"].(string)
 			conn = sel + "/" + ds
 		}
-		perRule := rr.def.Options.Qos > 0 && !in.Table
+		perRule := rr.def.Options.Qos.Checkpointed() && !in.Table
 		key := propsKey(typ, props) + "|" + in.Name
 		if perRule {
 			key = "rule|" + rr.def.ID + "|" + key

@@ -25,6 +25,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/operator"
 	"github.com/rekuiper/rekuiper/internal/panics"
+	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/tracing"
 )
 
@@ -57,7 +58,7 @@ type Config struct {
 	// (default 1). Qos 2 aligns barriers: items from a source whose
 	// barrier arrived wait until every source delivered it.
 	Inputs int
-	Qos    int
+	Qos    rule.QoS
 	// State is rule-level state outside the operators (analytic function
 	// state, hit counters), snapshotted with them.
 	State map[string]operator.Stateful
@@ -523,7 +524,7 @@ func (r *Rule) DeliveryKept() bool {
 // state (analytic functions, counters) is touched by one sender at a time,
 // as by the operator goroutine.
 func canRunDirect(cfg Config, inline bool) bool {
-	if !inline || cfg.Qos != 0 || cfg.Inputs != 1 {
+	if !inline || cfg.Qos.Checkpointed() || cfg.Inputs != 1 {
 		return false
 	}
 	for _, op := range cfg.Ops {
@@ -584,7 +585,7 @@ func (a *aligner) barrier(it operator.Item) {
 	}
 	seen[it.Source] = true
 	if len(seen) < a.r.cfg.Inputs {
-		if a.r.cfg.Qos >= 2 {
+		if a.r.cfg.Qos.Aligned() {
 			a.blocked[it.Source] = true
 		}
 		return

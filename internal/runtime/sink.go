@@ -91,7 +91,7 @@ func (r *Rule) prepareSinks() {
 		}
 		r.SinkMetrics = append(r.SinkMetrics, m)
 	}
-	if len(r.cfg.Sinks) != 1 || r.cfg.Qos != 0 {
+	if len(r.cfg.Sinks) != 1 || r.cfg.Qos.Checkpointed() {
 		return
 	}
 	if s, ok := r.cfg.Sinks[0].(InlineSink); !ok || !s.Inline() {
