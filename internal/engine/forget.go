@@ -28,7 +28,7 @@ var _ rulemgr.Forgetter = (*Engine)(nil)
 func (rn *Engine) Forget(ctx context.Context, def *rule.Def) error {
 	stmt, names, err := parseRule(def)
 	if err != nil {
-		if def.Options.Qos == 0 {
+		if !def.Options.Qos.Checkpointed() {
 			return nil
 		}
 		return err
@@ -39,7 +39,7 @@ func (rn *Engine) Forget(ctx context.Context, def *rule.Def) error {
 			errs = append(errs, err)
 		}
 	}
-	if def.Options.Qos == 0 {
+	if !def.Options.Qos.Checkpointed() {
 		return errors.Join(errs...)
 	}
 	return errors.Join(append(errs, rn.endSessions(ctx, def.ID, names))...)
@@ -51,7 +51,7 @@ func (rn *Engine) Forget(ctx context.Context, def *rule.Def) error {
 // persistent session of its whole run subscribed, where the broker would
 // keep queueing a share of the shared subscription for nobody.
 func (rn *Engine) EndSessions(ctx context.Context, def *rule.Def) error {
-	if def.Options.Qos == 0 {
+	if !def.Options.Qos.Checkpointed() {
 		return nil
 	}
 	_, names, err := parseRule(def)

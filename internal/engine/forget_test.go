@@ -61,7 +61,7 @@ func TestForgetEndsTheRulesSessions(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
-		qos  int
+		qos  rule.QoS
 		want int
 	}{{0, 0}, {1, 2}} {
 		log.mu.Lock()

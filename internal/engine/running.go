@@ -164,7 +164,7 @@ func (rr *running) attachInput(p *prepared, in planner.Input, source int, restor
 	}
 	// A rule at qos >= 1 reads its streams through subscriptions of its
 	// own (rewound to its checkpoints); tables are always shared.
-	perRule := rr.def.Options.Qos > 0 && !in.Table
+	perRule := rr.def.Options.Qos.Checkpointed() && !in.Table
 	s, err := rr.subscribe(p, in, typ, props, perRule)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s of rule %s: %w", in.Name, rr.def.ID, err)

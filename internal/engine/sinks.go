@@ -18,6 +18,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/panics"
 	"github.com/rekuiper/rekuiper/internal/payload"
 	"github.com/rekuiper/rekuiper/internal/row"
+	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/runtime"
 	"github.com/rekuiper/rekuiper/internal/sinkcache"
 	"github.com/rekuiper/rekuiper/internal/stream"
@@ -174,7 +175,7 @@ func (s *sinkNode) CheckpointCommitted(cp *checkpoint.Checkpoint) error {
 
 // buildSink validates an action and constructs its sink (not connected),
 // wrapped in the sink cache when enableCache is on.
-func (rn *Engine) buildSink(ruleID string, qos int, index int, typ string, action map[string]any, state api.State) (*sinkNode, error) {
+func (rn *Engine) buildSink(ruleID string, qos rule.QoS, index int, typ string, action map[string]any, state api.State) (*sinkNode, error) {
 	entry, ok := rn.cfg.Registry.Sink(typ)
 	if !ok {
 		return nil, fmt.Errorf("action %d: %w: sink %q", index, connector.ErrUnknownType, typ)
@@ -209,7 +210,7 @@ func (rn *Engine) buildSink(ruleID string, qos int, index int, typ string, actio
 		// Replays re-encode the rows with the indicator field as JSON.
 		return nil, fmt.Errorf("action %d (%s): resendIndicatorField cannot be combined with compression or encryption", index, typ)
 	}
-	if qos >= 2 && entry.Spec.Has("transactionalID") {
+	if qos.Aligned() && entry.Spec.Has("transactionalID") {
 		if _, set := props["transactionalID"]; !set {
 			// Exactly once end to end: the sink writes in transactions
 			// committed with the rule's checkpoints.

@@ -158,7 +158,7 @@ func (rn *Engine) Start(ctx context.Context, def *rule.Def) (rulemgr.Running, er
 	}
 	var coord *checkpoint.Coordinator
 	var restored *checkpoint.Checkpoint
-	if def.Options.Qos > 0 && rn.cfg.Checkpoints != nil {
+	if def.Options.Qos.Checkpointed() && rn.cfg.Checkpoints != nil {
 		if err := rn.waitStorage(ctx, def.ID, rr.logger); err != nil {
 			rr.closeSinks()
 			return nil, fmt.Errorf("restore rule %s: %w", def.ID, err)

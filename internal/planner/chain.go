@@ -12,19 +12,15 @@ import (
 	"github.com/rekuiper/rekuiper/internal/sql/token"
 )
 
+// chain builds the rule's operator chain from the statement: the source
+// stage (preprocess, event time), then either the row chain (no window:
+// joins, WHERE, projection) or the window chain (window, joins, WHERE,
+// grouping and aggregation, HAVING, ORDER BY, projection). SELECT and WHERE
+// are compiled first, so that the analytic and aggregate sites they call
+// are known to the stages that follow.
 func (b *builder) chain() ([]operator.Operator, error) {
 	s := b.stmt
-	var ops []operator.Operator
-	ops = append(ops, b.preprocess())
-	if b.opts.IsEventTime {
-		var streams []string
-		for _, in := range b.inputs {
-			if !in.Table {
-				streams = append(streams, in.Name)
-			}
-		}
-		ops = append(ops, &operator.EventTime{Streams: streams, LateTolerance: b.opts.LateTolerance.Milliseconds()})
-	}
+	ops := b.sourceStage()
 	fields, err := b.fields()
 	if err != nil {
 		return nil, err
@@ -37,54 +33,42 @@ func (b *builder) chain() ([]operator.Operator, error) {
 	}
 	b.grouped = s.Window != nil && (len(s.Dimensions) > 0 || b.anyAggregate())
 	if s.Window == nil {
-		if sites := b.comp.Sites(); len(sites) > 0 {
-			ops = append(ops, &operator.Analytic{Sites: sites, Store: b.comp.Analytic})
-		}
-		pre, err := b.streamTableFilter()
-		if err != nil {
-			return nil, err
-		}
-		if pre != nil {
-			ops = append(ops, pre)
-		}
-		if join, err := b.join(); err != nil {
-			return nil, err
-		} else if join != nil {
-			ops = append(ops, join)
-		}
-		lookups, err := b.lookupJoins()
-		if err != nil {
-			return nil, err
-		}
-		ops = append(ops, lookups...)
-		if where == nil && b.calls("last_hit_count", "last_hit_time") {
-			// Every row is a hit: a filter that keeps all of them counts them.
-			where = alwaysTrue
-		}
-		if where != nil {
-			ops = append(ops, &operator.Filter{Cond: where})
-		}
-		ops = append(ops, b.project(fields))
-		return ops, nil
+		return b.rowChain(ops, fields, where)
 	}
-	win, err := b.window()
-	if err != nil {
-		return nil, err
+	return b.windowChain(ops, fields, where)
+}
+
+// sourceStage is where every chain starts: the preprocess operator (a
+// per-rule copy of each tuple, validation, event time from the TIMESTAMP
+// column) and, for an event-time rule, the operator that orders the rows of
+// its streams by a watermark (tables have none).
+func (b *builder) sourceStage() []operator.Operator {
+	ops := []operator.Operator{b.preprocess()}
+	if b.opts.IsEventTime {
+		var streams []string
+		for _, in := range b.inputs {
+			if !in.Table {
+				streams = append(streams, in.Name)
+			}
+		}
+		ops = append(ops, &operator.EventTime{Streams: streams, LateTolerance: b.opts.LateTolerance.Milliseconds()})
 	}
-	// As without a window, analytic calls see every row before WHERE and
-	// the window, once: a row in several windows keeps one lag().
+	return ops
+}
+
+// analyticStage appends the operator that evaluates the analytic function
+// calls (lag() and the like) on every row, when the compiled expressions
+// have any.
+func (b *builder) analyticStage(ops []operator.Operator) []operator.Operator {
 	if sites := b.comp.Sites(); len(sites) > 0 {
 		ops = append(ops, &operator.Analytic{Sites: sites, Store: b.comp.Analytic})
 	}
-	// A WHERE that calls aggregates runs after the window, over its rows
-	// (eKuiper's semantics).
-	whereAgg := where != nil && b.comp.IsAggregate(s.Where)
-	pushDown := where != nil && !whereAgg && len(s.Joins) == 0 && !b.opts.IsEventTime &&
-		win.Spec.Kind != operator.Count && win.Spec.Kind != operator.Sliding
-	if pushDown {
-		ops = append(ops, &operator.Filter{Cond: where})
-	}
-	ops = append(ops, win)
+	return ops
+}
+
+// joinStage appends the join of the statement's streams and tables (if
+// any) and then its lookup joins.
+func (b *builder) joinStage(ops []operator.Operator) ([]operator.Operator, error) {
 	if join, err := b.join(); err != nil {
 		return nil, err
 	} else if join != nil {
@@ -94,56 +78,136 @@ func (b *builder) chain() ([]operator.Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	ops = append(ops, lookups...)
+	return append(ops, lookups...), nil
+}
+
+// rowChain finishes the chain of a statement without a window, which
+// handles rows one by one: analytic calls, the stream's part of a WHERE
+// over a stream-table join, the joins, the WHERE, the projection.
+func (b *builder) rowChain(ops []operator.Operator, fields []operator.ProjField, where eval.Expr) ([]operator.Operator, error) {
+	ops = b.analyticStage(ops)
+	pre, err := b.streamTableFilter()
+	if err != nil {
+		return nil, err
+	}
+	if pre != nil {
+		ops = append(ops, pre)
+	}
+	if ops, err = b.joinStage(ops); err != nil {
+		return nil, err
+	}
+	if where == nil && b.calls("last_hit_count", "last_hit_time") {
+		// Every row is a hit: a filter that keeps all of them counts them.
+		where = alwaysTrue
+	}
+	if where != nil {
+		ops = append(ops, &operator.Filter{Cond: where})
+	}
+	return append(ops, b.project(fields)), nil
+}
+
+// windowChain finishes the chain of a statement with a window: the window
+// stage (see windowStage), then grouping and aggregation, HAVING, ORDER BY
+// and the projection.
+func (b *builder) windowChain(ops []operator.Operator, fields []operator.ProjField, where eval.Expr) ([]operator.Operator, error) {
+	ops, win, pushDown, err := b.windowStage(ops, where)
+	if err != nil {
+		return nil, err
+	}
+	agg, err := b.aggClauses()
+	if err != nil {
+		return nil, err
+	}
+	// Every expression is compiled: the aggregate sites are known.
+	if b.grouped && b.foldable(win, where == nil || pushDown) {
+		win.Fold = &operator.Fold{Dims: agg.dims, Sites: b.comp.AggSites()}
+	} else if b.grouped {
+		ops = append(ops, &operator.GroupBy{Dims: agg.dims})
+	}
+	if agg.having != nil {
+		ops = append(ops, agg.having)
+	}
+	if agg.order != nil {
+		ops = append(ops, agg.order)
+	}
+	return append(ops, b.project(fields)), nil
+}
+
+// windowStage appends the window and what runs around it: analytic calls
+// and, when it can, the WHERE before the window (pushDown reports that it
+// did); the joins after it, and then the WHERE when it was not pushed
+// down. A WHERE that calls aggregates runs after the window, over its rows
+// (eKuiper's semantics); so does any WHERE of an event-time rule, of a
+// join, or over a count or sliding window.
+func (b *builder) windowStage(ops []operator.Operator, where eval.Expr) (_ []operator.Operator, win *operator.Window, pushDown bool, err error) {
+	if win, err = b.window(); err != nil {
+		return nil, nil, false, err
+	}
+	// As without a window, analytic calls see every row before WHERE and
+	// the window, once: a row in several windows keeps one lag().
+	ops = b.analyticStage(ops)
+	whereAgg := where != nil && b.comp.IsAggregate(b.stmt.Where)
+	pushDown = where != nil && !whereAgg && len(b.stmt.Joins) == 0 && !b.opts.IsEventTime &&
+		win.Spec.Kind != operator.Count && win.Spec.Kind != operator.Sliding
+	if pushDown {
+		ops = append(ops, &operator.Filter{Cond: where})
+	}
+	ops = append(ops, win)
+	if ops, err = b.joinStage(ops); err != nil {
+		return nil, nil, false, err
+	}
 	if where != nil && !pushDown {
 		ops = append(ops, &operator.Filter{Cond: where, OverWindow: whereAgg})
 	}
-	var dims []eval.Expr
+	return ops, win, pushDown, nil
+}
+
+// aggOps are the compiled clauses that run over a window's rows: the GROUP
+// BY dimensions (only when the statement groups), HAVING and ORDER BY
+// (nil when absent).
+type aggOps struct {
+	dims   []eval.Expr
+	having operator.Operator
+	order  operator.Operator
+}
+
+// aggClauses compiles GROUP BY, HAVING and ORDER BY, in that order. A
+// statement calling last_agg_hit_count or last_agg_hit_time without a
+// HAVING gets one that keeps every group, since each is a hit to count.
+func (b *builder) aggClauses() (aggOps, error) {
+	s := b.stmt
+	var agg aggOps
+	var err error
 	if b.grouped {
-		dims = make([]eval.Expr, len(s.Dimensions))
+		agg.dims = make([]eval.Expr, len(s.Dimensions))
 		for i, d := range s.Dimensions {
-			if dims[i], err = b.comp.Compile(d); err != nil {
-				return nil, err
+			if agg.dims[i], err = b.comp.Compile(d); err != nil {
+				return aggOps{}, err
 			}
 		}
 	}
-	var having operator.Operator
 	if s.Having != nil {
 		cond, err := b.comp.Compile(s.Having)
 		if err != nil {
-			return nil, err
+			return aggOps{}, err
 		}
-		having = &operator.Having{Cond: cond, Grouped: b.grouped}
+		agg.having = &operator.Having{Cond: cond, Grouped: b.grouped}
 	} else if b.calls("last_agg_hit_count", "last_agg_hit_time") {
 		// Every window emitted is a hit: a HAVING that keeps all counts them.
-		having = &operator.Having{Cond: alwaysTrue, Grouped: b.grouped}
+		agg.having = &operator.Having{Cond: alwaysTrue, Grouped: b.grouped}
 	}
-	var order operator.Operator
 	if len(s.OrderBy) > 0 {
 		keys := make([]operator.SortKey, len(s.OrderBy))
 		for i, o := range s.OrderBy {
 			x, err := b.comp.Compile(o.Expr)
 			if err != nil {
-				return nil, err
+				return aggOps{}, err
 			}
 			keys[i] = operator.SortKey{Expr: x, Desc: o.Desc}
 		}
-		order = &operator.Order{Keys: keys, Grouped: b.grouped}
+		agg.order = &operator.Order{Keys: keys, Grouped: b.grouped}
 	}
-	// Every expression is compiled: the aggregate sites are known.
-	if b.grouped && b.foldable(win, where == nil || pushDown) {
-		win.Fold = &operator.Fold{Dims: dims, Sites: b.comp.AggSites()}
-	} else if b.grouped {
-		ops = append(ops, &operator.GroupBy{Dims: dims})
-	}
-	if having != nil {
-		ops = append(ops, having)
-	}
-	if order != nil {
-		ops = append(ops, order)
-	}
-	ops = append(ops, b.project(fields))
-	return ops, nil
+	return agg, nil
 }
 
 // foldable reports whether the window can aggregate its groups as rows

@@ -255,7 +255,7 @@ func OptionsFromConfig(c config.RuleOptions) Options {
 		SendMetaToSink:            c.SendMetaToSink,
 		SendNilField:              c.SendNilField,
 		SendError:                 c.SendError,
-		Qos:                       c.Qos,
+		Qos:                       QoS(c.Qos),
 		CheckpointInterval:        Duration(c.CheckpointInterval),
 		Cron:                      c.Cron,
 		NotifySub:                 c.NotifySub,

@@ -59,7 +59,7 @@ type Options struct {
 	SendMetaToSink            bool            `json:"sendMetaToSink"`
 	SendNilField              bool            `json:"sendNilField"`
 	SendError                 bool            `json:"sendError"`
-	Qos                       int             `json:"qos"`
+	Qos                       QoS             `json:"qos"`
 	CheckpointInterval        Duration        `json:"checkpointInterval"`
 	RestartStrategy           RestartStrategy `json:"restartStrategy"`
 	Cron                      string          `json:"cron,omitempty"`
@@ -134,7 +134,7 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("invalid rule option sourceLogSync %q: must be none, periodic or always", o.SourceLogSync)
 	}
 	switch {
-	case o.Qos < 0 || o.Qos > 2:
+	case !o.Qos.Valid():
 		return fmt.Errorf("invalid rule option qos %d: must be 0, 1 or 2", o.Qos)
 	case o.BufferLength < 0:
 		return fmt.Errorf("invalid rule option bufferLength %d: must not be negative", o.BufferLength)
