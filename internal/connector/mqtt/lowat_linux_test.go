@@ -11,22 +11,26 @@ import (
 	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
-// lowatOfConn reads the socket's receive low-water mark.
-func lowatOfConn(t *testing.T, c net.Conn) int {
+// onSocket runs f on the file descriptor of c's socket.
+func onSocket(t *testing.T, c net.Conn, f func(fd int)) {
 	t.Helper()
 	raw, err := c.(syscall.Conn).SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var v int
-	var gerr error
-	if err := raw.Control(func(fd uintptr) {
-		v, gerr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT)
-	}); err != nil {
+	if err := raw.Control(func(fd uintptr) { f(int(fd)) }); err != nil {
 		t.Fatal(err)
 	}
-	if gerr != nil {
-		t.Fatal(gerr)
+}
+
+// lowatOfConn reads the socket's receive low-water mark.
+func lowatOfConn(t *testing.T, c net.Conn) int {
+	t.Helper()
+	var v int
+	var err error
+	onSocket(t, c, func(fd int) { v, err = syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVLOWAT) })
+	if err != nil {
+		t.Fatal(err)
 	}
 	return v
 }
@@ -35,19 +39,12 @@ func lowatOfConn(t *testing.T, c net.Conn) int {
 // a read that peeks without waiting finds it.
 func finArrived(t *testing.T, c net.Conn) bool {
 	t.Helper()
-	raw, err := c.(syscall.Conn).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var n int
-	var rerr error
-	b := make([]byte, 1)
-	if err := raw.Control(func(fd uintptr) {
-		n, _, rerr = syscall.Recvfrom(int(fd), b, syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return n == 0 && rerr == nil
+	var err error
+	onSocket(t, c, func(fd int) {
+		n, _, err = syscall.Recvfrom(fd, make([]byte, 1), syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	})
+	return n == 0 && err == nil
 }
 
 // TestPacedReaderBusyKeepsMarkRaised: a paced reader that finds data after
