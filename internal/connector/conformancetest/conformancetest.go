@@ -26,6 +26,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // Timeout bounds every wait of the suites.
@@ -288,29 +289,28 @@ func RunSourceSuite(t *testing.T, f SourceFactory, p Producer) {
 func sourceRecovers(t *testing.T, s api.Source, p Producer, seqOf func(*api.Message) (int64, error)) {
 	t.Helper()
 	const marker = 1 << 40
-	deadline := time.Now().Add(Timeout)
-	for i := int64(0); time.Now().Before(deadline); i++ {
+	i := int64(0)
+	if !testwait.Poll(Timeout, func() bool {
 		p.Produce(t, [][]byte{Payload(marker + i)})
+		i++
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		msg, err := s.Read(ctx)
 		cancel()
 		switch {
 		case err == nil:
-			if seq, err := seqOf(msg); err == nil && seq >= marker {
-				return
-			}
+			seq, err := seqOf(msg)
+			return err == nil && seq >= marker
 		case errors.Is(err, context.DeadlineExceeded):
 		default:
 			_ = s.Close(context.Background())
 			cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			err := s.Connect(cctx)
+			_ = s.Connect(cctx)
 			cancel()
-			if err != nil {
-				time.Sleep(100 * time.Millisecond)
-			}
 		}
+		return false
+	}) {
+		t.Fatal("source did not recover after the server restarted")
 	}
-	t.Fatal("source did not recover after the server restarted")
 }
 
 // RunSinkSuite runs the sink conformance tests as subtests of t.
@@ -438,22 +438,18 @@ func RunSinkSuite(t *testing.T, f SinkFactory, r Reader) {
 // retryable (the sink cache retries those with the same sink instance).
 func sinkRecovers(t *testing.T, s api.Sink) {
 	t.Helper()
-	deadline := time.Now().Add(Timeout)
-	var lastErr error
-	for time.Now().Before(deadline) {
+	var err error
+	if !testwait.Poll(Timeout, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := s.Write(ctx, Message(777))
-		cancel()
-		if err == nil {
-			return
-		}
-		lastErr = err
-		if !errors.Is(err, api.ErrRetryable) {
-			t.Fatalf("write during restart: %v is not retryable", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		defer cancel()
+		err = s.Write(ctx, Message(777))
+		return err == nil || !errors.Is(err, api.ErrRetryable)
+	}) {
+		t.Fatalf("sink did not recover after the server restarted: %v", err)
 	}
-	t.Fatalf("sink did not recover after the server restarted: %v", lastErr)
+	if err != nil {
+		t.Fatalf("write during restart: %v is not retryable", err)
+	}
 }
 
 func contains(s []int64, v int64) bool {

@@ -244,7 +244,7 @@ func TestConcurrentUse(t *testing.T) {
 				mu.Unlock()
 				_ = r.StatusOf("k")
 				u.Leave()
-				time.Sleep(time.Microsecond)
+				time.Sleep(time.Microsecond) // spreads the joins and leaves so the goroutines interleave; not a wait
 			}
 		}()
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/stream"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // ruleEnv runs rules reading and writing kafka through the engine's Runner,
@@ -120,15 +121,15 @@ func (e *ruleEnv) results(t *testing.T, n, markers int) map[int64]int {
 // committed and returns its id.
 func (e *ruleEnv) committedAfter(t *testing.T, ruleID string, after uint64) uint64 {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if id, ok := e.store.Committed(ruleID); ok && id > after {
-			return id
-		}
-		time.Sleep(10 * time.Millisecond)
+	var id uint64
+	if !testwait.Poll(testwait.Limit, func() bool {
+		var ok bool
+		id, ok = e.store.Committed(ruleID)
+		return ok && id > after
+	}) {
+		t.Fatalf("rule %s: no checkpoint committed after %d", ruleID, after)
 	}
-	t.Fatalf("rule %s: no checkpoint committed after %d", ruleID, after)
-	return 0
+	return id
 }
 
 // TestRuleCrashAfterKafkaCommitBeforeStoreMark drives a kafka → kafka

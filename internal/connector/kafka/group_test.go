@@ -9,12 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/rule"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 	"github.com/rekuiper/rekuiper/internal/value"
 )
 
@@ -125,21 +125,17 @@ func TestRuleGroupCheckpointed(t *testing.T) {
 	input(11, 20)
 	e.results(t, 30, 0)
 	var id uint64
-	var want map[int32]int64
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var got map[int32]int64
-		if c, ok := e.store.Committed("q1"); ok {
-			id, want = c, e.checkpointOffsets(t, "q1", c, "source:g", topic)
-			got = e.k.groupOffsets(t, "rekuiper-q1", topic)
-			if sum(want) == 20 && maps.Equal(got, want) {
-				break
-			}
+	var want, got map[int32]int64
+	if !testwait.Poll(testwait.Limit, func() bool {
+		c, ok := e.store.Committed("q1")
+		if !ok {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("group offsets %v, want those of committed checkpoint %d (%v) once all 20 records are in it", got, id, want)
-		}
-		time.Sleep(20 * time.Millisecond)
+		id, want = c, e.checkpointOffsets(t, "q1", c, "source:g", topic)
+		got = e.k.groupOffsets(t, "rekuiper-q1", topic)
+		return sum(want) == 20 && maps.Equal(got, want)
+	}) {
+		t.Fatalf("group offsets %v, want those of committed checkpoint %d (%v) once all 20 records are in it", got, id, want)
 	}
 	if err := run.Stop(ctx); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // cluster is an in-process Kafka cluster that can be restarted on the same
@@ -43,13 +44,11 @@ func (k *cluster) start(t *testing.T) {
 		opts = append(opts, kfake.Ports(k.port))
 	}
 	var err error
-	for range 50 {
-		if k.c, err = kfake.NewCluster(opts...); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond) // the old port may linger briefly
-	}
-	if err != nil {
+	// On a restart the old port may linger briefly.
+	if !testwait.Poll(testwait.Limit, func() bool {
+		k.c, err = kfake.NewCluster(opts...)
+		return err == nil
+	}) {
 		t.Fatalf("start kfake: %v", err)
 	}
 	_, p, _ := net.SplitHostPort(k.c.ListenAddrs()[0])

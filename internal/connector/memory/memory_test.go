@@ -12,6 +12,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/membus"
 	"github.com/rekuiper/rekuiper/internal/panics"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 func setup(t *testing.T) (*connector.Registry, connector.Deps) {
@@ -214,17 +215,10 @@ func TestLookup(t *testing.T) {
 		map[string]any{"id": int64(9), "name": "last"},
 	)
 	// The table applies updates on its own goroutine; wait for the last.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.Until(t, "the table to apply the last row", func() bool {
 		rows, _ := tbl.Lookup(ctx, map[string]any{"id": int64(9)})
-		if len(rows) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("table never caught up")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return len(rows) == 1
+	})
 	tests := []struct {
 		name  string
 		keys  map[string]any
@@ -296,19 +290,12 @@ func TestLookupUpdatePanic(t *testing.T) {
 			t.Fatalf("write %d: %v", i+1, err)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		_, err := tbl.Lookup(ctx, map[string]any{"id": int64(1)})
-		if err != nil {
-			if !panics.Is(err) || !strings.Contains(err.Error(), "panic: memory table tbl/# update: update bug") {
-				t.Fatalf("lookup error %v; want the update goroutine's panic", err)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("lookup never reported the update goroutine's panic")
-		}
-		time.Sleep(time.Millisecond)
+	testwait.Until(t, "lookup to report the update goroutine's panic", func() bool {
+		_, err = tbl.Lookup(ctx, map[string]any{"id": int64(1)})
+		return err != nil
+	})
+	if !panics.Is(err) || !strings.Contains(err.Error(), "panic: memory table tbl/# update: update bug") {
+		t.Fatalf("lookup error %v; want the update goroutine's panic", err)
 	}
 }
 
@@ -361,16 +348,12 @@ func TestSinkPublishesRowsTogether(t *testing.T) {
 			t.Errorf("source row %d = %v %v, want %v", i, got.Data, got.Meta, rows[i])
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		a, _ := tbl.Lookup(ctx, map[string]any{"id": int64(1)})
-		b, _ := tbl.Lookup(ctx, map[string]any{"id": int64(2)})
-		if len(a) == 1 && len(b) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("table has %v and %v, want both rows", a, b)
-		}
-		time.Sleep(time.Millisecond)
+	var a, b []map[string]any
+	if !testwait.Poll(testwait.Limit, func() bool {
+		a, _ = tbl.Lookup(ctx, map[string]any{"id": int64(1)})
+		b, _ = tbl.Lookup(ctx, map[string]any{"id": int64(2)})
+		return len(a) == 1 && len(b) == 1
+	}) {
+		t.Fatalf("table has %v and %v, want both rows", a, b)
 	}
 }

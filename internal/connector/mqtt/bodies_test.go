@@ -14,6 +14,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/mqtt/mqtttest"
 	"github.com/rekuiper/rekuiper/internal/row"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // TestBodyArena: bodies are reused from the chunk's start only after a
@@ -110,25 +111,25 @@ func TestPushReusesFreedBodies(t *testing.T) {
 			waitConnected(t, src.Status)
 
 			snk := mustSink(t, newTestPool(t), map[string]any{"server": m.URL("plain"), "topic": topic})
+			pushed := func(want int) func() bool {
+				return func() bool {
+					mu.Lock()
+					defer mu.Unlock()
+					return len(texts) >= want
+				}
+			}
 			const n = 2000
 			for i := range n {
 				write(t, snk, fmt.Sprintf("message-%04d", i))
 				if i%100 == 99 {
+					// The next hundred come in later reads, after a
+					// settle of the arena.
 					flush(t, snk)
-					time.Sleep(10 * time.Millisecond) // several reads
+					testwait.Until(t, fmt.Sprintf("%d messages pushed", i+1), pushed(i+1))
 				}
 			}
 			flush(t, snk)
-			deadline := time.Now().Add(20 * time.Second)
-			for {
-				mu.Lock()
-				got := len(texts)
-				mu.Unlock()
-				if got >= n || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			testwait.Poll(testwait.Limit, pushed(n))
 			mu.Lock()
 			defer mu.Unlock()
 			if len(texts) != n {

@@ -7,10 +7,12 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/panics"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 func tcpPair(t *testing.T) (client, server net.Conn) {
@@ -356,7 +358,9 @@ func TestPacedReaderWakesForOneByte(t *testing.T) {
 		// reader slept its pace and found nothing: it waits in the poller
 		// when the byte arrives. (Were the mark left high, it would never
 		// wake.)
-		time.Sleep(20 * time.Millisecond)
+		testwait.Until(t, "the reader to wait in the poller", func() bool {
+			return pacedReadWaits("TestPacedReaderWakesForOneByte")
+		})
 		if _, err := s.Write([]byte{byte('a' + i)}); err != nil {
 			t.Fatal(err)
 		}
@@ -364,4 +368,25 @@ func TestPacedReaderWakesForOneByte(t *testing.T) {
 			t.Fatalf("byte %d: got %q (ok %v)", i, x, ok)
 		}
 	}
+}
+
+// pacedReadWaits reports whether a goroutine started by the function named
+// startedBy waits in the network poller inside a paced read.
+func pacedReadWaits(startedBy string) bool {
+	buf := make([]byte, 64<<10)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		header, _, _ := strings.Cut(g, "\n")
+		if strings.Contains(header, "[IO wait") && strings.Contains(g, "(*pacedReader).Read") && strings.Contains(g, startedBy) {
+			return true
+		}
+	}
+	return false
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // coreBroker is a broker the core suite runs against.
@@ -101,14 +103,11 @@ func runCoreSuite(t *testing.T, b coreBroker) {
 // to be up again.
 func waitReconnected(t *testing.T, status func() (string, time.Time, time.Time, string)) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	if !testwait.Poll(testwait.Limit, func() bool {
 		st, lc, ld, _ := status()
-		if st == StateConnected && !ld.IsZero() && !lc.Before(ld) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+		return st == StateConnected && !ld.IsZero() && !lc.Before(ld)
+	}) {
+		st, _, _, e := status()
+		t.Fatalf("did not reconnect: state %s, last error %q", st, e)
 	}
-	st, _, _, e := status()
-	t.Fatalf("did not reconnect: state %s, last error %q", st, e)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/broker"
 	"github.com/rekuiper/rekuiper/internal/connector/mqtt/mqtttest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // A broker that is down at Connect does not fail it: Read blocks, Write is
@@ -72,7 +73,9 @@ func TestBackpressureNoDrop(t *testing.T) {
 		write(t, snk, fmt.Sprint(i))
 	}
 	flush(t, snk)
-	time.Sleep(100 * time.Millisecond)
+	// The reader has not read yet: the source's buffer fills and holds
+	// the broker back.
+	testwait.Until(t, "the source's buffer to fill", func() bool { return len(src.sub.ch) == cap(src.sub.ch) })
 	for i := range n {
 		m := read(t, src, 10*time.Second)
 		if string(m.Payload) != fmt.Sprint(i) {

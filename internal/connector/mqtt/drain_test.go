@@ -11,6 +11,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector/mqtt/mqtttest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // TestDrainSharedSubscription stops one of two members of a share group
@@ -66,7 +67,7 @@ func (m *member) readAll(slow bool) {
 			return
 		}
 		if slow {
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(2 * time.Millisecond) // a slow consumer, the behaviour under test; not a wait
 		}
 		m.add([]*api.Message{msg})
 	}
@@ -84,7 +85,7 @@ func testDrainShared(t *testing.T, server, v string, push bool) {
 		if push {
 			mb.src = mustPushSource(t, p, props, func(msgs []*api.Message) bool {
 				if slow {
-					time.Sleep(2 * time.Millisecond)
+					time.Sleep(2 * time.Millisecond) // a slow consumer, the behaviour under test; not a wait
 				}
 				return mb.add(msgs)
 			})
@@ -121,7 +122,7 @@ func testDrainShared(t *testing.T, server, v string, push bool) {
 			published = i + 1
 			sentMu.Unlock()
 			if i%10 == 9 {
-				time.Sleep(5 * time.Millisecond)
+				time.Sleep(5 * time.Millisecond) // paces the publisher; not a wait
 			}
 		}
 	}()
@@ -133,10 +134,9 @@ func testDrainShared(t *testing.T, server, v string, push bool) {
 		}
 		<-stopped
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for leaving.count() < 300 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	// Stop once the leaving member has a backlog (or, on a machine too
+	// slow for 300, whatever it got within the limit).
+	testwait.Poll(testwait.Limit, func() bool { return leaving.count() >= 300 })
 	if leaving.count() == 0 {
 		t.Fatal("the leaving member received nothing")
 	}
@@ -161,9 +161,7 @@ func testDrainShared(t *testing.T, server, v string, push bool) {
 	}
 	// Publishing goes on after the stop, for the staying member alone.
 	afterStop := staying.count()
-	for deadline := time.Now().Add(30 * time.Second); staying.count() < afterStop+500 && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Poll(testwait.Limit, func() bool { return staying.count() >= afterStop+500 })
 	close(stop)
 	<-stopped
 	flush(t, snk)
@@ -185,12 +183,13 @@ func testDrainShared(t *testing.T, server, v string, push bool) {
 		}
 		return lost, twice
 	}
+	// Messages published last may still be on their way to the staying
+	// member.
 	var lost, twice []int
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if lost, twice = seen(); len(lost) == 0 {
-			break
-		}
-	}
+	testwait.Poll(testwait.Limit, func() bool {
+		lost, twice = seen()
+		return len(lost) == 0
+	})
 	if leaving.count() != atStop {
 		t.Errorf("the stopped member received %d messages after Close", leaving.count()-atStop)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 func newTestPool(t *testing.T) *Pool {
@@ -116,33 +117,34 @@ func mustSink(t *testing.T, p *Pool, props map[string]any) *Sink {
 	return s
 }
 
-// waitConnected polls Status until connected.
+// waitConnected waits until Status reads connected.
 func waitConnected(t *testing.T, status func() (string, time.Time, time.Time, string)) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if st, _, _, _ := status(); st == StateConnected {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testwait.Poll(testwait.Limit, func() bool { st, _, _, _ := status(); return st == StateConnected }) {
+		st, _, _, e := status()
+		t.Fatalf("not connected: state %s, last error %q", st, e)
 	}
-	st, _, _, e := status()
-	t.Fatalf("not connected: state %s, last error %q", st, e)
 }
 
-// write publishes payload, retrying retryable errors for up to 15 s.
+// retry calls op until it succeeds or fails with an error that is not
+// retryable (the connection is down or reconnecting), and returns its last
+// error.
+func retry(op func() error) error {
+	var err error
+	testwait.Poll(testwait.Limit, func() bool {
+		err = op()
+		return err == nil || !isRetryable(err)
+	})
+	return err
+}
+
+// write publishes payload, retrying retryable errors.
 func write(t *testing.T, s *Sink, payload string, rows ...map[string]any) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		err := s.Write(context.Background(), &api.SinkMessage{Payload: []byte(payload), Rows: rows})
-		if err == nil {
-			return
-		}
-		if !isRetryable(err) || time.Now().After(deadline) {
-			t.Fatalf("write %q: %v", payload, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := retry(func() error {
+		return s.Write(context.Background(), &api.SinkMessage{Payload: []byte(payload), Rows: rows})
+	}); err != nil {
+		t.Fatalf("write %q: %v", payload, err)
 	}
 }
 
@@ -150,20 +152,16 @@ func isRetryable(err error) bool {
 	return errorsIsRetryable(err)
 }
 
+// flush waits for the sink's outstanding acknowledgements, retrying
+// retryable errors.
 func flush(t *testing.T, s *Sink) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	if err := retry(func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := s.Flush(ctx)
-		cancel()
-		if err == nil {
-			return
-		}
-		if !isRetryable(err) || time.Now().After(deadline) {
-			t.Fatalf("flush: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
+		defer cancel()
+		return s.Flush(ctx)
+	}); err != nil {
+		t.Fatalf("flush: %v", err)
 	}
 }
 

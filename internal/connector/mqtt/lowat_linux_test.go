@@ -7,26 +7,44 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
-// lowatOfConn reads the socket's receive low-water mark.
-func lowatOfConn(t *testing.T, c net.Conn) int {
+// onSocket runs f on the file descriptor of c's socket.
+func onSocket(t *testing.T, c net.Conn, f func(fd int)) {
 	t.Helper()
 	raw, err := c.(syscall.Conn).SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var v int
-	var gerr error
-	if err := raw.Control(func(fd uintptr) {
-		v, gerr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT)
-	}); err != nil {
+	if err := raw.Control(func(fd uintptr) { f(int(fd)) }); err != nil {
 		t.Fatal(err)
 	}
-	if gerr != nil {
-		t.Fatal(gerr)
+}
+
+// lowatOfConn reads the socket's receive low-water mark.
+func lowatOfConn(t *testing.T, c net.Conn) int {
+	t.Helper()
+	var v int
+	var err error
+	onSocket(t, c, func(fd int) { v, err = syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVLOWAT) })
+	if err != nil {
+		t.Fatal(err)
 	}
 	return v
+}
+
+// finArrived reports whether the end of the stream waits in c's socket:
+// a read that peeks without waiting finds it.
+func finArrived(t *testing.T, c net.Conn) bool {
+	t.Helper()
+	var n int
+	var err error
+	onSocket(t, c, func(fd int) {
+		n, _, err = syscall.Recvfrom(fd, make([]byte, 1), syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	})
+	return n == 0 && err == nil
 }
 
 // TestPacedReaderBusyKeepsMarkRaised: a paced reader that finds data after
@@ -61,9 +79,10 @@ func TestPacedReaderBusyKeepsMarkRaised(t *testing.T) {
 		}
 		got <- err
 	}()
-	// Whether 'f' arrives before the reader looked (read without waiting)
-	// or after (the mark lowered, waiting in the poller), it is read.
-	time.Sleep(20 * time.Millisecond)
+	// 'f' goes out once the reader slept its pace and found nothing: it
+	// has lowered the mark to a byte and waits (or is about to wait) in
+	// the poller, which 'f' wakes.
+	testwait.Until(t, "the reader to lower the mark", func() bool { return lowatOfConn(t, c) == 1 })
 	if _, err := s.Write([]byte("f")); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +104,7 @@ func TestPacedReaderBusyKeepsMarkRaised(t *testing.T) {
 // that does not wait is io.EOF, as from the connection.
 func TestPacedReaderEOFWithoutWaiting(t *testing.T) {
 	c, s := tcpPair(t)
-	p := newPacedReader(c, time.Millisecond)
+	p := newPacedReader(c, 20*time.Millisecond)
 	if _, err := s.Write([]byte("x")); err != nil {
 		t.Fatal(err)
 	}
@@ -95,8 +114,10 @@ func TestPacedReaderEOFWithoutWaiting(t *testing.T) {
 	}
 	s.Close()
 	// The FIN is there before the pace ends; the read after the pace finds
-	// it without waiting, with the mark raised.
-	time.Sleep(10 * time.Millisecond)
+	// it without waiting, with the mark raised. (The pace starts again
+	// here: waiting for the FIN may have taken longer than a pace.)
+	testwait.Until(t, "the peer's FIN", func() bool { return finArrived(t, c) })
+	p.last = time.Now()
 	n, err := p.Read(one)
 	if n != 0 || err != io.EOF {
 		t.Fatalf("read after close: %d %v, want 0 io.EOF", n, err)
@@ -144,9 +165,7 @@ func TestThreadSleepHoldsAtMostHalf(t *testing.T) {
 	}
 	release := make(chan bool)
 	go func() { release <- slots.sleep(300*time.Millisecond, 2) }()
-	for slots.n.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Until(t, "the first reader to take a slot", func() bool { return slots.n.Load() != 0 })
 	// The other sleeper holds one of two processors (or has just let go:
 	// then this one may take the place).
 	if slots.sleep(time.Microsecond, 2) && slots.n.Load() != 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector/mqtt/mqtttest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // TestMosquitto runs the integration cases that share one mosquitto.
@@ -322,26 +323,26 @@ func testPersistentSession(t *testing.T, m *mqtttest.Mosquitto, v string) {
 			t.Fatalf("offline message %d lost; got %d of %d", i, len(seen)-1, n)
 		}
 	}
-	// Everything was acknowledged: a new session sees nothing new. paho
-	// sends manual acks asynchronously, so one racing the disconnect may
-	// come back as a redelivery (at least once); anything else fails.
-	time.Sleep(300 * time.Millisecond)
+	// Everything was acknowledged: a new session sees nothing new up to a
+	// marker published after it connected (the broker resends what it
+	// still holds first). An ack racing the disconnect may come back as a
+	// redelivery (at least once); anything else fails.
 	_ = src.Close(context.Background())
 	src, _ = open()
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-	defer cancel()
+	write(t, snk, "marker")
+	flush(t, snk)
 	for {
-		m, err := src.Read(ctx)
-		if err != nil {
+		m := read(t, src, 10*time.Second)
+		if m.Ack != nil {
+			m.Ack()
+		}
+		if string(m.Payload) == "marker" {
 			break
 		}
 		if seen[string(m.Payload)] == 0 {
 			t.Fatalf("unexpected message %q on %v", m.Payload, m.Meta["topic"])
 		}
 		t.Logf("redelivered after its ack raced the disconnect: %q", m.Payload)
-		if m.Ack != nil {
-			m.Ack()
-		}
 	}
 }
 
@@ -368,16 +369,21 @@ func testRestartMidStream(t *testing.T, m *mqtttest.Mosquitto, v string, push bo
 	waitConnected(t, src.Status)
 	waitConnected(t, snk.Status)
 	const n = 300
-	done := make(chan struct{})
+	// The broker restarts once a third of the messages are written, while
+	// the rest are being written.
+	started, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		time.Sleep(30 * time.Millisecond)
+		<-started
 		m.Restart()
 	}()
 	for i := range n {
 		write(t, snk, fmt.Sprint(i))
+		if i == n/3 {
+			close(started)
+		}
 		if i%20 == 0 {
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // paces the publisher; not a wait
 		}
 	}
 	flush(t, snk)
@@ -426,19 +432,17 @@ func (r *pushRecorder) push(msgs []*api.Message) bool {
 // distinct waits until n distinct payloads were pushed or timeout, and
 // returns how often each arrived.
 func (r *pushRecorder) distinct(n int, timeout time.Duration) map[string]int {
-	deadline := time.Now().Add(timeout)
-	for {
+	var seen map[string]int
+	testwait.Poll(timeout, func() bool {
 		r.mu.Lock()
-		seen := map[string]int{}
+		defer r.mu.Unlock()
+		seen = map[string]int{}
 		for _, p := range r.payloads {
 			seen[p]++
 		}
-		r.mu.Unlock()
-		if len(seen) >= n || time.Now().After(deadline) {
-			return seen
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return len(seen) >= n
+	})
+	return seen
 }
 
 func (r *pushRecorder) count() int {
@@ -470,10 +474,7 @@ func testPush(t *testing.T, m *mqtttest.Mosquitto, v string) {
 		write(t, snk, fmt.Sprint(i))
 	}
 	flush(t, snk)
-	deadline := time.Now().Add(10 * time.Second)
-	for rec.count() < n && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Poll(testwait.Limit, func() bool { return rec.count() >= n })
 	rec.mu.Lock()
 	for i, got := range rec.payloads {
 		if got != fmt.Sprint(i) {
@@ -495,10 +496,7 @@ func testPush(t *testing.T, m *mqtttest.Mosquitto, v string) {
 		write(t, snk, fmt.Sprint("refused-", i))
 	}
 	flush(t, snk)
-	deadline = time.Now().Add(10 * time.Second)
-	for rec.count() < n+5 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Poll(testwait.Limit, func() bool { return rec.count() >= n+5 })
 	if got := rec.count(); got != n+5 {
 		t.Fatalf("%d refused messages pushed, want 5", got-n)
 	}

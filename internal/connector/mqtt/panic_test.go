@@ -11,6 +11,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/internal/connector/mqtt/mqtttest"
 	"github.com/rekuiper/rekuiper/internal/panics"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // panicOnConnect is a transport whose first connect panics.
@@ -65,19 +66,15 @@ func TestConnectionPanicStatus(t *testing.T) {
 	var panicked atomic.Bool
 	p.wrapTransport = func(tr transport) transport { return panicOnConnect{tr, &panicked} }
 	src := mustSource(t, p, map[string]any{"server": "tcp://127.0.0.1:1", "datasource": "t"})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st, _, _, msg := src.Status()
-		if strings.Contains(msg, "panic: mqtt connection: dialer bug") {
-			if st == StateConnected {
-				t.Fatalf("state %s after a panic", st)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status never named the panic: %s %q", st, msg)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var st, msg string
+	if !testwait.Poll(testwait.Limit, func() bool {
+		st, _, _, msg = src.Status()
+		return strings.Contains(msg, "panic: mqtt connection: dialer bug")
+	}) {
+		t.Fatalf("status never named the panic: %s %q", st, msg)
+	}
+	if st == StateConnected {
+		t.Fatalf("state %s after a panic", st)
 	}
 }
 

@@ -69,11 +69,19 @@ func TestSourceConnectedMeansSubscribed(t *testing.T) {
 	if err := <-sameDone; err != nil {
 		t.Fatal(err)
 	}
-	for range 5 {
-		if st, _, _, _ := same.Status(); st != StateConnecting {
-			t.Fatalf("source on an unacknowledged filter reads %s, want connecting", st)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if st, _, _, _ := same.Status(); st != StateConnecting {
+		t.Fatalf("source on an unacknowledged filter reads %s, want connecting", st)
+	}
+	// A marker: once the acknowledgement of a later subscription is
+	// through, the source on t still reads connecting.
+	marker, markerDone := startSource(t, p, props("m"), 10*time.Second)
+	b.send(subscribeAck(t, b))
+	if err := <-markerDone; err != nil {
+		t.Fatal(err)
+	}
+	waitConnected(t, marker.Status)
+	if st, _, _, _ := same.Status(); st != StateConnecting {
+		t.Fatalf("source on an unacknowledged filter reads %s after a later subscription was acknowledged, want connecting", st)
 	}
 	b.send(ack)
 	if err := <-pendingDone; err != nil {
@@ -91,7 +99,7 @@ func TestSourceConnectedMeansSubscribed(t *testing.T) {
 		t.Fatalf("first source reads %s after another's failed subscribe", st)
 	}
 	_ = b.conn.Close() // the sources close without waiting for UNSUBACKs
-	for _, s := range []*Source{first, pending, same} {
+	for _, s := range []*Source{first, pending, same, marker} {
 		_ = s.Close(context.Background())
 	}
 }

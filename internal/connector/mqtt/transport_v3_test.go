@@ -134,12 +134,22 @@ func TestV3ConnackRefused(t *testing.T) {
 	}
 }
 
+// A connect cancelled while it waits for the CONNACK ends with the
+// context's error.
 func TestV3ConnectCancelled(t *testing.T) {
 	b := newFakeBroker(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	accepted := make(chan net.Conn, 1)
 	go func() {
-		if c, err := b.ln.Accept(); err == nil {
-			accepted <- c // never answers
+		c, err := b.ln.Accept()
+		if err != nil {
+			return
+		}
+		accepted <- c // never answers
+		// The client sent CONNECT: it waits for the CONNACK now.
+		if _, _, _, err := readPacket(bufio.NewReader(c), nil); err == nil {
+			cancel()
 		}
 	}()
 	t.Cleanup(func() {
@@ -150,11 +160,6 @@ func TestV3ConnectCancelled(t *testing.T) {
 		}
 	})
 	tr := newV3(b.config(4), "cid", func(inbound) {}, 30*time.Second)
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		cancel()
-	}()
 	if err := tr.connect(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("connect: %v, want context.Canceled", err)
 	}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"maps"
 	"testing"
-	"time"
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 type conn interface {
@@ -109,16 +109,12 @@ func TestStatusFollowsTheServer(t *testing.T) {
 	}
 	s.Restart(t)
 	// go-redis may hold back dials for a moment after failed ones.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := sink.(api.Sink).Write(ctx, conformancetest.Message(2))
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("write after the restart: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var err error
+	if !testwait.Poll(testwait.Limit, func() bool {
+		err = sink.(api.Sink).Write(ctx, conformancetest.Message(2))
+		return err == nil
+	}) {
+		t.Fatalf("write after the restart: %v", err)
 	}
 	if st := reg.StatusOf(key); st.State != connection.StateConnected || st.LastError != "" {
 		t.Fatalf("server back: %+v", st)

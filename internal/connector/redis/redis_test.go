@@ -16,6 +16,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
 	"github.com/rekuiper/rekuiper/internal/connector/redis/redistest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // server is the test's redis-server.
@@ -135,16 +136,14 @@ func (r *subscriber) Reset(*testing.T) {
 }
 
 func (r *subscriber) Seqs(_ *testing.T, want int, timeout time.Duration) []int64 {
-	deadline := time.Now().Add(timeout)
-	for {
+	var got []int64
+	testwait.Poll(timeout, func() bool {
 		r.mu.Lock()
-		got := slices.Clone(r.got)
-		r.mu.Unlock()
-		if len(got) >= want || time.Now().After(deadline) {
-			return got
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		defer r.mu.Unlock()
+		got = slices.Clone(r.got)
+		return len(got) >= want
+	})
+	return got
 }
 
 func TestPubConformance(t *testing.T) {
@@ -175,10 +174,10 @@ func (r listReader) Reset(t *testing.T) {
 
 func (r listReader) Seqs(t *testing.T, want int, timeout time.Duration) []int64 {
 	cl := r.Client(t)
-	deadline := time.Now().Add(timeout)
-	for {
+	var out []int64
+	testwait.Poll(timeout, func() bool {
 		vs, _ := cl.LRange(context.Background(), r.key, 0, -1).Result()
-		var out []int64
+		out = nil
 		for i := len(vs) - 1; i >= 0; i-- {
 			seq, err := conformancetest.DecodeSeq(&api.Message{Payload: []byte(vs[i])})
 			if err != nil {
@@ -186,11 +185,9 @@ func (r listReader) Seqs(t *testing.T, want int, timeout time.Duration) []int64 
 			}
 			out = append(out, seq)
 		}
-		if len(out) >= want || time.Now().After(deadline) {
-			return out
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(out) >= want
+	})
+	return out
 }
 
 func TestSinkConformance(t *testing.T) {

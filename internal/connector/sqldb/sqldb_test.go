@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
 	"github.com/rekuiper/rekuiper/internal/connector/sqldb/pgtest"
 	"github.com/rekuiper/rekuiper/internal/panics"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // db is a test database: SQLite file or PostgreSQL.
@@ -61,13 +63,13 @@ func (d *db) exec(t *testing.T, q string, args ...any) {
 	t.Helper()
 	conn := d.open(t)
 	var err error
-	for range 50 { // the server may be restarting
-		if _, err = conn.Exec(q, args...); err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+	// The server may be restarting.
+	if !testwait.Poll(testwait.Limit, func() bool {
+		_, err = conn.Exec(q, args...)
+		return err == nil
+	}) {
+		t.Fatalf("%s: %v", q, err)
 	}
-	t.Fatalf("%s: %v", q, err)
 }
 
 // newTable creates a fresh table (id, seq, name) and makes it current.
@@ -108,9 +110,8 @@ func (d *db) Produce(t *testing.T, payloads [][]byte) {
 func (d *db) Seqs(t *testing.T, want int, timeout time.Duration) []int64 {
 	t.Helper()
 	conn := d.open(t)
-	deadline := time.Now().Add(timeout)
 	var out []int64
-	for {
+	testwait.Poll(timeout, func() bool {
 		out = out[:0]
 		rows, err := conn.Query(fmt.Sprintf("SELECT seq FROM %s ORDER BY id", d.current()))
 		if err == nil {
@@ -123,11 +124,9 @@ func (d *db) Seqs(t *testing.T, want int, timeout time.Duration) []int64 {
 			}
 			rows.Close()
 		}
-		if len(out) >= want || time.Now().After(deadline) {
-			return out
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(out) >= want
+	})
+	return out
 }
 
 // Reset implements conformancetest.Reader.
@@ -202,11 +201,17 @@ func TestConformancePostgres(t *testing.T) {
 
 func newSink(t *testing.T, props map[string]any) *Sink {
 	t.Helper()
+	return newSinkOn(t, props, deps())
+}
+
+// newSinkOn is newSink with its own deps (a virtual clock for the linger).
+func newSinkOn(t *testing.T, props map[string]any, deps connector.Deps) *Sink {
+	t.Helper()
 	r := connector.NewRegistry()
 	if err := Register(r); err != nil {
 		t.Fatal(err)
 	}
-	s, err := r.NewSink(Type, props, deps())
+	s, err := r.NewSink(Type, props, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,15 +369,18 @@ func TestSinkBatching(t *testing.T) {
 	if got := rowsOf(t, d, "SELECT k, v FROM b ORDER BY k"); got != "0:0,1:1,2:2" {
 		t.Fatalf("after a full batch: %s", got)
 	}
-	// A short linger writes a batch that does not fill.
-	lingering := newSink(t, map[string]any{"url": d.url, "table": "b", "batchSize": 3, "lingerInterval": "50ms"})
+	// A linger writes a batch that does not fill, once it passed.
+	clk := clock.NewVirtual(0)
+	lingering := newSinkOn(t, map[string]any{"url": d.url, "table": "b", "batchSize": 3, "lingerInterval": "50ms"},
+		connector.Deps{Clock: clk})
 	write(lingering, "3", 3)
-	deadline := time.Now().Add(5 * time.Second)
-	for rowsOf(t, d, "SELECT k, v FROM b ORDER BY k") != "0:0,1:1,2:2,3:3" {
-		if time.Now().After(deadline) {
-			t.Fatal("linger did not flush")
-		}
-		time.Sleep(20 * time.Millisecond)
+	clk.AdvanceTo(49, nil)
+	if got := rowsOf(t, d, "SELECT k, v FROM b ORDER BY k"); got != "0:0,1:1,2:2" {
+		t.Fatalf("written before the linger passed: %s", got)
+	}
+	clk.AdvanceTo(50, nil)
+	if got := rowsOf(t, d, "SELECT k, v FROM b ORDER BY k"); got != "0:0,1:1,2:2,3:3" {
+		t.Fatalf("after the linger: %s", got)
 	}
 }
 
@@ -535,19 +543,42 @@ func TestSQLiteDSNWaitsForLocks(t *testing.T) {
 	if _, err := tx.Exec("INSERT INTO w VALUES ('held', 0)"); err != nil {
 		t.Fatal(err)
 	}
-	released := make(chan struct{})
-	go func() {
-		time.Sleep(200 * time.Millisecond)
-		_ = tx.Commit()
-		close(released)
-	}()
-	if err := s.Write(ctx, &api.SinkMessage{Rows: []map[string]any{{"k": "a", "v": int64(1)}}}); err != nil {
+	written := make(chan error, 1)
+	go func() { written <- s.Write(ctx, &api.SinkMessage{Rows: []map[string]any{{"k": "a", "v": int64(1)}}}) }()
+	// The other writer lets go once the sink's write waits for the lock.
+	testwait.Until(t, "the sink's write to wait in SQLite's busy handler", func() bool {
+		select {
+		case err := <-written:
+			t.Fatalf("write returned while another connection held the lock (or its wait was not seen): %v", err)
+		default:
+		}
+		return waitsForLock()
+	})
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-written; err != nil {
 		t.Fatalf("write while another connection holds the lock: %v", err)
 	}
-	<-released
 	if got := rowsOf(t, d, "SELECT k, v FROM w ORDER BY k"); got != "a:1,held:0" {
 		t.Fatalf("rows: %s", got)
 	}
+}
+
+// waitsForLock reports whether a goroutine writing through a Sink waits
+// in SQLite's busy handler (the driver's, or SQLite's own callback).
+func waitsForLock() bool {
+	var b strings.Builder
+	if err := pprof.Lookup("goroutine").WriteTo(&b, 2); err != nil {
+		return false
+	}
+	for _, g := range strings.Split(b.String(), "\n\n") {
+		if strings.Contains(g, "(*Sink).Write") &&
+			(strings.Contains(g, "modernc.org/sqlite.busyHandler") || strings.Contains(g, "sqliteDefaultBusyCallback")) {
+			return true
+		}
+	}
+	return false
 }
 
 // panicValuer is a value whose conversion for the driver panics (a bug in
@@ -562,24 +593,17 @@ func (panicValuer) Value() (driver.Value, error) { panic("conversion bug") }
 func TestLingerFlushPanic(t *testing.T) {
 	d := sqliteDB(t)
 	d.exec(t, "CREATE TABLE p (k TEXT, v BIGINT)")
-	s := newSink(t, map[string]any{"url": d.url, "table": "p", "batchSize": 10, "lingerInterval": "10ms"})
+	clk := clock.NewVirtual(0)
+	s := newSinkOn(t, map[string]any{"url": d.url, "table": "p", "batchSize": 10, "lingerInterval": "10ms"},
+		connector.Deps{Clock: clk})
 	ctx := context.Background()
 	if err := s.Write(ctx, &api.SinkMessage{Rows: []map[string]any{{"k": "a", "v": panicValuer{}}}}); err != nil {
 		t.Fatalf("buffered write: %v", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := s.Write(ctx, &api.SinkMessage{Rows: []map[string]any{{"k": "b", "v": int64(1)}}})
-		if err != nil {
-			if !panics.Is(err) || err.Error() != "panic: sql sink linger flush: conversion bug" {
-				t.Fatalf("write after the linger flush: %v; want its panic", err)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the linger flush's panic never reached Write")
-		}
-		time.Sleep(5 * time.Millisecond)
+	clk.AdvanceTo(10, nil) // the linger flush runs, and panics, here
+	err := s.Write(ctx, &api.SinkMessage{Rows: []map[string]any{{"k": "b", "v": int64(1)}}})
+	if !panics.Is(err) || err.Error() != "panic: sql sink linger flush: conversion bug" {
+		t.Fatalf("write after the linger flush: %v; want its panic", err)
 	}
 	if err := s.PreCommit(ctx, 1); !panics.Is(err) {
 		t.Errorf("PreCommit after the panic: %v; want the panic", err)

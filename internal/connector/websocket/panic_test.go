@@ -15,6 +15,7 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/panics"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // panicOnFirstMessage is a read function that panics on the first message
@@ -122,11 +123,11 @@ func TestServerReadPanicDropsOneClient(t *testing.T) {
 		t.Fatal("the injected panic did not happen")
 	}
 	// The connection closes before the panic is logged.
-	for l := logs.String(); !strings.Contains(l, "websocket read panicked") || !strings.Contains(l, "decoder bug"); l = logs.String() {
-		if ctx.Err() != nil {
-			t.Fatalf("the panic was not logged: %s", l)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testwait.Poll(testwait.Limit, func() bool {
+		l := logs.String()
+		return strings.Contains(l, "websocket read panicked") && strings.Contains(l, "decoder bug")
+	}) {
+		t.Fatalf("the panic was not logged: %s", logs.String())
 	}
 	m := readProducing(t, ctx, s, pusher{base + "/in"}.Produce, "second")
 	if string(m.Payload) != "second" || m.Meta["remoteAddr"] == nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
 	"github.com/rekuiper/rekuiper/internal/guard"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // remote is a websocket server for client-mode tests: it pushes produced
@@ -49,13 +50,11 @@ func (r *remote) start(t *testing.T) {
 	}
 	var l net.Listener
 	var err error
-	for range 50 {
-		if l, err = net.Listen("tcp", addr); err == nil {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err != nil {
+	// On a restart the old port may linger briefly.
+	if !testwait.Poll(testwait.Limit, func() bool {
+		l, err = net.Listen("tcp", addr)
+		return err == nil
+	}) {
 		t.Fatal(err)
 	}
 	r.addr = l.Addr().String()
@@ -99,23 +98,30 @@ func (r *remote) handle(w http.ResponseWriter, req *http.Request) {
 	c.CloseNow()
 }
 
+// shutdown closes every connection with the close handshake, then stops
+// the server. A client has answered the close when its connection's Close
+// returns, and from then on its writes fail: a message written to a
+// connection whose close is still in flight would be lost instead
+// (WebSocket has no acknowledgement).
 func (r *remote) shutdown() {
 	r.mu.Lock()
-	close(r.stop)
+	conns := make([]*ws.Conn, 0, len(r.conns))
 	for c := range r.conns {
-		c.CloseNow()
+		conns = append(conns, c)
 	}
+	r.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close(ws.StatusGoingAway, "restart")
+	}
+	r.mu.Lock()
+	close(r.stop)
 	r.mu.Unlock()
 	r.srv.Close()
 }
 
 // Restart implements conformancetest.Restarter.
-// The pause lets clients notice the closed connections, as they would
-// during a real restart: a message written to a connection whose close is
-// still in flight is lost (WebSocket has no acknowledgement).
 func (r *remote) Restart(t *testing.T) {
 	r.shutdown()
-	time.Sleep(200 * time.Millisecond)
 	r.start(t)
 }
 
@@ -123,20 +129,16 @@ func (r *remote) Restart(t *testing.T) {
 // connect (payloads are dropped otherwise, as during a restart).
 func (r *remote) Produce(t *testing.T, payloads [][]byte) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
 	var conns []*ws.Conn
-	for {
+	testwait.Poll(2*time.Second, func() bool {
 		r.mu.Lock()
+		defer r.mu.Unlock()
 		conns = conns[:0]
 		for c := range r.conns {
 			conns = append(conns, c)
 		}
-		r.mu.Unlock()
-		if len(conns) > 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return len(conns) > 0
+	})
 	for _, c := range conns {
 		for _, p := range payloads {
 			if err := c.Write(context.Background(), ws.MessageText, p); err != nil {
@@ -153,16 +155,14 @@ func (r *remote) Reset(*testing.T) {
 }
 
 func (r *remote) Seqs(_ *testing.T, want int, timeout time.Duration) []int64 {
-	deadline := time.Now().Add(timeout)
-	for {
+	var got []int64
+	testwait.Poll(timeout, func() bool {
 		r.mu.Lock()
-		got := slices.Clone(r.got)
-		r.mu.Unlock()
-		if len(got) >= want || time.Now().After(deadline) {
-			return got
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer r.mu.Unlock()
+		got = slices.Clone(r.got)
+		return len(got) >= want
+	})
+	return got
 }
 
 func closedAddr(t *testing.T) string {
@@ -270,18 +270,11 @@ func TestServerSink(t *testing.T) {
 		clients = append(clients, c)
 	}
 	sink := s.(*Sink)
-	for {
+	testwait.Until(t, "both clients registered", func() bool {
 		sink.mu.Lock()
-		n := len(sink.clients)
-		sink.mu.Unlock()
-		if n == 2 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("clients not registered")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		defer sink.mu.Unlock()
+		return len(sink.clients) == 2
+	})
 	for i := range int64(50) {
 		if err := s.Write(ctx, conformancetest.Message(i)); err != nil {
 			t.Fatal(err)

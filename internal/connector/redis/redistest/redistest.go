@@ -7,11 +7,11 @@ import (
 	"os/exec"
 	"strconv"
 	"testing"
-	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/rekuiper/rekuiper/internal/procs"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // Server is a redis-server process owned by one test.
@@ -58,13 +58,7 @@ func (s *Server) start(t testing.TB) {
 	}
 	cl := goredis.NewClient(&goredis.Options{Addr: s.Addr()})
 	defer cl.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for cl.Ping(context.Background()).Err() != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("redis-server did not start")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Until(t, "redis-server to answer PING", func() bool { return cl.Ping(context.Background()).Err() == nil })
 }
 
 // Stop kills the server; the port stays reserved for Restart.
