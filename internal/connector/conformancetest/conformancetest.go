@@ -48,18 +48,14 @@ type SinkFactory struct {
 	Invalid          []InvalidCase
 }
 
-// LookupFactory describes the lookup source under test.
+// LookupFactory describes the lookup source under test: the engine's
+// spec, factory and Deps, and the table and cases of the checks (Suite's
+// New is set by RunLookupSuite).
 type LookupFactory struct {
-	Spec connector.Spec
-	New  connector.LookupFactory
-	Deps connector.Deps
-	// The rest is sdktest.Lookup's.
-	Props            func(t *testing.T) map[string]any
-	Key              map[string]any
-	Want             []map[string]any
-	Missing          map[string]any
-	UnreachableProps map[string]any
-	Invalid          []InvalidCase
+	Spec  connector.Spec
+	New   connector.LookupFactory
+	Deps  connector.Deps
+	Suite sdktest.Lookup
 }
 
 // undertest is the type name the connector under test is registered as.
@@ -98,11 +94,9 @@ func RunLookupSuite(t *testing.T, f LookupFactory) {
 	if err := reg.RegisterLookup(undertest, f.Spec, f.New); err != nil {
 		t.Fatalf("register lookup: %v", err)
 	}
-	sdktest.RunLookup(t, sdktest.Lookup{
-		New:   func(props map[string]any) (api.LookupSource, error) { return reg.NewLookup(undertest, props, f.Deps) },
-		Props: f.Props, Key: f.Key, Want: f.Want, Missing: f.Missing,
-		UnreachableProps: f.UnreachableProps, Invalid: f.Invalid,
-	})
+	l := f.Suite
+	l.New = func(props map[string]any) (api.LookupSource, error) { return reg.NewLookup(undertest, props, f.Deps) }
+	sdktest.RunLookup(t, l)
 }
 
 // Payload is sdktest.Payload.

@@ -12,6 +12,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
+	"github.com/rekuiper/rekuiper/sdk/sdktest"
 )
 
 func newSim(t *testing.T, v *clock.Virtual, props map[string]any) api.Source {
@@ -302,19 +303,21 @@ func TestLookupConformance(t *testing.T) {
 		map[string]any{"k": "v1", "n": 3},
 	}
 	conformancetest.RunLookupSuite(t, conformancetest.LookupFactory{
-		Spec:  LookupSpec(),
-		New:   NewLookup,
-		Props: func(*testing.T) map[string]any { return map[string]any{"data": data} },
-		Key:   map[string]any{"k": "v1"},
-		Want: []map[string]any{
-			{"k": "v1", "n": int64(3)},
-			{"k": "v1", "n": int64(1), "tags": []any{"a"}},
-		},
-		Missing: map[string]any{"k": "v9"},
-		Invalid: []conformancetest.InvalidCase{
-			{Name: "no data", Props: map[string]any{}, WantErr: `"data" is required`},
-			{Name: "empty data", Props: map[string]any{"data": []any{}}, WantErr: `"data" is empty`},
-			{Name: "not objects", Props: map[string]any{"data": []any{1}}, WantErr: "not an object"},
+		Spec: LookupSpec(),
+		New:  NewLookup,
+		Suite: sdktest.Lookup{
+			Props: func(*testing.T) map[string]any { return map[string]any{"data": data} },
+			Key:   map[string]any{"k": "v1"},
+			Want: []map[string]any{
+				{"k": "v1", "n": int64(3)},
+				{"k": "v1", "n": int64(1), "tags": []any{"a"}},
+			},
+			Missing: map[string]any{"k": "v9"},
+			Invalid: []sdktest.InvalidCase{
+				{Name: "no data", Props: map[string]any{}, WantErr: `"data" is required`},
+				{Name: "empty data", Props: map[string]any{"data": []any{}}, WantErr: `"data" is empty`},
+				{Name: "not objects", Props: map[string]any{"data": []any{1}}, WantErr: "not an object"},
+			},
 		},
 	})
 }
