@@ -50,91 +50,111 @@ func RunSink(t *testing.T, f Sink, r Reader) {
 	if f.New == nil || f.Props == nil {
 		t.Fatal("sdktest: Sink needs New and Props")
 	}
-	build := builder(f.New, "sink")
-	write := func(t *testing.T, s api.Sink, from, n int64) {
-		t.Helper()
-		ctx := ctxTimeout(t, Timeout)
-		for i := from; i < from+n; i++ {
-			if err := s.Write(ctx, Message(i)); err != nil {
-				t.Fatalf("write %d: %v", i, err)
-			}
-		}
-	}
-
-	t.Run("OpenClose", func(t *testing.T) { openClose(t, build(t, f.Props(t))) })
-	t.Run("CloseAfterFailedConnect", func(t *testing.T) {
-		if f.UnreachableProps == nil {
-			t.Skip("no unreachable configuration given")
-		}
-		s := build(t, f.UnreachableProps)
-		if err := s.Connect(ctxTimeout(t, Timeout)); err == nil {
-			err := s.Write(ctxTimeout(t, 10*time.Second), Message(0))
-			if err == nil {
-				t.Fatal("connect and write succeeded without a server")
-			}
-			if !errors.Is(err, api.ErrRetryable) {
-				t.Fatalf("write without a server: %v is not retryable", err)
-			}
-		}
-		if err := s.Close(context.Background()); err != nil {
-			t.Fatalf("close after failed connect: %v", err)
-		}
-	})
-	t.Run("Batch", func(t *testing.T) {
-		r.Reset(t)
-		s := connected(t, build(t, f.Props(t)))
-		write(t, s, 0, 10)
-		got := r.Seqs(t, 10, Timeout)
-		seen := map[int64]bool{}
-		for _, g := range got {
-			if g < 0 || g >= 10 || seen[g] {
-				t.Fatalf("unexpected or duplicate seq %d in %v", g, got)
-			}
-			seen[g] = true
-		}
-		if len(seen) != 10 {
-			t.Fatalf("delivered %v, want 0..9", got)
-		}
-	})
-	t.Run("Ordered", func(t *testing.T) {
-		r.Reset(t)
-		s := connected(t, build(t, f.Props(t)))
-		const n = 100
-		write(t, s, 1000, n)
-		got := r.Seqs(t, n, Timeout)
-		if len(got) != n {
-			t.Fatalf("delivered %d records, want %d", len(got), n)
-		}
-		for i, g := range got {
-			if g != int64(1000+i) {
-				t.Fatalf("record %d is seq %d, want %d", i, g, 1000+i)
-			}
-		}
-	})
-	t.Run("ReconnectAfterRestart", func(t *testing.T) {
-		rs, ok := r.(Restarter)
-		if !ok {
-			t.Skip("reader cannot restart its server")
-		}
-		r.Reset(t)
-		s := connected(t, build(t, f.Props(t)))
-		write(t, s, 1, 1)
-		r.Seqs(t, 1, Timeout)
-		rs.Restart(t)
-		r.Reset(t)
-		sinkRecovers(t, s)
-		const final = 777
-		got := r.Seqs(t, 1, Timeout)
-		if !slices.Contains(got, final) {
-			t.Fatalf("after restart delivered %v, want %d among them", got, final)
-		}
-	})
+	s := sinkSuite{f: f, r: r, build: builder(f.New, "sink")}
+	t.Run("OpenClose", func(t *testing.T) { openClose(t, s.build(t, f.Props(t))) })
+	t.Run("CloseAfterFailedConnect", s.closeAfterFailedConnect)
+	t.Run("Batch", s.batch)
+	t.Run("Ordered", s.ordered)
+	t.Run("ReconnectAfterRestart", s.reconnectAfterRestart)
 	t.Run("InvalidConfig", func(t *testing.T) {
 		checkInvalid(t, f.Invalid, func(props map[string]any) error {
 			_, err := f.New(props)
 			return err
 		})
 	})
+}
+
+// sinkSuite holds what RunSink's checks share.
+type sinkSuite struct {
+	f     Sink
+	r     Reader
+	build func(*testing.T, map[string]any) api.Sink
+}
+
+// connected forgets what the reader saw, then connects a new sink.
+func (s sinkSuite) connected(t *testing.T) api.Sink {
+	t.Helper()
+	s.r.Reset(t)
+	return connected(t, s.build(t, s.f.Props(t)))
+}
+
+// write writes the messages of sequence numbers from to from+n-1.
+func (s sinkSuite) write(t *testing.T, snk api.Sink, from, n int64) {
+	t.Helper()
+	ctx := ctxTimeout(t, Timeout)
+	for i := from; i < from+n; i++ {
+		if err := snk.Write(ctx, Message(i)); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+}
+
+func (s sinkSuite) closeAfterFailedConnect(t *testing.T) {
+	if s.f.UnreachableProps == nil {
+		t.Skip("no unreachable configuration given")
+	}
+	snk := s.build(t, s.f.UnreachableProps)
+	if err := snk.Connect(ctxTimeout(t, Timeout)); err == nil {
+		err := snk.Write(ctxTimeout(t, 10*time.Second), Message(0))
+		if err == nil {
+			t.Fatal("connect and write succeeded without a server")
+		}
+		if !errors.Is(err, api.ErrRetryable) {
+			t.Fatalf("write without a server: %v is not retryable", err)
+		}
+	}
+	if err := snk.Close(context.Background()); err != nil {
+		t.Fatalf("close after failed connect: %v", err)
+	}
+}
+
+func (s sinkSuite) batch(t *testing.T) {
+	snk := s.connected(t)
+	s.write(t, snk, 0, 10)
+	got := s.r.Seqs(t, 10, Timeout)
+	seen := map[int64]bool{}
+	for _, g := range got {
+		if g < 0 || g >= 10 || seen[g] {
+			t.Fatalf("unexpected or duplicate seq %d in %v", g, got)
+		}
+		seen[g] = true
+	}
+	if len(seen) != 10 {
+		t.Fatalf("delivered %v, want 0..9", got)
+	}
+}
+
+func (s sinkSuite) ordered(t *testing.T) {
+	snk := s.connected(t)
+	const n = 100
+	s.write(t, snk, 1000, n)
+	got := s.r.Seqs(t, n, Timeout)
+	if len(got) != n {
+		t.Fatalf("delivered %d records, want %d", len(got), n)
+	}
+	for i, g := range got {
+		if g != int64(1000+i) {
+			t.Fatalf("record %d is seq %d, want %d", i, g, 1000+i)
+		}
+	}
+}
+
+func (s sinkSuite) reconnectAfterRestart(t *testing.T) {
+	rs, ok := s.r.(Restarter)
+	if !ok {
+		t.Skip("reader cannot restart its server")
+	}
+	snk := s.connected(t)
+	s.write(t, snk, 1, 1)
+	s.r.Seqs(t, 1, Timeout)
+	rs.Restart(t)
+	s.r.Reset(t)
+	sinkRecovers(t, snk)
+	const final = 777
+	got := s.r.Seqs(t, 1, Timeout)
+	if !slices.Contains(got, final) {
+		t.Fatalf("after restart delivered %v, want %d among them", got, final)
+	}
 }
 
 // sinkRecovers writes seq 777 until it succeeds; every failure must be

@@ -47,93 +47,113 @@ func RunSource(t *testing.T, f Source, p Producer) {
 	if f.New == nil || f.Props == nil {
 		t.Fatal("sdktest: Source needs New and Props")
 	}
-	seqOf := f.Seq
-	if seqOf == nil {
-		seqOf = DecodeSeq
+	if f.Seq == nil {
+		f.Seq = DecodeSeq
 	}
-	build := builder(f.New, "source")
-	readN := func(t *testing.T, s api.Source, n int) []int64 {
-		t.Helper()
-		ctx := ctxTimeout(t, Timeout)
-		var got []int64
-		for len(got) < n {
-			msg, err := s.Read(ctx)
-			if err != nil {
-				t.Fatalf("read record %d of %d: %v (got %v)", len(got)+1, n, err, got)
-			}
-			seq, err := seqOf(msg)
-			if err != nil {
-				t.Fatalf("record %d: %v", len(got)+1, err)
-			}
-			got = append(got, seq)
-		}
-		return got
-	}
-
-	t.Run("OpenClose", func(t *testing.T) { openClose(t, build(t, f.Props(t))) })
-	t.Run("CloseAfterFailedConnect", func(t *testing.T) {
-		if f.UnreachableProps == nil {
-			t.Skip("no unreachable configuration given")
-		}
-		s := build(t, f.UnreachableProps)
-		err := s.Connect(ctxTimeout(t, Timeout))
-		if err == nil {
-			ctx := ctxTimeout(t, 5*time.Second)
-			if _, err = s.Read(ctx); err == nil {
-				t.Fatal("connect and read succeeded without a server")
-			}
-		}
-		if err := s.Close(context.Background()); err != nil {
-			t.Fatalf("close after failed connect: %v", err)
-		}
-	})
-	t.Run("Batch", func(t *testing.T) {
-		s := connected(t, build(t, f.Props(t)))
-		want := map[int64]bool{}
-		var payloads [][]byte
-		for i := range int64(10) {
-			want[i] = true
-			payloads = append(payloads, Payload(i))
-		}
-		p.Produce(t, payloads)
-		for _, seq := range readN(t, s, len(payloads)) {
-			if !want[seq] {
-				t.Fatalf("unexpected or duplicate record %d", seq)
-			}
-			delete(want, seq)
-		}
-	})
-	t.Run("Ordered", func(t *testing.T) {
-		s := connected(t, build(t, f.Props(t)))
-		const n = 100
-		payloads := make([][]byte, n)
-		for i := range payloads {
-			payloads[i] = Payload(int64(1000 + i))
-		}
-		p.Produce(t, payloads)
-		for i, seq := range readN(t, s, n) {
-			if seq != int64(1000+i) {
-				t.Fatalf("record %d is seq %d, want %d", i, seq, 1000+i)
-			}
-		}
-	})
-	t.Run("ReconnectAfterRestart", func(t *testing.T) {
-		r, ok := p.(Restarter)
-		if !ok {
-			t.Skip("producer cannot restart its server")
-		}
-		s := connected(t, build(t, f.Props(t)))
-		p.Produce(t, [][]byte{Payload(1)})
-		readN(t, s, 1)
-		r.Restart(t)
-		sourceRecovers(t, s, p, seqOf)
-	})
+	s := sourceSuite{f: f, p: p, build: builder(f.New, "source")}
+	t.Run("OpenClose", func(t *testing.T) { openClose(t, s.build(t, f.Props(t))) })
+	t.Run("CloseAfterFailedConnect", s.closeAfterFailedConnect)
+	t.Run("Batch", s.batch)
+	t.Run("Ordered", s.ordered)
+	t.Run("ReconnectAfterRestart", s.reconnectAfterRestart)
 	t.Run("InvalidConfig", func(t *testing.T) {
 		checkInvalid(t, f.Invalid, func(props map[string]any) error {
 			_, err := f.New(props)
 			return err
 		})
 	})
+}
+
+// sourceSuite holds what RunSource's checks share.
+type sourceSuite struct {
+	f     Source
+	p     Producer
+	build func(*testing.T, map[string]any) api.Source
+}
+
+func (s sourceSuite) connected(t *testing.T) api.Source {
+	t.Helper()
+	return connected(t, s.build(t, s.f.Props(t)))
+}
+
+// readN reads n records and returns their sequence numbers.
+func (s sourceSuite) readN(t *testing.T, src api.Source, n int) []int64 {
+	t.Helper()
+	ctx := ctxTimeout(t, Timeout)
+	var got []int64
+	for len(got) < n {
+		msg, err := src.Read(ctx)
+		if err != nil {
+			t.Fatalf("read record %d of %d: %v (got %v)", len(got)+1, n, err, got)
+		}
+		seq, err := s.f.Seq(msg)
+		if err != nil {
+			t.Fatalf("record %d: %v", len(got)+1, err)
+		}
+		got = append(got, seq)
+	}
+	return got
+}
+
+func (s sourceSuite) closeAfterFailedConnect(t *testing.T) {
+	if s.f.UnreachableProps == nil {
+		t.Skip("no unreachable configuration given")
+	}
+	src := s.build(t, s.f.UnreachableProps)
+	err := src.Connect(ctxTimeout(t, Timeout))
+	if err == nil {
+		ctx := ctxTimeout(t, 5*time.Second)
+		if _, err = src.Read(ctx); err == nil {
+			t.Fatal("connect and read succeeded without a server")
+		}
+	}
+	if err := src.Close(context.Background()); err != nil {
+		t.Fatalf("close after failed connect: %v", err)
+	}
+}
+
+func (s sourceSuite) batch(t *testing.T) {
+	src := s.connected(t)
+	want := map[int64]bool{}
+	var payloads [][]byte
+	for i := range int64(10) {
+		want[i] = true
+		payloads = append(payloads, Payload(i))
+	}
+	s.p.Produce(t, payloads)
+	for _, seq := range s.readN(t, src, len(payloads)) {
+		if !want[seq] {
+			t.Fatalf("unexpected or duplicate record %d", seq)
+		}
+		delete(want, seq)
+	}
+}
+
+func (s sourceSuite) ordered(t *testing.T) {
+	src := s.connected(t)
+	const n = 100
+	payloads := make([][]byte, n)
+	for i := range payloads {
+		payloads[i] = Payload(int64(1000 + i))
+	}
+	s.p.Produce(t, payloads)
+	for i, seq := range s.readN(t, src, n) {
+		if seq != int64(1000+i) {
+			t.Fatalf("record %d is seq %d, want %d", i, seq, 1000+i)
+		}
+	}
+}
+
+func (s sourceSuite) reconnectAfterRestart(t *testing.T) {
+	r, ok := s.p.(Restarter)
+	if !ok {
+		t.Skip("producer cannot restart its server")
+	}
+	src := s.connected(t)
+	s.p.Produce(t, [][]byte{Payload(1)})
+	s.readN(t, src, 1)
+	r.Restart(t)
+	sourceRecovers(t, src, s.p, s.f.Seq)
 }
 
 // sourceRecovers keeps producing marker records and reading, reconnecting
