@@ -16,48 +16,53 @@ import (
 // connector whose suite TestChecksFail runs.
 const brokenEnv = "SDKTEST_BROKEN"
 
-// broken are connectors that break one contract each, with the check that
-// must catch it and one that must still pass.
-var broken = map[string]struct {
+// brokenSuites are suites on connectors that break one contract each,
+// with the check that must catch it and one that must still pass.
+func brokenSuites() map[string]brokenSuite {
+	return map[string]brokenSuite{
+		"lookup sharing its rows": {func(t *testing.T) {
+			rows := []map[string]any{{"id": 1}}
+			sdktest.RunLookup(t, sdktest.Lookup{
+				New:   func(map[string]any) (api.LookupSource, error) { return sharedTable{rows}, nil },
+				Props: func(*testing.T) map[string]any { return nil },
+				Key:   map[string]any{"id": 1}, Want: []map[string]any{{"id": 1}},
+			})
+		}, "RowsOwnedByCaller", "Found"},
+		"source swapping records": {func(t *testing.T) {
+			h := &hub{}
+			sdktest.RunSource(t, sdktest.Source{
+				New: func(map[string]any) (api.Source, error) {
+					return &swapSource{pipeSource: pipeSource{h: h, topic: "t"}}, nil
+				},
+				Props: func(*testing.T) map[string]any { return nil },
+			}, struct{ sdktest.Producer }{&producer{h: h, topic: "t"}}) // no Restart: it would lose held records
+		}, "Ordered", "Batch"},
+		"sink failing for good without a server": {func(t *testing.T) {
+			h := &hub{}
+			sdktest.RunSink(t, sdktest.Sink{
+				New: func(p map[string]any) (api.Sink, error) {
+					if p["down"] != nil {
+						return downSink{}, nil
+					}
+					return &pipeSink{h: h, topic: "t"}, nil
+				},
+				Props:            func(*testing.T) map[string]any { return map[string]any{} },
+				UnreachableProps: map[string]any{"down": true},
+			}, &reader{h: h, topic: "t"})
+		}, "CloseAfterFailedConnect", "Ordered"},
+	}
+}
+
+type brokenSuite struct {
 	suite        func(t *testing.T)
 	fails, holds string
-}{
-	"lookup sharing its rows": {func(t *testing.T) {
-		rows := []map[string]any{{"id": 1}}
-		sdktest.RunLookup(t, sdktest.Lookup{
-			New:   func(map[string]any) (api.LookupSource, error) { return sharedTable{rows}, nil },
-			Props: func(*testing.T) map[string]any { return nil },
-			Key:   map[string]any{"id": 1}, Want: []map[string]any{{"id": 1}},
-		})
-	}, "RowsOwnedByCaller", "Found"},
-	"source swapping records": {func(t *testing.T) {
-		h := &hub{}
-		sdktest.RunSource(t, sdktest.Source{
-			New: func(map[string]any) (api.Source, error) {
-				return &swapSource{pipeSource: pipeSource{h: h, topic: "t"}}, nil
-			},
-			Props: func(*testing.T) map[string]any { return nil },
-		}, struct{ sdktest.Producer }{&producer{h: h, topic: "t"}}) // no Restart: it would lose held records
-	}, "Ordered", "Batch"},
-	"sink failing for good without a server": {func(t *testing.T) {
-		h := &hub{}
-		sdktest.RunSink(t, sdktest.Sink{
-			New: func(p map[string]any) (api.Sink, error) {
-				if p["down"] != nil {
-					return downSink{}, nil
-				}
-				return &pipeSink{h: h, topic: "t"}, nil
-			},
-			Props:            func(*testing.T) map[string]any { return map[string]any{} },
-			UnreachableProps: map[string]any{"down": true},
-		}, &reader{h: h, topic: "t"})
-	}, "CloseAfterFailedConnect", "Ordered"},
 }
 
 // TestChecksFail runs each suite on a broken connector in a child process
 // and checks that the suite fails there, at the check for the broken
 // contract: checks that cannot fail would prove nothing.
 func TestChecksFail(t *testing.T) {
+	broken := brokenSuites()
 	if name := os.Getenv(brokenEnv); name != "" {
 		broken[name].suite(t)
 		return
