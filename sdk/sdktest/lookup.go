@@ -97,12 +97,7 @@ func RunLookup(t *testing.T, f Lookup) {
 		}
 		found(t, l)
 	})
-	t.Run("InvalidConfig", func(t *testing.T) {
-		checkInvalid(t, f.Invalid, func(props map[string]any) error {
-			_, err := f.New(props)
-			return err
-		})
-	})
+	t.Run("InvalidConfig", invalidConfig(f.New, f.Invalid))
 }
 
 // sameRows reports how got differs from want as a multiset of rows, or "".

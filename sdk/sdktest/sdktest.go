@@ -116,21 +116,24 @@ func ClosedPort(t testing.TB) string {
 	return addr
 }
 
-func checkInvalid(t *testing.T, cases []InvalidCase, build func(props map[string]any) error) {
-	t.Helper()
-	if len(cases) == 0 {
-		t.Skip("no invalid configurations given")
-	}
-	for _, c := range cases {
-		t.Run(c.Name, func(t *testing.T) {
-			err := build(c.Props)
-			if err == nil {
-				t.Fatalf("props %v accepted, want error containing %q", c.Props, c.WantErr)
-			}
-			if !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(c.WantErr)) {
-				t.Fatalf("error %q does not contain %q", err, c.WantErr)
-			}
-		})
+// invalidConfig returns the InvalidConfig check: newC refuses every case
+// with an error naming its problem.
+func invalidConfig[C any](newC func(map[string]any) (C, error), cases []InvalidCase) func(*testing.T) {
+	return func(t *testing.T) {
+		if len(cases) == 0 {
+			t.Skip("no invalid configurations given")
+		}
+		for _, c := range cases {
+			t.Run(c.Name, func(t *testing.T) {
+				_, err := newC(c.Props)
+				if err == nil {
+					t.Fatalf("props %v accepted, want error containing %q", c.Props, c.WantErr)
+				}
+				if !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(c.WantErr)) {
+					t.Fatalf("error %q does not contain %q", err, c.WantErr)
+				}
+			})
+		}
 	}
 }
 

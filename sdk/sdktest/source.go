@@ -56,12 +56,7 @@ func RunSource(t *testing.T, f Source, p Producer) {
 	t.Run("Batch", s.batch)
 	t.Run("Ordered", s.ordered)
 	t.Run("ReconnectAfterRestart", s.reconnectAfterRestart)
-	t.Run("InvalidConfig", func(t *testing.T) {
-		checkInvalid(t, f.Invalid, func(props map[string]any) error {
-			_, err := f.New(props)
-			return err
-		})
-	})
+	t.Run("InvalidConfig", invalidConfig(f.New, f.Invalid))
 }
 
 // sourceSuite holds what RunSource's checks share.
