@@ -1,5 +1,5 @@
 // Package api is rekuiper's public extension API: the contracts between the
-// engine and sources, sinks and their state. It depends on the standard
+// engine and sources, sinks, lookup sources and their state. It depends on the standard
 // library only.
 //
 // Lifecycle of every connector: construct from validated properties,
@@ -92,6 +92,24 @@ type Sink interface {
 	// cache keeps the message and retries; any other error is permanent.
 	Write(ctx context.Context, msg *SinkMessage) error
 	// Close flushes and releases the connection.
+	Close(ctx context.Context) error
+}
+
+// LookupSource serves a lookup table (CREATE TABLE ... KIND="lookup"):
+// rows are fetched by key when a rule joins the table, instead of being
+// streamed. A rule that joins the table connects its own lookup source
+// when it starts and closes it when it stops. The table's cache
+// properties (cache, cacheTtl, ...) are the engine's: it caches in front
+// of Lookup.
+type LookupSource interface {
+	// Connect establishes the connection. ctx covers only the connect phase.
+	Connect(ctx context.Context) error
+	// Lookup returns the rows whose fields equal every entry of keys (none
+	// is no error). ctx covers this call only. The returned rows are owned
+	// by the caller, which may change them: return copies of any rows the
+	// source keeps.
+	Lookup(ctx context.Context, keys map[string]any) ([]map[string]any, error)
+	// Close releases the connection. It must work after a failed Connect.
 	Close(ctx context.Context) error
 }
 

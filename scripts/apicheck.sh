@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# API stability check: compares the public packages (api, sdk) at HEAD with
+# API stability check: compares the public packages (api, sdk, sdk/kuiperd,
+# sdk/sdktest; internal/apisurface.Packages lists the same) at HEAD with
 # the last release tag (v*) using apidiff, and fails on an incompatible
 # change. Without a release tag there is no base: it says so and passes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages="api sdk"
+packages="api sdk sdk/kuiperd sdk/sdktest"
 module=github.com/rekuiper/rekuiper
 apidiff_version=v0.0.0-20261113113407-e3970619a1a4
 
@@ -27,9 +28,10 @@ for p in $packages; do
     echo "api check: $p is new since $base"
     continue
   fi
-  (cd "$work/base" && "$gobin/apidiff" -w "$work/$p.old" "$module/$p")
-  "$gobin/apidiff" -w "$work/$p.new" "$module/$p"
-  report="$("$gobin/apidiff" -incompatible "$work/$p.old" "$work/$p.new")"
+  f="${p//\//_}"
+  (cd "$work/base" && "$gobin/apidiff" -w "$work/$f.old" "$module/$p")
+  "$gobin/apidiff" -w "$work/$f.new" "$module/$p"
+  report="$("$gobin/apidiff" -incompatible "$work/$f.old" "$work/$f.new")"
   if [ -n "$report" ]; then
     echo "api check: incompatible changes in $module/$p since $base:"
     echo "$report"

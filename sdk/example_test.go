@@ -64,11 +64,3 @@ func ExampleRegistry_RegisterScalar() {
 	fmt.Println(err)
 	// Output: <nil>
 }
-
-// A custom kuiperd: the built-ins plus one extension module.
-func ExampleMain() {
-	register := func(r *sdk.Registry) error {
-		return r.RegisterScalar("answer", sdk.FuncSpec{}, func(sdk.FuncContext, []any) (any, error) { return int64(42), nil })
-	}
-	_ = func() { sdk.Main(register) } // in package main: func main() { sdk.Main(register) }
-}

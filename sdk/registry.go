@@ -1,7 +1,8 @@
 // Package sdk extends rekuiper without forking it: register sources, sinks,
 // lookup sources and SQL functions on a Registry, then run the whole daemon
-// with them from your own main (Main or Run). `kuiper build` writes that
-// main for you.
+// with them: Run from your own code, or package kuiperd's Main as the whole
+// main of a custom daemon, which `kuiper build` writes for you. Package
+// sdktest checks connectors the way the built-in ones are checked.
 //
 // The contracts the extensions implement (api.Source, api.Sink, api.State,
 // ...) are in package github.com/rekuiper/rekuiper/api; this package adds
@@ -10,7 +11,7 @@
 //
 //	func Register(r *sdk.Registry) error
 //
-// and the custom daemon's main passes it to Main.
+// and the custom daemon's main passes it to kuiperd.Main.
 //
 // Lifecycle of a connector: the engine validates the stream's or action's
 // properties against the connector's Spec (types, defaults, enums, required
@@ -33,33 +34,6 @@ import (
 	"github.com/rekuiper/rekuiper/internal/function"
 )
 
-// Prop describes one property of a connector: name, type, default, enum,
-// required, secret (masked in every REST response and log line) and a
-// one-line doc.
-type Prop = connector.Prop
-
-// Spec is a connector's property specification. It drives validation before
-// any factory runs and the masking of secrets.
-type Spec = connector.Spec
-
-// PropType is the type of a property; validation converts every value to
-// the Go type listed with each constant.
-type PropType = connector.PropType
-
-// Property types.
-const (
-	TypeString   = connector.TypeString   // string
-	TypeInt      = connector.TypeInt      // int64
-	TypeBool     = connector.TypeBool     // bool
-	TypeFloat    = connector.TypeFloat    // float64
-	TypeDuration = connector.TypeDuration // time.Duration: milliseconds, or "10s"
-	TypeMap      = connector.TypeMap      // map[string]any
-	TypeList     = connector.TypeList     // []any
-)
-
-// ErrInvalidProps marks property validation failures (test with errors.Is).
-var ErrInvalidProps = connector.ErrInvalidProps
-
 // Deps is what a connector factory receives from the daemon.
 type Deps struct {
 	// Logger is scoped to the rule and the connector.
@@ -79,11 +53,9 @@ type SourceFactory func(props map[string]any, deps Deps) (api.Source, error)
 // SinkFactory builds a sink from validated properties.
 type SinkFactory func(props map[string]any, deps Deps) (api.Sink, error)
 
-// LookupSource serves lookup tables (CREATE TABLE ... KIND="lookup"): rows
-// are fetched by key when a rule joins them. Connect's ctx covers only the
-// connect phase, Lookup's only that call; the returned rows are owned by
-// the caller; Close works after a failed Connect.
-type LookupSource = connector.LookupSource
+// LookupSource serves lookup tables; see api.LookupSource for its
+// contract.
+type LookupSource = api.LookupSource
 
 // LookupFactory builds a lookup source from validated properties.
 type LookupFactory func(props map[string]any, deps Deps) (LookupSource, error)
@@ -109,7 +81,7 @@ func (r *Registry) RegisterSource(name string, spec Spec, f SourceFactory) error
 	if f == nil {
 		return fmt.Errorf("register source %q: nil factory", name)
 	}
-	return r.conns.RegisterSource(name, spec, func(p map[string]any, d connector.Deps) (s api.Source, err error) {
+	return r.conns.RegisterSource(name, spec.internal(), func(p map[string]any, d connector.Deps) (s api.Source, err error) {
 		defer recoverTo(&err, "source factory", name)
 		return f(p, publicDeps(d))
 	})
@@ -120,7 +92,7 @@ func (r *Registry) RegisterSink(name string, spec Spec, f SinkFactory) error {
 	if f == nil {
 		return fmt.Errorf("register sink %q: nil factory", name)
 	}
-	return r.conns.RegisterSink(name, spec, func(p map[string]any, d connector.Deps) (s api.Sink, err error) {
+	return r.conns.RegisterSink(name, spec.internal(), func(p map[string]any, d connector.Deps) (s api.Sink, err error) {
 		defer recoverTo(&err, "sink factory", name)
 		return f(p, publicDeps(d))
 	})
@@ -132,7 +104,7 @@ func (r *Registry) RegisterLookup(name string, spec Spec, f LookupFactory) error
 	if f == nil {
 		return fmt.Errorf("register lookup %q: nil factory", name)
 	}
-	return r.conns.RegisterLookup(name, spec, func(p map[string]any, d connector.Deps) (s connector.LookupSource, err error) {
+	return r.conns.RegisterLookup(name, spec.internal(), func(p map[string]any, d connector.Deps) (s api.LookupSource, err error) {
 		defer recoverTo(&err, "lookup factory", name)
 		return f(p, publicDeps(d))
 	})
@@ -140,14 +112,24 @@ func (r *Registry) RegisterLookup(name string, spec Spec, f LookupFactory) error
 
 // NewSource validates props against the spec of source type name and calls
 // its factory, as the engine does when a rule starts. deps.Logger may be
-// nil. It lets an extension's tests check its spec and factory.
+// nil. It lets an extension's tests check its spec and factory (package
+// sdktest builds on it). A refused property makes an error wrapping
+// ErrInvalidProps.
 func (r *Registry) NewSource(name string, props map[string]any, deps Deps) (api.Source, error) {
-	return r.conns.NewSource(name, props, internalDeps(deps))
+	s, err := r.conns.NewSource(name, props, internalDeps(deps))
+	return s, publicErr(err)
 }
 
 // NewSink is NewSource for sink types.
 func (r *Registry) NewSink(name string, props map[string]any, deps Deps) (api.Sink, error) {
-	return r.conns.NewSink(name, props, internalDeps(deps))
+	s, err := r.conns.NewSink(name, props, internalDeps(deps))
+	return s, publicErr(err)
+}
+
+// NewLookup is NewSource for lookup source types.
+func (r *Registry) NewLookup(name string, props map[string]any, deps Deps) (api.LookupSource, error) {
+	s, err := r.conns.NewLookup(name, props, internalDeps(deps))
+	return s, publicErr(err)
 }
 
 func publicDeps(d connector.Deps) Deps {

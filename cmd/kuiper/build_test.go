@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +37,26 @@ func TestParseWith(t *testing.T) {
 		if (err != nil) != tc.err || (!tc.err && got != tc.want) {
 			t.Errorf("parseWith(%q) = %+v, %v; want %+v (error %v)", tc.in, got, err, tc.want, tc.err)
 		}
+	}
+}
+
+// TestMainGo checks the main that kuiper build writes: valid Go that
+// passes every extension's Register, in order, to kuiperd.Main.
+func TestMainGo(t *testing.T) {
+	src := mainGo([]extension{{module: "example.com/a"}, {module: "example.com/b", version: "v1.0.0"}})
+	f, err := parser.ParseFile(token.NewFileSet(), "main.go", src, 0)
+	if err != nil {
+		t.Fatalf("generated main does not parse: %v\n%s", err, src)
+	}
+	var imports []string
+	for _, im := range f.Imports {
+		imports = append(imports, im.Path.Value)
+	}
+	if want := []string{`"github.com/rekuiper/rekuiper/sdk/kuiperd"`, `"example.com/a"`, `"example.com/b"`}; !slices.Equal(imports, want) {
+		t.Errorf("imports %v, want %v", imports, want)
+	}
+	if !strings.Contains(src, "func main() { kuiperd.Main(ext0.Register, ext1.Register) }") {
+		t.Errorf("generated main does not call kuiperd.Main with both Register functions:\n%s", src)
 	}
 }
 

@@ -1,14 +1,18 @@
 package extension
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/sdk"
+	"github.com/rekuiper/rekuiper/sdk/sdktest"
 )
 
 func TestTickerRewindIsIdempotent(t *testing.T) {
@@ -35,7 +39,7 @@ func TestTickerRewindIsIdempotent(t *testing.T) {
 	}
 }
 
-// memState is a minimal api.State for the sink's unit test.
+// memState is a minimal api.State for the sink's tests.
 type memState map[string]any
 
 func (m memState) Put(k string, v any) error { m[k] = v; return nil }
@@ -50,32 +54,66 @@ func (m memState) Increment(k string, d int64) (int64, error) {
 	return n + d, nil
 }
 
-func TestRegisterAndSpecs(t *testing.T) {
+// tallyFile reads the sequence numbers of the rows in a tally file, for
+// the sink conformance checks. A Write has appended its rows when it
+// returns, so there is nothing to wait for.
+type tallyFile struct {
+	path string
+	skip int // lines delivered before the current check
+}
+
+func (f *tallyFile) lines(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(f.path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for sc := bufio.NewScanner(strings.NewReader(string(b))); sc.Scan(); {
+		out = append(out, sc.Text())
+	}
+	return out
+}
+
+func (f *tallyFile) Seqs(t *testing.T, _ int, _ time.Duration) []int64 {
+	t.Helper()
+	var seqs []int64
+	for _, l := range f.lines(t)[f.skip:] {
+		var rec struct{ Row map[string]any }
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatalf("tally line %q: %v", l, err)
+		}
+		n, ok := rec.Row["seq"].(float64)
+		if !ok {
+			t.Fatalf("tally line %q has no seq", l)
+		}
+		seqs = append(seqs, int64(n))
+	}
+	return seqs
+}
+
+func (f *tallyFile) Reset(t *testing.T) { f.skip = len(f.lines(t)) }
+
+// TestTallyConformance runs the checks every built-in sink passes on the
+// tally sink, built through Register as the daemon builds it.
+func TestTallyConformance(t *testing.T) {
 	r := sdk.NewRegistry()
 	if err := Register(r); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.NewSource("ticker", map[string]any{"limit": "ten"}, sdk.Deps{}); err == nil || !strings.Contains(err.Error(), "limit") {
-		t.Fatalf("a non-integer limit gave %v", err)
-	}
-	if _, err := r.NewSink("tally", map[string]any{}, sdk.Deps{State: memState{}}); err == nil || !strings.Contains(err.Error(), "path") {
-		t.Fatalf("a tally without path gave %v", err)
-	}
-	path := filepath.Join(t.TempDir(), "out.jsonl")
-	s, err := r.NewSink("tally", map[string]any{"path": path}, sdk.Deps{State: memState{"tally.rows": int64(2)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := s.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Write(ctx, &api.SinkMessage{Rows: []map[string]any{{"a": 1}}}); err != nil {
-		t.Fatal(err)
-	}
-	s.Close(ctx)
-	b, err := os.ReadFile(path)
-	if err != nil || strings.TrimSpace(string(b)) != `{"row":{"a":1},"tally":3}` {
-		t.Fatalf("tally file %q (%v): the count continues from the state", b, err)
-	}
+	out := &tallyFile{path: filepath.Join(t.TempDir(), "tally.jsonl")}
+	deps := sdk.Deps{State: memState{}}
+	sdktest.RunSink(t, sdktest.Sink{
+		New:   func(p map[string]any) (api.Sink, error) { return r.NewSink("tally", p, deps) },
+		Props: func(*testing.T) map[string]any { return map[string]any{"path": out.path} },
+		// A folder that does not exist: Connect fails, Close still works.
+		UnreachableProps: map[string]any{"path": filepath.Join(t.TempDir(), "missing", "tally.jsonl")},
+		Invalid: []sdktest.InvalidCase{
+			{Name: "no path", Props: map[string]any{}, WantErr: `"path" is required`},
+			{Name: "misspelt property", Props: map[string]any{"pth": "x"}, WantErr: "unknown properties: pth"},
+		},
+	}, out)
 }

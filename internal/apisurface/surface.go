@@ -1,5 +1,5 @@
 // Package apisurface lists the exported API of rekuiper's public packages
-// (api and sdk), one line per exported name, field and method, so that a
+// (api, sdk, sdk/kuiperd and sdk/sdktest), one line per exported name, field and method, so that a
 // test can compare it with the surface recorded at the last release and
 // report what changed incompatibly.
 //
@@ -26,6 +26,8 @@ import (
 var Packages = []string{
 	"github.com/rekuiper/rekuiper/api",
 	"github.com/rekuiper/rekuiper/sdk",
+	"github.com/rekuiper/rekuiper/sdk/kuiperd",
+	"github.com/rekuiper/rekuiper/sdk/sdktest",
 }
 
 // Surface returns the sorted lines describing the exported API of pkgs,

@@ -103,17 +103,8 @@ type SinkFactory func(props map[string]any, deps Deps) (api.Sink, error)
 // LookupFactory builds a lookup source from validated properties.
 type LookupFactory func(props map[string]any, deps Deps) (LookupSource, error)
 
-// LookupSource serves lookup tables (tables with KIND="lookup"): rows are
-// fetched on demand by key instead of being streamed.
-type LookupSource interface {
-	// Connect establishes the connection; ctx covers only the connect phase.
-	Connect(ctx context.Context) error
-	// Lookup returns the rows whose fields equal every entry of keys. The
-	// returned rows are owned by the caller. ctx covers this call only.
-	Lookup(ctx context.Context, keys map[string]any) ([]map[string]any, error)
-	// Close releases the connection; it works after a failed Connect.
-	Close(ctx context.Context) error
-}
+// LookupSource is the public lookup contract (see api.LookupSource).
+type LookupSource = api.LookupSource
 
 // Entry is one registered connector type.
 type Entry[F any] struct {

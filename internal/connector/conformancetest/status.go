@@ -1,10 +1,11 @@
 package conformancetest
 
 import (
-	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rekuiper/rekuiper/sdk/sdktest"
 )
 
 // ConnStatus is what a sink that reports its connection implements (the
@@ -13,19 +14,10 @@ type ConnStatus interface {
 	Status() (state string, lastConnected, lastDisconnected time.Time, lastErr string)
 }
 
-// ClosedPort returns a local TCP address nothing listens on: connecting to
-// it is refused.
+// ClosedPort is sdktest.ClosedPort.
 func ClosedPort(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
+	return sdktest.ClosedPort(t)
 }
 
 // CheckStatus asserts that s reports its connection status in state, with

@@ -11,6 +11,8 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
+	"github.com/rekuiper/rekuiper/sdk/sdktest"
 )
 
 func newSim(t *testing.T, v *clock.Virtual, props map[string]any) api.Source {
@@ -291,4 +293,31 @@ func TestLookup(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
+}
+
+// TestLookupConformance runs the lookup checks every lookup source passes.
+func TestLookupConformance(t *testing.T) {
+	data := []any{
+		map[string]any{"k": "v1", "n": 1, "tags": []any{"a"}},
+		map[string]any{"k": "v2", "n": 2},
+		map[string]any{"k": "v1", "n": 3},
+	}
+	conformancetest.RunLookupSuite(t, conformancetest.LookupFactory{
+		Spec: LookupSpec(),
+		New:  NewLookup,
+		Suite: sdktest.Lookup{
+			Props: func(*testing.T) map[string]any { return map[string]any{"data": data} },
+			Key:   map[string]any{"k": "v1"},
+			Want: []map[string]any{
+				{"k": "v1", "n": int64(3)},
+				{"k": "v1", "n": int64(1), "tags": []any{"a"}},
+			},
+			Missing: map[string]any{"k": "v9"},
+			Invalid: []sdktest.InvalidCase{
+				{Name: "no data", Props: map[string]any{}, WantErr: `"data" is required`},
+				{Name: "empty data", Props: map[string]any{"data": []any{}}, WantErr: `"data" is empty`},
+				{Name: "not objects", Props: map[string]any{"data": []any{1}}, WantErr: "not an object"},
+			},
+		},
+	})
 }

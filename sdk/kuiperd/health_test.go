@@ -1,4 +1,4 @@
-package sdk
+package kuiperd
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rekuiper/rekuiper/internal/procs"
+	"github.com/rekuiper/rekuiper/sdk"
 )
 
 func TestHealthcheck(t *testing.T) {
@@ -22,7 +23,7 @@ func TestHealthcheck(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan string, 1), make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Options{EtcDir: etc, DataDir: t.TempDir(), LogDir: t.TempDir(), Environ: environ,
+		done <- sdk.Run(ctx, sdk.Options{EtcDir: etc, DataDir: t.TempDir(), LogDir: t.TempDir(), Environ: environ,
 			Stdout: &strings.Builder{}, Ready: func(a string) { ready <- a }})
 	}()
 	select {
