@@ -58,9 +58,9 @@ func TestConsoleRulePanels(t *testing.T) {
 	if last := st["checkpoint_last_id"].(float64); last < float64(id) {
 		t.Errorf("page shows checkpoint %d, status has only %v", id, last)
 	}
-	if size := b.text(`#checkpoints [data-fact="Size"]`); !strings.HasSuffix(size, "B") {
-		t.Errorf("checkpoint size %q, want bytes", size)
-	}
+	// The panel is rendered anew every second: read the size from the
+	// page as it stands, not from a node that a refresh may have replaced.
+	b.waitFor("the checkpoint size in bytes", `document.querySelector('#checkpoints [data-fact="Size"]')?.textContent.endsWith("B")`)
 	b.waitFor("the sink cache row", `!!document.querySelector('#sink-cache tr[data-sink="memory_0"]')`)
 	for col, key := range map[string]string{"cache_memory_length": "sink_memory_0_0_cache_memory_length", "cache_disk_length": "sink_memory_0_0_cache_disk_length", "cache_records_replayed_total": "sink_memory_0_0_cache_records_replayed_total"} {
 		want, ok := st[key].(float64)
