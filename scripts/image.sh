@@ -16,7 +16,8 @@
 #
 # Environment: RUNTIME (podman or docker; default: the first whose `info`
 # answers), TAG (rekuiper:dev), RUN_OPTS (extra `run` flags), SMOKE=0 (build
-# only), CA_BUNDLE (/etc/ssl/certs/ca-certificates.crt), ZONEINFO
+# only), BUILD=0 (smoke-check the image TAG already names, no build),
+# CA_BUNDLE (/etc/ssl/certs/ca-certificates.crt), ZONEINFO
 # (/usr/share/zoneinfo), VERSION (as release.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,42 +34,44 @@ fi
 [ -n "$rt" ] || die "no container runtime answers (podman info / docker info); set RUNTIME"
 tag="${TAG:-rekuiper:dev}"
 read -r -a run_opts <<<"${RUN_OPTS:-}"
-ca="${CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}"
-zi="${ZONEINFO:-/usr/share/zoneinfo}"
-[ -f "$ca" ] || die "CA bundle $ca not found (set CA_BUNDLE)"
-[ -d "$zi" ] || die "time zone database $zi not found (set ZONEINFO)"
-
 ctx="$(mktemp -d)"
 cleanup_ctx() { rm -rf "$ctx"; }
 trap cleanup_ctx EXIT
-mkdir -p "$ctx/bin" "$ctx/kuiper/data" "$ctx/kuiper/log"
-if [ -n "${1:-}" ]; then
-  [ -f "$1" ] || die "archive $1 not found"
-  mkdir "$ctx/archive"
-  tar -C "$ctx/archive" -xzf "$1"
-  top="$(find "$ctx/archive" -mindepth 2 -maxdepth 3 -path '*/bin/kuiperd' | head -n 1)"
-  [ -n "$top" ] || die "$1 has no bin/kuiperd (a linux archive of scripts/release.sh?)"
-  top="${top%/bin/kuiperd}"
-  mv "$top/bin/kuiperd" "$top/bin/kuiper" "$ctx/bin/"
-  mv "$top/etc" "$ctx/kuiper/etc"
-  rm -rf "$ctx/archive"
-else
-  version="${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}"
-  commit="$(git rev-parse HEAD 2>/dev/null || echo unknown)"
-  if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then commit="${commit}-dirty"; fi
-  pkg=github.com/rekuiper/rekuiper/internal/version
-  ldflags="-s -w -X ${pkg}.stamped=${version} -X ${pkg}.stampedCommit=${commit}"
-  CGO_ENABLED=0 GOOS=linux go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$ctx/bin/" ./cmd/kuiperd ./cmd/kuiper
-  cp -r etc "$ctx/kuiper/etc"
-fi
-cp "$ca" "$ctx/ca-certificates.crt"
-cp -rL "$zi" "$ctx/zoneinfo"
+if [ "${BUILD:-1}" != 0 ]; then
+  ca="${CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}"
+  zi="${ZONEINFO:-/usr/share/zoneinfo}"
+  [ -f "$ca" ] || die "CA bundle $ca not found (set CA_BUNDLE)"
+  [ -d "$zi" ] || die "time zone database $zi not found (set ZONEINFO)"
 
-format=()
-[ "$rt" = podman ] && format=(--format docker) # OCI images drop HEALTHCHECK
-"$rt" build "${format[@]}" -q -f deploy/docker/Dockerfile.prebuilt -t "$tag" "$ctx" >/dev/null
-size="$("$rt" image inspect --format '{{.Size}}' "$tag")"
-echo "built $tag with $rt: $size bytes"
+  mkdir -p "$ctx/bin" "$ctx/kuiper/data" "$ctx/kuiper/log"
+  if [ -n "${1:-}" ]; then
+    [ -f "$1" ] || die "archive $1 not found"
+    mkdir "$ctx/archive"
+    tar -C "$ctx/archive" -xzf "$1"
+    top="$(find "$ctx/archive" -mindepth 2 -maxdepth 3 -path '*/bin/kuiperd' | head -n 1)"
+    [ -n "$top" ] || die "$1 has no bin/kuiperd (a linux archive of scripts/release.sh?)"
+    top="${top%/bin/kuiperd}"
+    mv "$top/bin/kuiperd" "$top/bin/kuiper" "$ctx/bin/"
+    mv "$top/etc" "$ctx/kuiper/etc"
+    rm -rf "$ctx/archive"
+  else
+    version="${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}"
+    commit="$(git rev-parse HEAD 2>/dev/null || echo unknown)"
+    if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then commit="${commit}-dirty"; fi
+    pkg=github.com/rekuiper/rekuiper/internal/version
+    ldflags="-s -w -X ${pkg}.stamped=${version} -X ${pkg}.stampedCommit=${commit}"
+    CGO_ENABLED=0 GOOS=linux go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$ctx/bin/" ./cmd/kuiperd ./cmd/kuiper
+    cp -r etc "$ctx/kuiper/etc"
+  fi
+  cp "$ca" "$ctx/ca-certificates.crt"
+  cp -rL "$zi" "$ctx/zoneinfo"
+
+  format=()
+  [ "$rt" = podman ] && format=(--format docker) # OCI images drop HEALTHCHECK
+  "$rt" build "${format[@]}" -q -f deploy/docker/Dockerfile.prebuilt -t "$tag" "$ctx" >/dev/null
+  size="$("$rt" image inspect --format '{{.Size}}' "$tag")"
+  echo "built $tag with $rt: $size bytes"
+fi
 [ "${SMOKE:-1}" = 0 ] && exit 0
 
 name="rekuiper-smoke-$$"
