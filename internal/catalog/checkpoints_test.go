@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // TestCheckpointStore: checkpoints are stored and read back by rule, task
@@ -148,17 +150,12 @@ func TestCheckpointFenceRace(t *testing.T) {
 		}
 	})
 	var tokB int64
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.Until(t, "B to get the expired lease", func() bool {
 		if tokB, ok, err = s.AcquireLease(ctx, "r", "B", time.Minute); err != nil {
 			t.Fatal(err)
-		} else if ok {
-			break
 		}
-	}
-	if !ok {
-		t.Fatal("B never got the expired lease")
-	}
+		return ok
+	})
 	// Everything in the table now was written before the grant.
 	before, err := s.CheckpointIDs(ctx, "r", "")
 	if err != nil {
@@ -168,15 +165,11 @@ func TestCheckpointFenceRace(t *testing.T) {
 	mu.Lock()
 	base := refused
 	mu.Unlock()
-	for n := 0; n < 5; {
-		if time.Now().After(deadline) {
-			t.Fatal("A's writes after the grant were not refused")
-		}
-		time.Sleep(10 * time.Millisecond)
+	testwait.Until(t, "A's writes after the grant to be refused", func() bool {
 		mu.Lock()
-		n = refused - base
-		mu.Unlock()
-	}
+		defer mu.Unlock()
+		return refused-base >= 5
+	})
 	close(stop)
 	wg.Wait()
 	after, err := s.CheckpointIDs(ctx, "r", "")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // changeLog collects what OnChange reports.
@@ -50,32 +51,19 @@ func followNode(t *testing.T, url string, clk clock.Clock) (*Catalog, Store, *ch
 	return c, s, log
 }
 
-// waitListening returns once b applies an announced write of a: b
-// listens, and its first reload after connecting is done.
+// waitListening returns once b has applied a write of a made after b was
+// opened: b then listens, and its first reload after connecting is done.
+// One write is enough: b's follower listens before that reload, so a write
+// it does not hear of is one the reload reads.
 func waitListening(t *testing.T, a, b *Catalog) {
 	t.Helper()
-	n := 0
-	eventually(t, "b listening", func() bool {
-		n++
-		if _, err := a.PutConfKey(context.Background(), ConfKey{Category: ConfSink, Type: "mqtt", Key: "probe", Props: map[string]any{"n": int64(n)}}, Upsert); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(20 * time.Millisecond)
-		k, err := b.ConfKey(ConfSink, "mqtt", "probe")
-		return err == nil && k.Props["n"] == int64(n)
-	})
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not seen within 10s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if _, err := a.PutConfKey(context.Background(), ConfKey{Category: ConfSink, Type: "mqtt", Key: "probe", Props: map[string]any{"n": int64(1)}}, Upsert); err != nil {
+		t.Fatal(err)
 	}
+	testwait.Until(t, "b to apply a's write", func() bool {
+		k, err := b.ConfKey(ConfSink, "mqtt", "probe")
+		return err == nil && k.Props["n"] == int64(1)
+	})
 }
 
 // TestFollowSeesOtherNodesWrites: two catalogs over one database; every
@@ -93,7 +81,7 @@ func TestFollowSeesOtherNodesWrites(t *testing.T) {
 
 	waitListening(t, a, b)
 	fillStore(t, &catalogStore{a})
-	eventually(t, "every kind on b", func() bool { return reflect.DeepEqual(memSnapshot(b), memSnapshot(a)) })
+	testwait.Until(t, "every kind on b", func() bool { return reflect.DeepEqual(memSnapshot(b), memSnapshot(a)) })
 	assertMemoryMatchesDisk(t, b, bStore)
 	if !bLog.has(ChangeRule, false, "r1") || !bLog.has(ChangeConfKey, false, "source", "mqtt", "demo_conf") {
 		t.Errorf("b's hook did not hear of the rule or confKey: %+v", bLog.all)
@@ -105,7 +93,7 @@ func TestFollowSeesOtherNodesWrites(t *testing.T) {
 	if err := a.DeleteRule(ctx, "r2"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "state and delete on b", func() bool {
+	testwait.Until(t, "state and delete on b", func() bool {
 		r, err := b.Rule("r1")
 		_, gone := b.Rule("r2")
 		return err == nil && r.State == RuleStopped && gone != nil
@@ -118,7 +106,7 @@ func TestFollowSeesOtherNodesWrites(t *testing.T) {
 	if _, err := b.PutStream(ctx, Stream{Name: "fromb", Kind: KindStream, SQL: "x"}, Create); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "b's stream on a", func() bool { _, err := a.Stream("fromb"); return err == nil })
+	testwait.Until(t, "b's stream on a", func() bool { _, err := a.Stream("fromb"); return err == nil })
 	if bLog.has(ChangeStream, false, "fromb") {
 		t.Error("b's hook heard of b's own write")
 	}
@@ -143,7 +131,7 @@ func TestFollowReconcileRepairsLostNotification(t *testing.T) {
 		t.Fatalf("b changed before the reconcile: %+v", r)
 	}
 	clk.AdvanceTo(t0+int64(10*time.Second/time.Millisecond), nil)
-	eventually(t, "reconcile", func() bool {
+	testwait.Until(t, "reconcile", func() bool {
 		r, _ := b.Rule("r1")
 		_, gone := b.Stream("demo")
 		return r.State == RuleStopped && gone != nil

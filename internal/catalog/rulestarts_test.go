@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // TestRuleStartMarkersSurviveReopen: a marker written and not cleared is
@@ -75,15 +77,12 @@ func queueStarts(t *testing.T, s *sqlStore, ctx context.Context, batches ...[]Ru
 	for _, b := range batches {
 		go func() { errs <- s.WriteRuleStarts(ctx, "n1", b) }()
 	}
-	for {
+	testwait.Until(t, "every batch to be queued", func() bool {
 		s.startsMu.Lock()
-		n := len(s.starts)
-		s.startsMu.Unlock()
-		if n == len(batches) {
-			return errs
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer s.startsMu.Unlock()
+		return len(s.starts) == len(batches)
+	})
+	return errs
 }
 
 // TestRuleStartMarkersGroupCommit: marker writes queued while the write

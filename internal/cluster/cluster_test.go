@@ -8,6 +8,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/connector/sqldb/pgtest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 func TestAloneWithoutSharedStore(t *testing.T) {
@@ -63,21 +64,10 @@ func TestMembersOverPostgres(t *testing.T) {
 		}
 		return out
 	}
-	waitFor(t, "both healthy", func() bool { h := healthy(members["a"]); return h["a"] && h["b"] })
+	testwait.Until(t, "both healthy", func() bool { h := healthy(members["a"]); return h["a"] && h["b"] })
 	stops["b"]()
-	waitFor(t, "b unhealthy", func() bool { h := healthy(members["a"]); return h["a"] && !h["b"] })
+	testwait.Until(t, "b unhealthy", func() bool { h := healthy(members["a"]); return h["a"] && !h["b"] })
 	if h := healthy(members["b"]); len(h) != 2 {
 		t.Errorf("b's view %v", h)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // hangingLeaser answers its first renewal and hangs on the later ones
@@ -16,7 +17,7 @@ type hangingLeaser struct {
 	catalog.Leaser // not called
 	mu             sync.Mutex
 	renewals       int
-	hung           chan struct{} // closed when a renewal hangs
+	gaveUp         bool // a hanging renewal returned
 	release        chan struct{}
 }
 
@@ -28,14 +29,21 @@ func (h *hangingLeaser) RenewLeases(ctx context.Context, _ string, _ time.Durati
 	if n == 1 {
 		return held, nil
 	}
-	if n == 2 {
-		close(h.hung)
-	}
 	select {
 	case <-h.release:
 	case <-ctx.Done():
 	}
+	h.mu.Lock()
+	h.gaveUp = true
+	h.mu.Unlock()
 	return nil, context.DeadlineExceeded
+}
+
+// hanging reports whether a renewal hangs now.
+func (h *hangingLeaser) hanging() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.renewals >= 2 && !h.gaveUp
 }
 
 type unplaceRecorder struct {
@@ -58,7 +66,7 @@ func (u *unplaceRecorder) Summary(string) (catalog.RuleSummary, bool) {
 // another node had taken it).
 func TestFencingDoesNotWaitForARenewal(t *testing.T) {
 	clk := clock.NewVirtual(1_000_000)
-	store := &hangingLeaser{hung: make(chan struct{}), release: make(chan struct{})}
+	store := &hangingLeaser{release: make(chan struct{})}
 	defer close(store.release)
 	p := NewPlacer(PlacerConfig{Node: "a", Store: store, LeaseTime: 30 * time.Second, Clock: clk})
 	p.held["r"] = &lease{token: 1, until: clk.Now().Add(30 * time.Second)}
@@ -69,46 +77,56 @@ func TestFencingDoesNotWaitForARenewal(t *testing.T) {
 	wg.Go(func() { p.renewLoop(ctx, rules, &wg) })
 	wg.Go(func() { p.fenceLoop(ctx, rules, &wg) })
 
+	// Each loop waits on the clock between its rounds: time moves on once
+	// the ones not stuck in a renewal are back there (a firing takes its
+	// timer off the clock until the loop sleeps again).
+	idle := func(loops int) bool { return clk.Pending() == loops }
+
 	// The first renewal (at once) succeeds: the lease runs until +30s.
 	// The next, a third of the lease time later, hangs.
 	until := clk.Now().Add(30 * time.Second)
 	for at := clk.Now(); ; {
-		select {
-		case <-store.hung:
-		default:
-			at = at.Add(time.Second)
-			clk.AdvanceTo(at.UnixMilli(), nil)
-			time.Sleep(time.Millisecond)
-			continue
+		testwait.Until(t, "both loops to wait on the clock, or the renewal to hang", func() bool { return idle(2) || store.hanging() })
+		if store.hanging() {
+			break
 		}
-		break
+		at = at.Add(time.Second)
+		clk.AdvanceTo(at.UnixMilli(), nil)
 	}
 	// Time passes while the renewal hangs, up to just before the lease
-	// expires: the rule is stopped within that time.
-	deadline := time.Now().Add(20 * time.Second)
-	for at := clk.Now(); at.Before(until); {
-		select {
-		case id := <-rules.unplaced:
-			if id != "r" {
-				t.Fatalf("unplaced %q, want r", id)
-			}
-			if p.Holds("r") {
-				t.Fatal("the placer still holds the fenced lease")
-			}
-			return
-		default:
+	// expires: the rule is stopped within that time, the renewal still
+	// hanging.
+	fenced := func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.held["r"] == nil
+	}
+	for at := clk.Now(); ; {
+		testwait.Until(t, "the fence loop to wait on the clock, or the renewal to give up", func() bool { return idle(1) || !store.hanging() })
+		if !store.hanging() {
+			t.Fatal("the hanging renewal gave up before the rule was stopped: fencing waited for it")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no progress")
+		if fenced() {
+			break
+		}
+		if !at.Before(until) {
+			t.Fatal("the rule was not stopped before its lease expired")
 		}
 		at = at.Add(100 * time.Millisecond)
 		clk.AdvanceTo(at.UnixMilli(), nil)
-		time.Sleep(time.Millisecond)
+	}
+	if !clk.Now().Before(until) {
+		t.Fatal("the rule was stopped only once the lease had expired")
 	}
 	select {
-	case <-rules.unplaced:
-	case <-time.After(2 * time.Second):
-		t.Fatal("the rule was not stopped before its lease expired: fencing waited for the hanging renewal")
+	case id := <-rules.unplaced:
+		if id != "r" {
+			t.Fatalf("unplaced %q, want r", id)
+		}
+	case <-time.After(testwait.Limit):
+		t.Fatal("the fenced rule was not stopped")
 	}
-	t.Fatal("the rule was stopped only once the lease had expired")
+	if p.Holds("r") {
+		t.Fatal("the placer still holds the fenced lease")
+	}
 }

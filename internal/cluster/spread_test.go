@@ -11,6 +11,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector/sqldb/pgtest"
 	"github.com/rekuiper/rekuiper/internal/rule"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // placedSet records what a placer starts and stops.
@@ -102,7 +103,7 @@ func TestSpreadPlacement(t *testing.T) {
 		}
 		return out
 	}
-	waitFor(t, "each node runs its copy, x and y run once each on different nodes", func() bool {
+	testwait.Until(t, "each node runs its copy, x and y run once each on different nodes", func() bool {
 		got := all("a", "b", "c")
 		for _, id := range []string{"a", "b", "c"} {
 			if !slices.Contains(nodes[id].rules.list(), rule.CopyID("s", id)) || len(nodes[id].rules.list()) > 2 {
@@ -111,23 +112,23 @@ func TestSpreadPlacement(t *testing.T) {
 		}
 		return got["x"] == 1 && got["y"] == 1 && len(got) == 5
 	})
-	waitFor(t, "every node told that no node runs s whole", func() bool {
+	testwait.Until(t, "every node told that no node runs s whole", func() bool {
 		unsharedMu.Lock()
 		defer unsharedMu.Unlock()
 		return unshared["a/s"] && unshared["b/s"] && unshared["c/s"] && len(unshared) == 3
 	})
-	waitFor(t, "a lists the copies of the three nodes", func() bool {
+	testwait.Until(t, "a lists the copies of the three nodes", func() bool {
 		return slices.Equal(nodes["a"].placer.copies("s"), []string{"s#na", "s#nb", "s#nc"})
 	})
 
 	// c leaves (its leases given up): a and b take x or y if c had one,
 	// never c's copy.
 	nodes["c"].stop()
-	waitFor(t, "a and b run x and y and their own copies only", func() bool {
+	testwait.Until(t, "a and b run x and y and their own copies only", func() bool {
 		got := all("a", "b")
 		return got["x"] == 1 && got["y"] == 1 && got["s#na"] == 1 && got["s#nb"] == 1 && len(got) == 4
 	})
-	waitFor(t, "c's copy is no longer listed once c is unhealthy", func() bool {
+	testwait.Until(t, "c's copy is no longer listed once c is unhealthy", func() bool {
 		return slices.Equal(nodes["a"].placer.copies("s"), []string{"s#na", "s#nb"})
 	})
 	for _, id := range []string{"a", "b"} {
@@ -161,7 +162,7 @@ func TestTasksSpread(t *testing.T) {
 	})
 	ts.Place("a#nn2") // another node's copy: not here
 	ts.Place("a#nn1")
-	waitTrue(t, "the copy running", func() bool { return summary(ts, "a#nn1") == "running" })
+	testwait.Until(t, "the copy running", func() bool { return summary(ts, "a#nn1") == "running" })
 	if runner.Starts("a#nn2") != 0 {
 		t.Error("another node's copy started here")
 	}
@@ -208,7 +209,7 @@ func TestTasksSpread(t *testing.T) {
 	}
 
 	sp.RestartTasks("a")
-	waitTrue(t, "the copy restarted", func() bool { return runner.Starts("a#nn1") == 2 && summary(ts, "a#nn1") == "running" })
+	testwait.Until(t, "the copy restarted", func() bool { return runner.Starts("a#nn1") == 2 && summary(ts, "a#nn1") == "running" })
 
 	// No longer spread (the stream now reads a plain topic): the copy
 	// does not start again.

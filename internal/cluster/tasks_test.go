@@ -13,6 +13,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr/rulemgrtest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // fakeSplits answers splits from a table and counts the questions.
@@ -143,7 +144,7 @@ func TestTasksRepartitioned(t *testing.T) {
 	})
 	ts.Place("a#r1")
 	ts.Place("a#p2")
-	waitTrue(t, "both tasks running", func() bool { return summary(ts, "a#r1") == "running" && summary(ts, "a#p2") == "running" })
+	testwait.Until(t, "both tasks running", func() bool { return summary(ts, "a#r1") == "running" && summary(ts, "a#p2") == "running" })
 	mu.Lock()
 	first, second := defs["a#r1"], defs["a#p2"]
 	mu.Unlock()
@@ -174,15 +175,15 @@ func TestTasksRunAndRestart(t *testing.T) {
 	ts.Expand(ctx, []string{"a"})
 	ts.Place("a#p1")
 	ts.Place("a#p1") // once
-	waitTrue(t, "task started", func() bool { return runner.Starts("a#p1") == 1 && summary(ts, "a#p1") == "running" })
+	testwait.Until(t, "task started", func() bool { return runner.Starts("a#p1") == 1 && summary(ts, "a#p1") == "running" })
 	first := runner.Current("a#p1")
 	first.Fail(errors.New("broker gone"))
-	waitTrue(t, "task stopped by error, waiting to restart", func() bool { return summary(ts, "a#p1") == "stopped by error" && vc.Pending() == 1 })
+	testwait.Until(t, "task stopped by error, waiting to restart", func() bool { return summary(ts, "a#p1") == "stopped by error" && vc.Pending() == 1 })
 	vc.AdvanceTo(1000, nil)
-	waitTrue(t, "task restarted after 1s", func() bool { return runner.Starts("a#p1") == 2 && summary(ts, "a#p1") == "running" })
+	testwait.Until(t, "task restarted after 1s", func() bool { return runner.Starts("a#p1") == 2 && summary(ts, "a#p1") == "running" })
 	second := runner.Current("a#p1")
 	ts.Changed("a")
-	waitTrue(t, "task restarted for a changed rule", func() bool { return runner.Starts("a#p1") == 3 && second.Stopped() })
+	testwait.Until(t, "task restarted for a changed rule", func() bool { return runner.Starts("a#p1") == 3 && second.Stopped() })
 
 	p := NewPlacer(PlacerConfig{Node: "n1"})
 	sp := NewSplitPlacement(p, ts)
@@ -221,15 +222,4 @@ func TestTasksRunAndRestart(t *testing.T) {
 func summary(ts *Tasks, id string) string {
 	s, _ := ts.Summary(id)
 	return s.State
-}
-
-func waitTrue(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 5s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/rule"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // endingSource is a bounded source with nothing in it: its first Read
@@ -48,17 +49,6 @@ func (s *feedSource) Read(ctx context.Context) (*api.Message, error) {
 	}
 }
 func (s *feedSource) Close(context.Context) error { s.closes.Add(1); return nil }
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 // TestJoinOutlivesAStreamThatEndsAtOnce starts a join whose first stream
 // is bounded and empty. Building the second stream's source waits until
@@ -107,7 +97,7 @@ func TestJoinOutlivesAStreamThatEndsAtOnce(t *testing.T) {
 	feed <- map[string]any{"k": int64(1)}
 	// The first stream ended at once: its source is closed only when the
 	// rule stops, which it must not do while the second stream runs.
-	waitUntil(t, "the first stream to end", func() bool {
+	testwait.Until(t, "the first stream to end", func() bool {
 		rr := run.(*running)
 		rr.mu.Lock()
 		defer rr.mu.Unlock()
@@ -119,7 +109,7 @@ func TestJoinOutlivesAStreamThatEndsAtOnce(t *testing.T) {
 	default:
 	}
 	close(feed)
-	waitUntil(t, "the rule to end with its last stream", func() bool {
+	testwait.Until(t, "the rule to end with its last stream", func() bool {
 		select {
 		case <-run.Done():
 			return true
@@ -127,7 +117,7 @@ func TestJoinOutlivesAStreamThatEndsAtOnce(t *testing.T) {
 			return false
 		}
 	})
-	waitUntil(t, "the second stream's source to be closed", func() bool { return closes.Load() == 1 })
+	testwait.Until(t, "the second stream's source to be closed", func() bool { return closes.Load() == 1 })
 	if err := run.Err(); err != nil {
 		t.Fatalf("rule ended with %v", err)
 	}
@@ -177,7 +167,7 @@ func TestRuleOnAnEndedSharedStreamReadsItAgain(t *testing.T) {
 	// running, and holds b's subscription, after b ended.
 	a := start("a", "SELECT * FROM b LEFT JOIN s ON b.k = s.v GROUP BY COUNTWINDOW(1)")
 	close(<-feeds)
-	waitUntil(t, "stream b to end for rule a", func() bool {
+	testwait.Until(t, "stream b to end for rule a", func() bool {
 		rr := a.(*running)
 		rr.mu.Lock()
 		defer rr.mu.Unlock()
@@ -191,7 +181,7 @@ func TestRuleOnAnEndedSharedStreamReadsItAgain(t *testing.T) {
 	f <- map[string]any{"k": int64(7)}
 	e.out.wait(t, 1)
 	close(f)
-	waitUntil(t, "the second rule to end with its stream", func() bool {
+	testwait.Until(t, "the second rule to end with its stream", func() bool {
 		select {
 		case <-second.Done():
 			return true
@@ -204,5 +194,5 @@ func TestRuleOnAnEndedSharedStreamReadsItAgain(t *testing.T) {
 		t.Fatal("rule a stopped though its stream s is still open")
 	default:
 	}
-	waitUntil(t, "the second subscription's source to be closed", func() bool { return closes.Load() == 1 })
+	testwait.Until(t, "the second subscription's source to be closed", func() bool { return closes.Load() == 1 })
 }

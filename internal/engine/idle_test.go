@@ -10,6 +10,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // TestIdleRulesCostNoGoroutines runs rules through the rule manager on a
@@ -34,13 +35,7 @@ func TestIdleRulesCostNoGoroutines(t *testing.T) {
 	waitAllRunning(t, mgr, n)
 	// Goroutines that ended may take a moment to leave the count.
 	extra := 0
-	for range 200 {
-		if extra = goruntime.NumGoroutine() - base; extra < n {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if extra >= n {
+	if !testwait.Poll(testwait.Limit, func() bool { extra = goruntime.NumGoroutine() - base; return extra < n }) {
 		t.Fatalf("%d idle rules hold %d goroutines; want fewer than one per rule", n, extra)
 	}
 	e.publish(t, n)
@@ -110,20 +105,15 @@ func idleFootprint() (int, uint64) {
 
 func waitAllRunning(t testing.TB, mgr *rulemgr.Manager, n int) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
+	testwait.Within(t, time.Minute, fmt.Sprintf("all %d rules to run", n), func() bool {
 		running := 0
 		for _, s := range mgr.List() {
 			if s.State == rulemgr.StateRunning {
 				running++
 			}
 		}
-		if running == n {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("not all %d rules running after a minute", n)
+		return running == n
+	})
 }
 
 // TestNotifyDone: a callback registered on a running rule is called once
@@ -169,15 +159,13 @@ func TestManagerSeesRuleStopByItself(t *testing.T) {
 	waitSubscribed(t, e.bus, 1)
 	e.publish(t, 1, 2)
 	var st rulemgr.Status
-	for range 1000 {
+	// On a timeout the check below says what the status shows.
+	testwait.Poll(testwait.Limit, func() bool {
 		if st, err = mgr.Status("bad"); err != nil {
 			t.Fatal(err)
 		}
-		if st.State == rulemgr.StateStoppedByError {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return st.State == rulemgr.StateStoppedByError
+	})
 	if st.State != rulemgr.StateStoppedByError || !strings.Contains(st.Message, "sink driver bug") {
 		t.Fatalf("status %s %q; want stopped by error with the panic", st.State, st.Message)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/rule"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // TestIndexedRuleKeepsMetrics runs a rule the stream's index serves next
@@ -26,7 +27,7 @@ func TestIndexedRuleKeepsMetrics(t *testing.T) {
 	for i := range 20 {
 		e.publish(t, int64(i%5))
 		if i%3 == 0 {
-			time.Sleep(time.Millisecond) // vary the deliveries
+			time.Sleep(time.Millisecond) // not a wait: spaced publishes vary the deliveries' batch sizes
 		}
 	}
 	msgs, _ := e.out.wait(t, 8)
@@ -37,18 +38,15 @@ func TestIndexedRuleKeepsMetrics(t *testing.T) {
 		"op_2_filter_0_records_in_total", "op_2_filter_0_records_out_total", "op_3_project_0_records_in_total",
 		"source_s_0_records_in_total", "op_2_filter_0_exceptions_total"}
 	var a, b map[string]any
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	// On a timeout the checks below say what differs.
+	testwait.Poll(testwait.Limit, func() bool {
 		a, b = indexed.Metrics(), plain.Metrics()
 		same := a["source_s_0_records_in_total"] == int64(20)
 		for _, k := range keys {
 			same = same && a[k] == b[k]
 		}
-		if same || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return same
+	})
 	for _, k := range keys {
 		if a[k] != b[k] {
 			t.Errorf("%s: indexed %v, unindexed %v", k, a[k], b[k])
@@ -93,11 +91,12 @@ func TestIndexedRuleRestoresAtQos1(t *testing.T) {
 	defer run.Stop(ctx)
 	waitSubscribed(t, e.bus, 1)
 	e.publish(t, 5, 4, 2)
-	msgs, seqs := e.out.wait(t, 3)
-	time.Sleep(50 * time.Millisecond)
-	e.out.mu.Lock()
-	defer e.out.mu.Unlock()
-	if fmt.Sprint(e.out.msgs) != `[[{"v":2}] [{"v":4}] [{"v":2}]]` || seqs[2] != 3 {
-		t.Fatalf("outputs %v (%v), want 2, then 4 and 2 after the restart", msgs, seqs)
+	e.out.wait(t, 3)
+	// A record replayed from before the checkpoint would come out ahead
+	// of this marker.
+	e.publish(t, 4)
+	msgs, seqs := e.out.wait(t, 4)
+	if fmt.Sprint(msgs) != `[[{"v":2}] [{"v":4}] [{"v":2}] [{"v":4}]]` || seqs[3] != 4 {
+		t.Fatalf("outputs %v (%v), want 2, then 4 and 2 after the restart, then the marker 4", msgs, seqs)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/operator"
 	"github.com/rekuiper/rekuiper/internal/row"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // benchKeys is the number of distinct keys the stream joins on (devices).
@@ -117,16 +118,11 @@ func setupMemoryBench(b *testing.B, e *testEnv) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if rows, _ := tbl.Lookup(ctx, map[string]any{"id": int64(benchKeys - 1)}); len(rows) == 1 {
-			return sql
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("memory table never filled")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Until(b, "the memory table to fill", func() bool {
+		rows, _ := tbl.Lookup(ctx, map[string]any{"id": int64(benchKeys - 1)})
+		return len(rows) == 1
+	})
+	return sql
 }
 
 func setupRedisBench(b *testing.B, e *testEnv) string {

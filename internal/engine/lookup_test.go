@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/sql/parser"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // createDef checks and stores a stream or table as the REST API does.
@@ -115,13 +115,7 @@ func (e *testEnv) waitTable(t testing.TB, sql string, done func(rows func(id any
 		}
 		return len(r)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !done(rows) {
-		if time.Now().After(deadline) {
-			t.Fatal("memory table never applied the published rows")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testwait.Until(t, "the memory table to apply the published rows", func() bool { return done(rows) })
 }
 
 func mustDef(t testing.TB, sql string) *ast.CreateStreamStmt {
@@ -375,12 +369,8 @@ func TestRedisLookupSurvivesOutage(t *testing.T) {
 		t.Fatal("no lookupjoin metrics")
 		return 0
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for exceptions() < 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no exception counted while redis is down: %v", run.Metrics())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testwait.Poll(testwait.Limit, func() bool { return exceptions() >= 1 }) {
+		t.Fatalf("no exception counted while redis is down: %v", run.Metrics())
 	}
 	select {
 	case <-run.Done():

@@ -12,12 +12,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/rekuiper/rekuiper/internal/procs"
 	"github.com/rekuiper/rekuiper/internal/rule"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 var testAESKey = []byte("0123456789abcdef")
@@ -80,25 +80,24 @@ func TestFileSinkCompressedStream(t *testing.T) {
 	startRule(t, e, `{"id":"r","sql":"SELECT v FROM s","actions":[{"file":{"path":"out.zst","sendSingle":true,"compression":"zstd"}}]}`)
 	e.publish(t, 1, 2, 3)
 	want := "{\"v\":1}\n{\"v\":2}\n{\"v\":3}\n"
-	deadline := time.Now().Add(10 * time.Second)
 	var got string
-	for time.Now().Before(deadline) {
+	if !testwait.Poll(testwait.Limit, func() bool {
 		raw, err := os.ReadFile(filepath.Join(e.runner.cfg.Paths.Data, "out.zst"))
-		if err == nil && len(raw) > 0 {
-			d, err := zstd.NewReader(bytes.NewReader(raw))
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The stream is flushed, not ended, while the rule runs.
-			b, _ := io.ReadAll(d)
-			d.Close()
-			if got = string(b); got == want {
-				return
-			}
+		if err != nil || len(raw) == 0 {
+			return false
 		}
-		time.Sleep(20 * time.Millisecond)
+		d, err := zstd.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The stream is flushed, not ended, while the rule runs.
+		b, _ := io.ReadAll(d)
+		d.Close()
+		got = string(b)
+		return got == want
+	}) {
+		t.Fatalf("file content %q, want %q", got, want)
 	}
-	t.Fatalf("file content %q, want %q", got, want)
 }
 
 // TestSinkPayloadPropertiesRefused checks the clear errors for payload
@@ -150,15 +149,12 @@ func TestSinkStatusWhenBrokerDown(t *testing.T) {
 	waitSubscribed(t, e.bus, 1)
 	e.publish(t, 1, 2, 3)
 	const p = "sink_mqtt_0_0_"
-	deadline := time.Now().Add(10 * time.Second)
 	var m map[string]any
-	for time.Now().Before(deadline) {
+	// On a timeout the checks below say what is missing.
+	testwait.Poll(testwait.Limit, func() bool {
 		m = run.Metrics()
-		if m[p+"cache_records_cached_total"] == int64(3) && m[p+"connection_last_disconnected_message"] != "" {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return m[p+"cache_records_cached_total"] == int64(3) && m[p+"connection_last_disconnected_message"] != ""
+	})
 	if m[p+"cache_records_cached_total"] != int64(3) || m[p+"records_out_total"] != int64(0) {
 		t.Fatalf("cached %v, records out %v; want 3 and 0", m[p+"cache_records_cached_total"], m[p+"records_out_total"])
 	}
@@ -179,15 +175,12 @@ func TestSinkRecordsCountMessages(t *testing.T) {
 		"sink_nop_0_0_records_in_total": 6, "sink_nop_0_0_records_out_total": 6,
 		"sink_nop_1_0_records_in_total": 2, "sink_nop_1_0_records_out_total": 2,
 	}
-	deadline := time.Now().Add(10 * time.Second)
 	var m map[string]any
-	for time.Now().Before(deadline) {
+	// On a timeout the checks below say what is missing.
+	testwait.Poll(testwait.Limit, func() bool {
 		m = run.Metrics()
-		if m["sink_nop_1_0_records_out_total"] == int64(2) && m["sink_nop_0_0_records_out_total"] == int64(6) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return m["sink_nop_1_0_records_out_total"] == int64(2) && m["sink_nop_0_0_records_out_total"] == int64(6)
+	})
 	for k, v := range want {
 		if m[k] != v {
 			t.Errorf("%s = %v, want %d", k, m[k], v)

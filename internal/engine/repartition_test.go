@@ -15,6 +15,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/rule"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // TestRepartitionStages runs both stages of a repartitioned rule in one
@@ -181,17 +182,13 @@ func TestRepartitionStages(t *testing.T) {
 	// Once their checkpoints committed, the second stage's tasks purge
 	// what they read from the internal topic.
 	adm := kadm.NewClient(newKafkaClient(t, kc))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		starts, err := adm.ListStartOffsets(ctx, sp.Repartition.Topic)
+	var starts kadm.ListedOffsets
+	if !testwait.Poll(testwait.Limit, func() bool {
+		starts, err = adm.ListStartOffsets(ctx, sp.Repartition.Topic)
 		purged := err == nil
 		starts.Each(func(o kadm.ListedOffset) { purged = purged && o.Offset > 0 })
-		if purged && len(starts[sp.Repartition.Topic]) == parts {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("internal topic not purged: start offsets %v, %v", starts, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return purged && len(starts[sp.Repartition.Topic]) == parts
+	}) {
+		t.Fatalf("internal topic not purged: start offsets %v, %v", starts, err)
 	}
 }

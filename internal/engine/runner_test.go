@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/catalog"
@@ -23,6 +22,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/stream"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // countingSink is an extension sink that keeps a delivery counter in the
@@ -54,21 +54,17 @@ func (s *countingSink) Write(_ context.Context, m *api.SinkMessage) error {
 
 func (l *sinkLog) wait(t *testing.T, n int) ([]string, []int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	var msgs []string
+	var seqs []int64
+	if !testwait.Poll(testwait.Limit, func() bool {
 		l.mu.Lock()
-		if len(l.msgs) >= n {
-			msgs, seqs := append([]string(nil), l.msgs...), append([]int64(nil), l.seqs...)
-			l.mu.Unlock()
-			return msgs, seqs
-		}
-		l.mu.Unlock()
-		time.Sleep(5 * time.Millisecond)
+		defer l.mu.Unlock()
+		msgs, seqs = append([]string(nil), l.msgs...), append([]int64(nil), l.seqs...)
+		return len(msgs) >= n
+	}) {
+		t.Fatalf("got %d messages, want %d: %v", len(msgs), n, msgs)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t.Fatalf("got %d messages, want %d: %v", len(l.msgs), n, l.msgs)
-	return nil, nil
+	return msgs, seqs
 }
 
 type testEnv struct {
@@ -173,33 +169,22 @@ func TestRunnerRestoresStateAcrossRestart(t *testing.T) {
 
 func waitSubscribed(t *testing.T, bus *membus.Bus, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for bus.Subscribers() < n {
-		if time.Now().After(deadline) {
-			t.Fatal("source never subscribed")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testwait.Until(t, "the source to subscribe", func() bool { return bus.Subscribers() >= n })
 }
 
-// waitCheckpoint waits until a checkpoint was completed after the rule had
-// seen n records.
+// waitCheckpoint waits until the rule completed `after` more checkpoints
+// than it had when called; with 2, the later one began after the call, so
+// it holds what the rule had seen by then.
 func waitCheckpoint(t *testing.T, run interface{ Metrics() map[string]any }, after int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	var start int64 = -1
-	for time.Now().Before(deadline) {
-		m := run.Metrics()
-		done, _ := m["checkpoint_completed_total"].(int64)
-		if start < 0 {
-			start = done
-		}
-		if done >= start+after {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	completed := func() int64 {
+		n, _ := run.Metrics()["checkpoint_completed_total"].(int64)
+		return n
 	}
-	t.Fatalf("no checkpoint completed: %v", run.Metrics())
+	start := completed()
+	if !testwait.Poll(testwait.Limit, func() bool { return completed() >= start+after }) {
+		t.Fatalf("no checkpoint completed: %v", run.Metrics())
+	}
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -211,11 +196,13 @@ func TestRestSinkCacheRidesOutOutage(t *testing.T) {
 	e := newTestEnv(t)
 	var mu sync.Mutex
 	var got []string
-	phase := 1 // 1: answer 503; 2: accept
+	phase := 1       // 1: answer 503; 2: accept
+	unavailable := 0 // 503 answers
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
 		if phase == 1 {
+			unavailable++
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
@@ -238,8 +225,12 @@ func TestRestSinkCacheRidesOutOutage(t *testing.T) {
 	}
 	defer run.Stop(ctx)
 	waitSubscribed(t, e.bus, 1)
+	cached := func() int64 {
+		n, _ := run.Metrics()["sink_rest_0_0_cache_records_cached_total"].(int64)
+		return n
+	}
 	e.publish(t, 1, 2, 3) // connection refused
-	time.Sleep(100 * time.Millisecond)
+	testwait.Until(t, "the refused records to be cached", func() bool { return cached() == 3 })
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -247,22 +238,23 @@ func TestRestSinkCacheRidesOutOutage(t *testing.T) {
 	srv.Listener = l
 	srv.Start()
 	defer srv.Close()
-	e.publish(t, 4, 5) // 503
-	time.Sleep(100 * time.Millisecond)
+	e.publish(t, 4, 5) // cached behind the backlog, which gets 503s
+	testwait.Until(t, "a replay to get a 503 and all five records to be cached", func() bool {
+		mu.Lock()
+		answered := unavailable
+		mu.Unlock()
+		return answered > 0 && cached() == 5
+	})
 	mu.Lock()
 	phase = 2
 	mu.Unlock()
 	e.publish(t, 6)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// On a timeout the checks below say what is missing.
+	testwait.Poll(testwait.Limit, func() bool {
 		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n >= 6 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(got) >= 6
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	want := []string{`{"resent":true,"v":1}`, `{"resent":true,"v":2}`, `{"resent":true,"v":3}`, `{"resent":true,"v":4}`, `{"resent":true,"v":5}`}

@@ -4,10 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
 	"github.com/rekuiper/rekuiper/internal/rule"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // TestSinkConnectionStatusInMetrics runs a rule whose rest sink targets a
@@ -31,19 +31,16 @@ func TestSinkConnectionStatusInMetrics(t *testing.T) {
 		t.Fatalf("before any request: connection_status %v, want 0 (connecting)", m["sink_rest_0_0_connection_status"])
 	}
 	e.publish(t, 1)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		m := run.Metrics()
-		msg, _ := m["sink_rest_0_0_connection_last_disconnected_message"].(string)
-		if m["sink_rest_0_0_connection_status"] == int64(-1) && strings.Contains(msg, "connection refused") {
-			if m["sink_rest_0_0_connection_last_disconnected_time"] == int64(0) {
-				t.Fatalf("disconnected with no time: %v", m)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sink status not reported: status %v, message %q", m["sink_rest_0_0_connection_status"], msg)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var m map[string]any
+	var msg string
+	if !testwait.Poll(testwait.Limit, func() bool {
+		m = run.Metrics()
+		msg, _ = m["sink_rest_0_0_connection_last_disconnected_message"].(string)
+		return m["sink_rest_0_0_connection_status"] == int64(-1) && strings.Contains(msg, "connection refused")
+	}) {
+		t.Fatalf("sink status not reported: status %v, message %q", m["sink_rest_0_0_connection_status"], msg)
+	}
+	if m["sink_rest_0_0_connection_last_disconnected_time"] == int64(0) {
+		t.Fatalf("disconnected with no time: %v", m)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/mqtt"
 	"github.com/rekuiper/rekuiper/internal/connector/mqtt/mqtttest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // payloadSink records payloads and whether they came with rows; its
@@ -39,16 +40,16 @@ func (s *payloadSink) Write(_ context.Context, m *api.SinkMessage) error {
 
 func (s *payloadSink) wait(t *testing.T, n int) ([]string, int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var got []string
+	var rows int
+	// On a timeout the caller's checks say what is missing.
+	testwait.Poll(testwait.Limit, func() bool {
 		s.mu.Lock()
-		got, rows := append([]string(nil), s.got...), s.withRows
-		s.mu.Unlock()
-		if len(got) >= n || time.Now().After(deadline) {
-			return got, rows
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		defer s.mu.Unlock()
+		got, rows = append([]string(nil), s.got...), s.withRows
+		return len(got) >= n
+	})
+	return got, rows
 }
 
 // TestSlotRowsThroughSinks runs rules whose projection emits rows in slots
@@ -157,12 +158,10 @@ func TestMQTTSinkFromSlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = src.Close(context.Background()) })
-	for st, _, _, _ := src.Status(); st != mqtt.StateConnected; st, _, _, _ = src.Status() {
-		if ctx.Err() != nil {
-			t.Fatalf("source not connected: %s", st)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(t, "the MQTT source to connect", func() bool {
+		st, _, _, _ := src.Status()
+		return st == mqtt.StateConnected
+	})
 	run := startRule(t, e, `{"id":"r","sql":"SELECT v, v * 2 AS d FROM s WHERE v > 1",
 		"actions":[{"mqtt":{"server":"`+url+`","topic":"out","sendSingle":true}}]}`)
 	if !run.sinks[0].slots {

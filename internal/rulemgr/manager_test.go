@@ -17,6 +17,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/rulemgr/rulemgrtest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // failingStore fails rule state writes while fail is set, and records the
@@ -175,15 +176,17 @@ func (e *env) wanted(id string) catalog.RuleState {
 	return r.State
 }
 
-// eventually polls cond for up to 5 seconds.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
+// advanceQuietly moves the virtual clock to ms and fails the test when a
+// timer fires on the way. The manager moves a rule in time only through
+// its clock's timers, and a firing posts its command before AdvanceTo
+// returns: none firing shows nothing was due, without waiting to see
+// nothing happen.
+func (e *env) advanceQuietly(ms int64, why string) {
+	e.t.Helper()
+	fired := 0
+	e.clock.AdvanceTo(ms, func() { fired++ })
+	if fired > 0 {
+		e.t.Fatalf("%s: %d timers fired by %d", why, fired, ms)
 	}
 }
 
@@ -291,13 +294,13 @@ func TestStartFailureAndEnd(t *testing.T) {
 	}
 	e.create(simpleRule("eof", ""))
 	e.runner.Current("eof").Fail(nil)
-	eventually(t, "rule to finish", func() bool { return e.status("eof").State == rulemgr.StateStopped })
+	testwait.Until(t, "rule to finish", func() bool { return e.status("eof").State == rulemgr.StateStopped })
 	if e.wanted("eof") != catalog.RuleStopped {
 		t.Fatal("end of input must persist wanted state stopped")
 	}
 	e.create(simpleRule("crash", ""))
 	e.runner.Current("crash").Fail(errors.New("sink exploded"))
-	eventually(t, "rule to fail", func() bool { return e.status("crash").State == rulemgr.StateStoppedByError })
+	testwait.Until(t, "rule to fail", func() bool { return e.status("crash").State == rulemgr.StateStoppedByError })
 	if st := e.status("crash"); st.Message != "sink exploded" || st.LastStop == 0 || st.LastStart == 0 {
 		t.Fatalf("status %+v", st)
 	}
@@ -363,8 +366,7 @@ func TestRestartBackoff(t *testing.T) {
 		if st.State != rulemgr.StateStoppedByError || st.NextStart != at+delay {
 			t.Fatalf("attempt %d: state %v next %d, want next %d", i, st.State, st.NextStart, at+delay)
 		}
-		e.clock.AdvanceTo(at+delay-1, nil)
-		time.Sleep(5 * time.Millisecond)
+		e.advanceQuietly(at+delay-1, fmt.Sprintf("attempt %d: restart due before its delay", i))
 		if got := e.runner.Starts("r1"); got != i+1 {
 			t.Fatalf("attempt %d: restarted before its delay (%d starts)", i, got)
 		}
@@ -372,13 +374,12 @@ func TestRestartBackoff(t *testing.T) {
 		e.clock.AdvanceTo(at, nil)
 		// The start has been counted once the runner was called; the failure
 		// is recorded a moment later (state "starting" until then).
-		eventually(t, "restart", func() bool {
+		testwait.Until(t, "restart", func() bool {
 			st := e.status("r1")
 			return e.runner.Starts("r1") == i+2 && st.State == rulemgr.StateStoppedByError && st.NextStart != at
 		})
 	}
-	e.clock.AdvanceTo(at+time.Hour.Milliseconds(), nil)
-	time.Sleep(10 * time.Millisecond)
+	e.advanceQuietly(at+time.Hour.Milliseconds(), "restart due beyond attempts")
 	if got := e.runner.Starts("r1"); got != 5 {
 		t.Fatalf("restarted beyond attempts: %d starts", got)
 	}
@@ -439,7 +440,7 @@ func TestConvergeOnLoad(t *testing.T) {
 	}
 	for id, st := range want {
 		t.Run(id, func(t *testing.T) {
-			eventually(t, id+" to converge", func() bool { return e2.status(id).State == st })
+			testwait.Until(t, id+" to converge", func() bool { return e2.status(id).State == st })
 			starts := 0
 			if st == rulemgr.StateRunning {
 				starts = 1
@@ -554,17 +555,16 @@ func TestCronSchedule(t *testing.T) {
 		t.Fatalf("next start %d not within 5 minutes of %d", first, t0)
 	}
 	e.clock.AdvanceTo(first, nil)
-	eventually(t, "cron start", func() bool { return e.status("c1").State == rulemgr.StateRunning })
+	testwait.Until(t, "cron start", func() bool { return e.status("c1").State == rulemgr.StateRunning })
 	e.clock.AdvanceTo(first+60_000, nil)
-	eventually(t, "cron stop", func() bool { return e.status("c1").State == rulemgr.StateScheduled })
+	testwait.Until(t, "cron stop", func() bool { return e.status("c1").State == rulemgr.StateScheduled })
 	if st := e.status("c1"); st.NextStart != first+5*60*1000 || !e.runner.Current("c1").Stopped() {
 		t.Fatalf("after run: next %d want %d", st.NextStart, first+5*60*1000)
 	}
 	if err := e.mgr.Stop(context.Background(), "c1"); err != nil {
 		t.Fatal(err)
 	}
-	e.clock.AdvanceTo(first+60*60*1000, nil)
-	time.Sleep(5 * time.Millisecond)
+	e.advanceQuietly(first+60*60*1000, "stopped cron rule still scheduled")
 	if e.runner.Starts("c1") != 1 || e.status("c1").State != rulemgr.StateStopped {
 		t.Fatal("stopped cron rule kept firing")
 	}
@@ -578,7 +578,7 @@ func TestStartMarkerClearedOnceSettled(t *testing.T) {
 	ctx := context.Background()
 	e.create(simpleRule("a", ""))
 	e.create(simpleRule("b", ""))
-	eventually(t, "rules running", func() bool {
+	testwait.Until(t, "rules running", func() bool {
 		return e.status("a").State == rulemgr.StateRunning && e.status("b").State == rulemgr.StateRunning
 	})
 	if m := e.marks(); len(m) != 2 {
@@ -591,7 +591,7 @@ func TestStartMarkerClearedOnceSettled(t *testing.T) {
 		t.Fatal("a stopped rule kept its start marker")
 	}
 	e.clock.AdvanceTo(t0+5_000, nil)
-	eventually(t, "marker of a settled rule cleared", func() bool { return len(e.marks()) == 0 })
+	testwait.Until(t, "marker of a settled rule cleared", func() bool { return len(e.marks()) == 0 })
 	if e.status("a").State != rulemgr.StateRunning {
 		t.Fatalf("a: %+v", e.status("a"))
 	}
@@ -611,7 +611,7 @@ func TestMarkersOfOneSecondClearTogether(t *testing.T) {
 		t.Fatalf("markers 5.85 s after the first start: %v; want both until the second ends", m)
 	}
 	e.clock.AdvanceTo(t0+6_000, nil)
-	eventually(t, "both markers cleared", func() bool { return len(e.marks()) == 0 })
+	testwait.Until(t, "both markers cleared", func() bool { return len(e.marks()) == 0 })
 }
 
 // TestBootMarksRulesInOneTransaction: at boot the start markers of every
@@ -634,7 +634,7 @@ func TestBootMarksRulesInOneTransaction(t *testing.T) {
 	e.store.Close()
 
 	e2 := newEnv(t, path)
-	eventually(t, "rules running", func() bool {
+	testwait.Until(t, "rules running", func() bool {
 		for i := range n {
 			if e2.status(fmt.Sprintf("r%d", i)).State != rulemgr.StateRunning {
 				return false
@@ -667,7 +667,7 @@ func TestBootMarksRulesInOneTransaction(t *testing.T) {
 		t.Fatalf("%d markers in the catalog; want %d", len(m), n)
 	}
 	e2.clock.AdvanceTo(t0+5_000, nil)
-	eventually(t, "markers of settled rules cleared", func() bool { return len(e2.marks()) == 0 })
+	testwait.Until(t, "markers of settled rules cleared", func() bool { return len(e2.marks()) == 0 })
 }
 
 // TestMarkerCommittedBeforeStart: whatever path starts a rule (create,
@@ -710,7 +710,7 @@ func TestMarkerCommittedBeforeStart(t *testing.T) {
 	newEnvWith(t, path, func(c *rulemgr.Config) {
 		c.Runner.(*rulemgrtest.Runner).SetFailStart(check(c.Catalog))
 	})
-	eventually(t, "rules started at boot", func() bool {
+	testwait.Until(t, "rules started at boot", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(starts) == 2*len(ids)+1
@@ -747,12 +747,12 @@ func TestStartMarkerLeftAtBootStopsTheRule(t *testing.T) {
 			e.store.Close()
 
 			e2 := newEnvAfter(t, path, crashed)
-			eventually(t, "other running", func() bool { return e2.status("other").State == rulemgr.StateRunning })
+			testwait.Until(t, "other running", func() bool { return e2.status("other").State == rulemgr.StateRunning })
 			if e2.status("idle").State != rulemgr.StateStopped {
 				t.Fatalf("idle: %v", e2.status("idle").State)
 			}
 			if crashed == "" {
-				eventually(t, "crasher running after a kill", func() bool { return e2.status("crasher").State == rulemgr.StateRunning })
+				testwait.Until(t, "crasher running after a kill", func() bool { return e2.status("crasher").State == rulemgr.StateRunning })
 				return
 			}
 			st := e2.status("crasher")
@@ -771,7 +771,7 @@ func TestStartMarkerLeftAtBootStopsTheRule(t *testing.T) {
 			if err := e2.mgr.Start(ctx, "crasher"); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "crasher started by hand", func() bool { return e2.status("crasher").State == rulemgr.StateRunning })
+			testwait.Until(t, "crasher started by hand", func() bool { return e2.status("crasher").State == rulemgr.StateRunning })
 		})
 	}
 }
@@ -789,7 +789,7 @@ func TestStartPanicIsARuleError(t *testing.T) {
 	})
 	e.create(simpleRule("bad", ""))
 	e.create(simpleRule("good", ""))
-	eventually(t, "good running", func() bool { return e.status("good").State == rulemgr.StateRunning })
+	testwait.Until(t, "good running", func() bool { return e.status("good").State == rulemgr.StateRunning })
 	st := e.status("bad")
 	if st.State != rulemgr.StateStoppedByError || !strings.HasPrefix(st.Message, "panic: start rule bad: assignment to entry in nil map") {
 		t.Fatalf("bad: %v %q", st.State, st.Message)

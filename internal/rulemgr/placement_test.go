@@ -9,6 +9,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // fakePlacement holds the leases the test gives it.
@@ -75,7 +76,7 @@ func TestPlacementGatesRules(t *testing.T) {
 
 	p.hold("a", true)
 	e.mgr.Place("a")
-	eventually(t, "a running once placed", func() bool { return e.status("a").State == rulemgr.StateRunning })
+	testwait.Until(t, "a running once placed", func() bool { return e.status("a").State == rulemgr.StateRunning })
 	if st := e.status("a"); st.Node != "" || e.runner.Starts("a") != 1 {
 		t.Fatalf("placed rule: %+v, %d starts", st, e.runner.Starts("a"))
 	}
@@ -115,32 +116,32 @@ func TestAdoptOtherNodesChanges(t *testing.T) {
 	}
 	r := put(simpleRule("b", ""), catalog.RuleStopped)
 	e.mgr.Adopt(r)
-	eventually(t, "b adopted", func() bool { _, err := e.mgr.Status("b"); return err == nil })
+	testwait.Until(t, "b adopted", func() bool { _, err := e.mgr.Status("b"); return err == nil })
 	p.hold("b", true)
 
 	r.State = catalog.RuleRunning
 	e.mgr.Adopt(r)
-	eventually(t, "b started", func() bool { return e.status("b").State == rulemgr.StateRunning })
+	testwait.Until(t, "b started", func() bool { return e.status("b").State == rulemgr.StateRunning })
 
 	tagged := e.def(simpleRule("b", `,"tags":["x"]`))
 	e.mgr.Adopt(catalog.Rule{ID: "b", Definition: tagged.Raw, State: catalog.RuleRunning, Tags: []string{"x"}})
-	eventually(t, "tags adopted", func() bool { d, _ := e.mgr.Def("b"); return slices.Equal(d.Tags, []string{"x"}) })
+	testwait.Until(t, "tags adopted", func() bool { d, _ := e.mgr.Def("b"); return slices.Equal(d.Tags, []string{"x"}) })
 	if n := e.runner.Starts("b"); n != 1 || e.status("b").State != rulemgr.StateRunning {
 		t.Fatalf("a tags-only change restarted the rule: %d starts", n)
 	}
 
 	changed := e.def(`{"id":"b","sql":"SELECT a FROM demo","actions":[{"log":{}}]}`)
 	e.mgr.Adopt(catalog.Rule{ID: "b", Definition: changed.Raw, State: catalog.RuleRunning})
-	eventually(t, "b restarted on its new definition", func() bool { return e.runner.Starts("b") == 2 })
+	testwait.Until(t, "b restarted on its new definition", func() bool { return e.runner.Starts("b") == 2 })
 	if d, _ := e.mgr.Def("b"); d.SQL != "SELECT a FROM demo" {
 		t.Fatalf("definition not adopted: %s", d.SQL)
 	}
 
 	e.mgr.Adopt(catalog.Rule{ID: "b", Definition: changed.Raw, State: catalog.RuleStopped})
-	eventually(t, "b stopped", func() bool { return e.status("b").State == rulemgr.StateStopped })
+	testwait.Until(t, "b stopped", func() bool { return e.status("b").State == rulemgr.StateStopped })
 
 	e.mgr.AdoptDelete("b")
-	eventually(t, "b removed", func() bool { _, err := e.mgr.Status("b"); return errors.Is(err, catalog.ErrNotFound) })
+	testwait.Until(t, "b removed", func() bool { _, err := e.mgr.Status("b"); return errors.Is(err, catalog.ErrNotFound) })
 	e.mu.Lock()
 	cleaned := slices.Contains(e.clean, "b")
 	e.mu.Unlock()

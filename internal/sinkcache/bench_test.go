@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // BenchmarkSpill measures the cost per record of accepting it into the
@@ -45,6 +47,7 @@ func BenchmarkReplay(b *testing.B) {
 			for range b.N {
 				sink := newFake()
 				sink.countOnly = true
+				replayed := sink.reach(n)
 				c, err := Wrap(sink, Config{EnableCache: true, Dir: b.TempDir(), Sync: SyncNone,
 					MaxDiskCache: n + 1}, Deps{})
 				if err != nil {
@@ -60,8 +63,10 @@ func BenchmarkReplay(b *testing.B) {
 				if err := c.Connect(context.Background()); err != nil {
 					b.Fatal(err)
 				}
-				for sink.delivCount() < n {
-					time.Sleep(100 * time.Microsecond)
+				select {
+				case <-replayed:
+				case <-time.After(testwait.Limit):
+					b.Fatalf("replayed %d of %d records", sink.delivCount(), n)
 				}
 				total += time.Since(start)
 				c.Close(context.Background())

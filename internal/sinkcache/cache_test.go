@@ -12,6 +12,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // reshapeJSON rebuilds the payload from the rows, as the engine would.
@@ -51,7 +52,7 @@ func TestOutageThenRecovery(t *testing.T) {
 			}
 			fake.setDown(false)
 			mustWrite(t, c, 51, 100)
-			waitFor(t, "100 deliveries", func() bool { return fake.delivCount() >= 100 })
+			testwait.Until(t, "100 deliveries", func() bool { return fake.delivCount() >= 100 })
 
 			got := fake.delivered()
 			if len(got) != 100 {
@@ -135,7 +136,7 @@ func TestResendPriority(t *testing.T) {
 			if err := c.Connect(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "first replay", func() bool { return fake.delivCount() == 1 })
+			testwait.Until(t, "first replay", func() bool { return fake.delivCount() == 1 })
 			mustWrite(t, c, 11, 13)
 			if got := nums(fake.delivered()); !equal(got, tc.afterLive) {
 				t.Fatalf("after live writes: got %v, want %v", got, tc.afterLive)
@@ -166,7 +167,7 @@ func TestResendAlterQueue(t *testing.T) {
 	alt.setDown(true)
 	mustWrite(t, c, 1, 5)
 	alt.setDown(false)
-	waitFor(t, "replays on the alternate sink", func() bool { return alt.delivCount() == 5 })
+	testwait.Until(t, "replays on the alternate sink", func() bool { return alt.delivCount() == 5 })
 	if got := nums(alt.delivered()); !equal(got, seq(1, 5)) {
 		t.Fatalf("alternate got %v", got)
 	}
@@ -215,7 +216,7 @@ func TestBounds(t *testing.T) {
 			if err := c2.Connect(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "replay", func() bool { return fake.delivCount() == 10 })
+			testwait.Until(t, "replay", func() bool { return fake.delivCount() == 10 })
 			if got := nums(fake.delivered()); !equal(got, tc.want) {
 				t.Fatalf("delivered %v, want %v", got, tc.want)
 			}
@@ -237,7 +238,8 @@ func TestPermanentErrors(t *testing.T) {
 			t.Fatalf("Write(3) = %v, want the permanent error", err)
 		}
 		mustWrite(t, c, 4, 4)
-		time.Sleep(20 * time.Millisecond)
+		// Refused for good, record 3 was not cached (the stats below say
+		// so): nothing is left that could try it again.
 		if n := fake.attemptsOf(3); n != 1 {
 			t.Errorf("record 3 attempted %d times, want 1", n)
 		}
@@ -255,7 +257,7 @@ func TestPermanentErrors(t *testing.T) {
 		if err := c.Connect(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "replay", func() bool { return c.Stats().Length == 0 })
+		testwait.Until(t, "replay", func() bool { return c.Stats().Length == 0 })
 		if got := nums(fake.delivered()); !equal(got, []int64{1, 2, 4, 5}) {
 			t.Fatalf("delivered %v", got)
 		}
@@ -281,7 +283,7 @@ func TestConnect(t *testing.T) {
 			t.Fatalf("stats while unreachable: %+v", s)
 		}
 		fake.setConnectErr(nil)
-		waitFor(t, "delivery after reconnect", func() bool { return fake.delivCount() == 3 })
+		testwait.Until(t, "delivery after reconnect", func() bool { return fake.delivCount() == 3 })
 		if got := nums(fake.delivered()); !equal(got, seq(1, 3)) {
 			t.Fatalf("delivered %v", got)
 		}
@@ -304,10 +306,11 @@ func TestResendIntervalZero(t *testing.T) {
 	}
 	fake.setDown(true)
 	mustWrite(t, c, 1, 20)
-	time.Sleep(3 * RetryFloor / 2) // at least one failed retry at the floor
+	// The live write, the first replay and a retry one floor later.
+	testwait.Until(t, "a failed retry at the floor", func() bool { return fake.attemptsOf(1) >= 3 })
 	fake.setDown(false)
 	mustWrite(t, c, 21, 30)
-	waitFor(t, "drain", func() bool { return fake.delivCount() == 30 })
+	testwait.Until(t, "drain", func() bool { return fake.delivCount() == 30 })
 	if got := nums(fake.delivered()); !equal(got, seq(1, 30)) {
 		t.Fatalf("delivered %v", got)
 	}
@@ -320,7 +323,8 @@ func TestReplayPacing(t *testing.T) {
 	v := clock.NewVirtual(0)
 	dir := t.TempDir()
 	fake := newFake()
-	c := wrap(t, fake, Config{Dir: dir, ResendInterval: time.Second}, Deps{Clock: v})
+	// No periodic fsync: the replay's interval is the only timer on v.
+	c := wrap(t, fake, Config{Dir: dir, ResendInterval: time.Second, Sync: SyncNone}, Deps{Clock: v})
 	mustWrite(t, c, 1, 3)
 	v.AdvanceTo(5000, nil)
 	if s := c.Stats(); s.OldestAge != 5*time.Second {
@@ -330,15 +334,17 @@ func TestReplayPacing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Replay starts without new traffic, then waits one interval per record.
-	waitFor(t, "first replay", func() bool { return fake.delivCount() == 1 })
-	time.Sleep(20 * time.Millisecond)
+	testwait.Until(t, "first replay", func() bool { return fake.delivCount() == 1 })
+	testwait.Until(t, "the replay to wait for its interval, or a second one", func() bool {
+		return v.Pending() == 1 || fake.delivCount() > 1
+	})
 	if n := fake.delivCount(); n != 1 {
 		t.Fatalf("%d records replayed before the interval passed", n)
 	}
 	v.AdvanceTo(6000, nil)
-	waitFor(t, "second replay", func() bool { return fake.delivCount() == 2 })
+	testwait.Until(t, "second replay", func() bool { return fake.delivCount() == 2 })
 	v.AdvanceTo(7000, nil)
-	waitFor(t, "third replay", func() bool { return fake.delivCount() == 3 })
+	testwait.Until(t, "third replay", func() bool { return fake.delivCount() == 3 })
 }
 
 func TestCleanCacheAtStop(t *testing.T) {

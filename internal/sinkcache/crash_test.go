@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 func lastSegment(t *testing.T, dir string) string {
@@ -65,7 +67,7 @@ func TestCrashSurvival(t *testing.T) {
 			if err := c2.Connect(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "replay after restart", func() bool { return c2.Stats().Length == 0 })
+			testwait.Until(t, "replay after restart", func() bool { return c2.Stats().Length == 0 })
 			got := up.delivered()
 			if !equal(nums(got), tc.want) {
 				t.Fatalf("replayed %v, want %v", nums(got), tc.want)
@@ -97,7 +99,7 @@ func TestCrashDuringReplay(t *testing.T) {
 	if err := c.Connect(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "partial replay", func() bool { return first.delivCount() >= 15 })
+	testwait.Until(t, "partial replay", func() bool { return first.delivCount() >= 15 })
 	abandon(c)
 	before := nums(first.delivered())
 
@@ -109,7 +111,7 @@ func TestCrashDuringReplay(t *testing.T) {
 	if err := c2.Connect(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "rest of the replay", func() bool { return c2.Stats().Length == 0 })
+	testwait.Until(t, "rest of the replay", func() bool { return c2.Stats().Length == 0 })
 	all := append(before, nums(second.delivered())...)
 	if !equal(all, seq(1, 40)) {
 		t.Fatalf("delivered across the crash: %v", all)
@@ -146,7 +148,7 @@ func TestCorruptSegment(t *testing.T) {
 	if err := c2.Connect(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "replay", func() bool { return c2.Stats().Length == 0 })
+	testwait.Until(t, "replay", func() bool { return c2.Stats().Length == 0 })
 	want := append(seq(1, 7), seq(11, 15)...)
 	if got := nums(up.delivered()); !equal(got, want) {
 		t.Fatalf("delivered %v, want %v", got, want)

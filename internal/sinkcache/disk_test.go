@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // mountTmpfs mounts a size-capped tmpfs on a fresh directory, or skips the
@@ -110,7 +111,7 @@ func TestFullDisk(t *testing.T) {
 	if err := c2.Connect(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "replay", func() bool { return c2.Stats().Length == 0 })
+	testwait.Until(t, "replay", func() bool { return c2.Stats().Length == 0 })
 	want := append(seq(1, last), int64(last+6))
 	if got := nums(up.delivered()); !equal(got, want) {
 		t.Fatalf("delivered %v, want %v", got, want)

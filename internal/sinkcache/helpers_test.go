@@ -10,6 +10,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // fakeSink is an api.Sink whose failures the test controls.
@@ -24,6 +25,8 @@ type fakeSink struct {
 	closed     bool
 	countOnly  bool
 	count      int
+	reached    chan struct{} // with countOnly: closed once count is reachAt
+	reachAt    int
 }
 
 func newFake() *fakeSink { return &fakeSink{attempts: map[int64]int{}} }
@@ -43,6 +46,9 @@ func (f *fakeSink) Write(_ context.Context, msg *api.SinkMessage) error {
 			return api.Retryable(errors.New("broker down"))
 		}
 		f.count++
+		if f.count == f.reachAt {
+			close(f.reached)
+		}
 		return nil
 	}
 	f.attempts[num(msg)]++
@@ -85,6 +91,14 @@ func (f *fakeSink) attemptsOf(n int64) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.attempts[n]
+}
+
+// reach returns a channel closed once a countOnly sink counted n records.
+func (f *fakeSink) reach(n int) <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reached, f.reachAt = make(chan struct{}), n
+	return f.reached
 }
 
 func (f *fakeSink) delivCount() int {
@@ -165,28 +179,16 @@ func mustWrite(t *testing.T, c *Cache, from, to int) {
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// pump advances v by step until cond holds.
+// pump advances v by step at each poll until cond holds.
 func pump(t *testing.T, v *clock.Virtual, step time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	testwait.Until(t, what, func() bool {
+		if cond() {
+			return true
 		}
 		v.AdvanceTo(v.Now().Add(step).UnixMilli(), nil)
-		time.Sleep(time.Millisecond)
-	}
+		return false
+	})
 }
 
 // abandon simulates kill -9: the replay goroutine stops where it is and

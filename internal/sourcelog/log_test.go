@@ -13,6 +13,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/panics"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // pushSource is a fake push source: it returns queued payloads and records
@@ -332,18 +333,12 @@ func TestAckFlushPanic(t *testing.T) {
 	}
 	// A Read waiting for the source when the flush panics returns with
 	// the source's next record; the Read after it returns the panic.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.Until(t, "a Read to return the flush's panic", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
 		_, err = l.Read(ctx)
-		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("Read never returned the flush's panic")
-		}
-	}
+		return !errors.Is(err, context.DeadlineExceeded)
+	})
 	if !panics.Is(err) || err.Error() != "panic: source log flush: ack bug" {
 		t.Fatalf("read after the flush panicked: %v; want the panic", err)
 	}

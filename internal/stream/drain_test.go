@@ -11,6 +11,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/clock"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // drainSource queues payloads for Read; Drain queues the ones "the
@@ -141,7 +142,7 @@ func acquireAndRelease(t *testing.T, src api.Source, n int) *recorder {
 	rec := newRecorder()
 	id := sub.Attach(rec.consumer())
 	sub.Start()
-	waitFor(t, func() bool { return rec.count() == n })
+	testwait.Until(t, "every record delivered", func() bool { return rec.count() == n })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := release(ctx); err != nil {

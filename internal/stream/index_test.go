@@ -21,6 +21,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/row"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/sql/parser"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // tap records what one consumer is given: tuples in order, the number
@@ -352,14 +353,14 @@ func TestIndexBarriersInOrder(t *testing.T) {
 		for range records {
 			src.gate <- struct{}{}
 		}
-		waitFor(t, func() bool { return sub.Status().RecordsIn == int64(barrier) })
+		testwait.Until(t, "the records to be read", func() bool { return sub.Status().RecordsIn == int64(barrier) })
 		sub.InjectBarrier(idEven, barrier)
 		sub.InjectBarrier(idOdd, barrier)
 		// The next records are let in once both barriers are through:
 		// a barrier is taken at the position the read loop has reached
 		// when it handles the request, not where the test asked for it.
 		mark := fmt.Sprintf("b%d@", barrier)
-		waitFor(t, func() bool {
+		testwait.Until(t, "both barriers through", func() bool {
 			_, e, _ := even.snapshot()
 			_, o, _ := odd.snapshot()
 			return slices.ContainsFunc(e, func(s string) bool { return strings.HasPrefix(s, mark) }) &&
@@ -369,7 +370,7 @@ func TestIndexBarriersInOrder(t *testing.T) {
 	step(1, 1)
 	step(2, 3)
 	step(3, 6)
-	waitFor(t, func() bool {
+	testwait.Until(t, "six events at each consumer", func() bool {
 		_, e, _ := even.snapshot()
 		_, o, _ := odd.snapshot()
 		return len(e) == 6 && len(o) == 6
@@ -391,7 +392,7 @@ func TestIndexAttachDetachUnderLoad(t *testing.T) {
 	sub.Attach(keep.consumer(&Match{Column: "d", Values: []any{int64(0)}}))
 	sub.Start()
 	defer sub.Stop(context.Background())
-	waitFor(t, func() bool { return sub.Status().State == "connected" })
+	testwait.Until(t, "the subscription to connect", func() bool { return sub.Status().State == "connected" })
 	const keys = 4
 	done := make(chan struct{})
 	go func() {
@@ -413,7 +414,7 @@ func TestIndexAttachDetachUnderLoad(t *testing.T) {
 			k := int64(i % keys)
 			tp := newTap()
 			id := sub.Attach(tp.consumer(&Match{Column: "d", Values: []any{k}}))
-			time.Sleep(50 * time.Microsecond)
+			time.Sleep(50 * time.Microsecond) // not a wait: keeps the consumer attached while records flow
 			sub.Skipped(id)
 			sub.Detach(id)
 			taps, keysOf = append(taps, tp), append(keysOf, k)

@@ -9,6 +9,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/panics"
 	"github.com/rekuiper/rekuiper/internal/row"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 type panickingSource struct{ fakeSource }
@@ -49,7 +50,7 @@ func TestPushPanicStaysOffTheSourceGoroutine(t *testing.T) {
 		End:     func(err error) { ended <- err },
 	})
 	sub.Start()
-	waitFor(t, func() bool { return sub.Status().State == "connected" })
+	testwait.Until(t, "the subscription to connect", func() bool { return sub.Status().State == "connected" })
 	if src.push([]*api.Message{{Payload: []byte(`{"seq":1}`)}}) {
 		t.Error("a push whose delivery panicked reported the messages taken")
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/format"
 	"github.com/rekuiper/rekuiper/internal/row"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // fakeSource serves payloads; it fails once after failAt records (to test
@@ -116,17 +117,6 @@ func (r *recorder) count() int {
 	return len(r.seqs)
 }
 
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func jsonDecoder(t *testing.T) format.Decoder {
 	d, err := format.New("json", format.Options{})
 	if err != nil {
@@ -144,11 +134,11 @@ func TestBarrierRecordsOffsetAfterLastDeliveredRecord(t *testing.T) {
 	defer sub.Stop(context.Background())
 	src.gate <- struct{}{}
 	src.gate <- struct{}{}
-	waitFor(t, func() bool { return rec.count() == 2 })
+	testwait.Until(t, "two records delivered", func() bool { return rec.count() == 2 })
 	// Nothing more arrives; the barrier must still be served, with the
 	// offset after record 1.
 	sub.InjectBarrier(id, 7)
-	waitFor(t, func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return rec.barriers[7] != "" })
+	testwait.Until(t, "barrier 7", func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return rec.barriers[7] != "" })
 	if got := rec.barriers[7]; got != "2" {
 		t.Fatalf("barrier offset %s, want 2 (after the two delivered records)", got)
 	}
@@ -308,7 +298,7 @@ func TestPushedDeliveryBarriersAndStop(t *testing.T) {
 	}
 	id := sub.Attach(cons)
 	sub.Start()
-	waitFor(t, func() bool { return sub.Status().State == "connected" })
+	testwait.Until(t, "the subscription to connect", func() bool { return sub.Status().State == "connected" })
 	acked := 0
 	batch := func(from, n int) []*api.Message {
 		var out []*api.Message
@@ -322,7 +312,7 @@ func TestPushedDeliveryBarriersAndStop(t *testing.T) {
 		t.Fatal("push refused while running")
 	}
 	sub.InjectBarrier(id, 1)
-	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(events) == maxBatch+4 })
+	testwait.Until(t, "the split batch and the barrier", func() bool { mu.Lock(); defer mu.Unlock(); return len(events) == maxBatch+4 })
 	if !src.push(batch(maxBatch+3, 2)) {
 		t.Fatal("push refused while running")
 	}
@@ -364,7 +354,7 @@ func TestPushRefusedWithoutConsumers(t *testing.T) {
 	id := sub.Attach(newRecorder().consumer())
 	sub.Start()
 	defer sub.Stop(context.Background())
-	waitFor(t, func() bool { return sub.Status().State == "connected" })
+	testwait.Until(t, "the subscription to connect", func() bool { return sub.Status().State == "connected" })
 	sub.Detach(id)
 	acked := false
 	if src.push([]*api.Message{{Payload: []byte(`{"seq":1}`), Ack: func() { acked = true }}}) || acked {
@@ -404,7 +394,7 @@ func TestRecycleNeedsEveryConsumerToKeepNothing(t *testing.T) {
 	sub.Attach(consumer(1))
 	sub.Start()
 	t.Cleanup(func() { sub.Stop(context.Background()) }) //nolint:errcheck // test end
-	waitFor(t, func() bool { return sub.Status().State == "connected" })
+	testwait.Until(t, "the subscription to connect", func() bool { return sub.Status().State == "connected" })
 	push := func(want string) {
 		t.Helper()
 		r0, k0 := dec.recycled, dec.kept
