@@ -19,6 +19,20 @@ import (
 // ends and returns its REST address.
 func startDaemon(t *testing.T, base string, env ...string) string {
 	t.Helper()
+	addr, stop := runDaemon(t, base, env...)
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return addr
+}
+
+// runDaemon runs the whole daemon process (Run) in base with extra
+// environment and returns its REST address once it serves, and stop,
+// which ends it and returns Run's error.
+func runDaemon(t *testing.T, base string, env ...string) (string, func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
@@ -29,20 +43,14 @@ func startDaemon(t *testing.T, base string, env ...string) string {
 			Ready:   func(addr string) { ready <- addr },
 		})
 	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
 	select {
 	case addr := <-ready:
-		return addr
+		return addr, func() error { cancel(); return <-done }
 	case err := <-done:
-		done <- nil
+		cancel()
 		t.Fatalf("run ended early: %v", err)
+		return "", nil
 	}
-	return ""
 }
 
 func getJSON(t *testing.T, url string, into any) int {

@@ -61,24 +61,7 @@ func TestRotator(t *testing.T) {
 
 func TestRunServesAndShutsDown(t *testing.T) {
 	base := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, RunOptions{
-			BaseDir: base,
-			Environ: []string{"KUIPER__BASIC__RESTPORT=0", "KUIPER__BASIC__RESTIP=127.0.0.1", "KUIPER__BASIC__FILELOG=true"},
-			Ready:   func(addr string) { ready <- addr },
-		})
-	}()
-	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		t.Fatalf("run ended early: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("not ready")
-	}
+	addr, stop := runDaemon(t, base)
 	resp, err := http.Post("http://"+addr+"/streams", "application/json", strings.NewReader(`{"sql":"CREATE STREAM s () WITH (DATASOURCE=\"t\", TYPE=\"memory\")"}`))
 	if err != nil || resp.StatusCode != 201 {
 		t.Fatalf("create stream: %v %v", err, resp)
@@ -100,8 +83,7 @@ func TestRunServesAndShutsDown(t *testing.T) {
 		}
 		return json.NewDecoder(resp.Body).Decode(&st) == nil && st.Status == "running"
 	})
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(base, "data", "sqliteKV.db")); err != nil {
@@ -146,23 +128,7 @@ func TestInvalidCatalogNamesLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close()
-	runCtx, cancel := context.WithCancel(ctx)
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(runCtx, RunOptions{
-			BaseDir: base,
-			Environ: []string{"KUIPER__BASIC__RESTPORT=0", "KUIPER__BASIC__RESTIP=127.0.0.1", "KUIPER__BASIC__FILELOG=true"},
-			Ready:   func(addr string) { ready <- addr },
-		})
-	}()
-	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		cancel()
-		t.Fatalf("did not start: %v", err)
-	}
+	addr, stop := runDaemon(t, base)
 	resp, err := http.Get("http://" + addr + "/streams")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("GET /streams: %v %v", err, resp)
@@ -171,8 +137,7 @@ func TestInvalidCatalogNamesLoad(t *testing.T) {
 	if err := removeRuleData(filepath.Join(base, "data"), bad); err != nil {
 		t.Fatal(err)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(base, "log", "stream.log"))
