@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 func TestPayload(t *testing.T) {
@@ -145,10 +147,7 @@ func TestKafkaProducerAndConsumer(t *testing.T) {
 	if err != nil || paced.Sent != 0 {
 		t.Fatalf("empty paced run: %+v, %v", paced, err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for cons.Received() < 300 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Poll(20*time.Second, func() bool { return cons.Received() >= 300 })
 	st := cons.Stats()
 	if st.Unique != 300 || st.Duplicates != 0 || st.Malformed != 0 || len(st.Latencies) != 300 {
 		t.Fatalf("consumed %d distinct, %d duplicates, %d malformed", st.Unique, st.Duplicates, st.Malformed)

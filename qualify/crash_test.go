@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 var (
@@ -100,14 +102,7 @@ func runCrashScenario(t *testing.T, bin string, qos, kills int) WindowReport {
 		"actions": []any{map[string]any{"file": map[string]any{"path": out, "fileType": "lines"}}},
 		"options": map[string]any{"qos": qos, "checkpointInterval": "1s", "isEventTime": true, "lateTolerance": "0s"},
 	})
-	rng := rand.New(rand.NewPCG(uint64(qos), 7))
-	for i := 0; i < kills; i++ {
-		time.Sleep(time.Duration(1000+rng.IntN(1000)) * time.Millisecond)
-		d.Kill()
-		if err := d.Start(ctx); err != nil {
-			t.Fatalf("restart %d: %v", i+1, err)
-		}
-	}
+	killAndRestart(t, d, rand.New(rand.NewPCG(uint64(qos), 7)), kills)
 	waitStopped(t, d, "win", 3*time.Minute)
 	d.Stop()
 	observed, torn, err := ReadWindowResults(out)
@@ -117,17 +112,30 @@ func runCrashScenario(t *testing.T, bin string, qos, kills int) WindowReport {
 	return CompareWindows(ExpectedWindows(recs, 1000), observed, torn)
 }
 
-// waitStopped waits until the rule has consumed its bounded source.
+// killAndRestart kills d with SIGKILL kills times, each 1 to 2 seconds
+// (drawn from rng) after the last start, and starts it again each time.
+func killAndRestart(t *testing.T, d *Daemon, rng *rand.Rand, kills int) {
+	t.Helper()
+	for i := range kills {
+		// Pacing, not a wait: the kill lands at a random moment of the run.
+		time.Sleep(time.Duration(1000+rng.IntN(1000)) * time.Millisecond)
+		d.Kill()
+		if err := d.Start(context.Background()); err != nil {
+			t.Fatalf("restart %d: %v", i+1, err)
+		}
+	}
+}
+
+// waitStopped waits until the rule has consumed its bounded source and
+// stopped: not running, starting or still stopping (draining its last
+// windows).
 func waitStopped(t *testing.T, d *Daemon, id string, limit time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
+	if !testwait.Poll(limit, func() bool {
 		st, err := d.RuleStatus(id)
-		if err == nil && st["status"] != "running" && st["status"] != "starting" {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
+		return err == nil && st["status"] != "running" && st["status"] != "starting" && st["status"] != "stopping"
+	}) {
+		st, _ := d.RuleStatus(id)
+		t.Fatalf("rule %s still running after %s: %v\n%s", id, limit, st["status"], d.Output())
 	}
-	st, _ := d.RuleStatus(id)
-	t.Fatalf("rule %s still running after %s: %v\n%s", id, limit, st["status"], d.Output())
 }

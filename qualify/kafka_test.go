@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rekuiper/rekuiper/internal/connector/sqldb/pgtest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // TestKafkaExactlyOnce: Kafka → rule (event-time 1-second tumbling window,
@@ -27,23 +28,38 @@ func TestKafkaExactlyOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process-level crash test; run without -short")
 	}
+	d, brokers, recs := kafkaUnderKills(t, "eo", []string{"in", "out"}, 11, 13, func(brokers string) map[string]any {
+		return map[string]any{"kafka": map[string]any{"brokers": brokers, "topic": "out"}}
+	})
+	expected := ExpectedWindows(recs, 1000)
+	observed := consumeCommitted(t, brokers, len(expected), 60*time.Second)
+	rep := CompareWindows(expected, observed, 0)
+	t.Logf("kafka exactly-once after 10 kills: %+v", rep)
+	if !rep.OK() || rep.Duplicates != 0 {
+		t.Fatalf("not exactly once: %+v\n%s", rep, d.Output())
+	}
+}
+
+// kafkaUnderKills runs the pipeline of the Kafka tests: a producer feeds
+// the topic "in" of a kfake cluster (seeded with topics, "in" among them)
+// at a steady pace with 6000 generated records; in a kuiperd, rule id
+// computes an event-time 1-second tumbling window with count and sum per
+// key over it at qos 2 and writes to the action sink(brokers). kuiperd is
+// killed with SIGKILL ten times meanwhile (kill moments drawn from seed1
+// and seed2) and restarted. It returns once every record was produced:
+// the running daemon, the brokers and the records.
+func kafkaUnderKills(t *testing.T, id string, topics []string, seed1, seed2 uint64, sink func(brokers string) map[string]any) (*Daemon, string, []Record) {
+	t.Helper()
 	bin := kuiperd(t)
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "out"))
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topics...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cluster.Close()
+	t.Cleanup(cluster.Close)
 	brokers := strings.Join(cluster.ListenAddrs(), ",")
-
-	const (
-		n      = 6000
-		keys   = 10
-		base   = int64(1700000000000)
-		stepMS = 10
-	)
-	recs := GenerateRecords(n, keys, base, stepMS)
+	recs := GenerateRecords(6000, 10, 1700000000000, 10)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	produced := make(chan error, 1)
 	go func() { produced <- produce(ctx, brokers, recs, onePartition, 4*time.Millisecond) }()
 
@@ -54,16 +70,16 @@ func TestKafkaExactlyOnce(t *testing.T) {
 	if err := d.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer d.Kill()
+	t.Cleanup(d.Kill)
 	for _, step := range []struct {
 		method, path string
 		body         any
 	}{
 		{http.MethodPost, "/streams", map[string]any{"sql": `CREATE STREAM src (seq BIGINT, key STRING, v BIGINT, ts BIGINT) WITH (DATASOURCE="in", TYPE="kafka", FORMAT="json", TIMESTAMP="ts", EXTRA="{\"brokers\":\"` + brokers + `\"}")`}},
 		{http.MethodPost, "/rules", map[string]any{
-			"id":      "eo",
+			"id":      id,
 			"sql":     "SELECT key, count(*) AS c, sum(v) AS s, window_start() AS ws FROM src GROUP BY key, TUMBLINGWINDOW(ss, 1)",
-			"actions": []any{map[string]any{"kafka": map[string]any{"brokers": brokers, "topic": "out"}}},
+			"actions": []any{sink(brokers)},
 			"options": map[string]any{"qos": 2, "checkpointInterval": "1s", "isEventTime": true, "lateTolerance": "0s"},
 		}},
 	} {
@@ -71,24 +87,11 @@ func TestKafkaExactlyOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rng := rand.New(rand.NewPCG(11, 13))
-	for i := 0; i < 10; i++ {
-		time.Sleep(time.Duration(1000+rng.IntN(1000)) * time.Millisecond)
-		d.Kill()
-		if err := d.Start(ctx); err != nil {
-			t.Fatalf("restart %d: %v", i+1, err)
-		}
-	}
+	killAndRestart(t, d, rand.New(rand.NewPCG(seed1, seed2)), 10)
 	if err := <-produced; err != nil {
 		t.Fatal(err)
 	}
-	expected := ExpectedWindows(recs, 1000)
-	observed := consumeCommitted(t, brokers, len(expected), 60*time.Second)
-	rep := CompareWindows(expected, observed, 0)
-	t.Logf("kafka exactly-once after 10 kills: %+v", rep)
-	if !rep.OK() || rep.Duplicates != 0 {
-		t.Fatalf("not exactly once: %+v\n%s", rep, d.Output())
-	}
+	return d, brokers, recs
 }
 
 // consumeCommitted reads topic "out" with read_committed isolation until
@@ -150,60 +153,19 @@ func TestKafkaToPostgresExactlyOnce(t *testing.T) {
 	if _, err := db.Exec(`CREATE TABLE out (key TEXT, c BIGINT, s BIGINT, ws BIGINT)`); err != nil {
 		t.Fatal(err)
 	}
-	bin := kuiperd(t)
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	brokers := strings.Join(cluster.ListenAddrs(), ",")
-	recs := GenerateRecords(6000, 10, 1700000000000, 10)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	produced := make(chan error, 1)
-	go func() { produced <- produce(ctx, brokers, recs, onePartition, 4*time.Millisecond) }()
-
-	d, err := NewDaemon(bin, filepath.Join(t.TempDir(), "kuiperd"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Kill()
-	if _, err := d.Do(http.MethodPost, "/streams", map[string]any{"sql": `CREATE STREAM src (seq BIGINT, key STRING, v BIGINT, ts BIGINT) WITH (DATASOURCE="in", TYPE="kafka", FORMAT="json", TIMESTAMP="ts", EXTRA="{\"brokers\":\"` + brokers + `\"}")`}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.Do(http.MethodPost, "/rules", map[string]any{
-		"id":      "pg",
-		"sql":     "SELECT key, count(*) AS c, sum(v) AS s, window_start() AS ws FROM src GROUP BY key, TUMBLINGWINDOW(ss, 1)",
-		"actions": []any{map[string]any{"sql": map[string]any{"url": pg.URL, "table": "out"}}},
-		"options": map[string]any{"qos": 2, "checkpointInterval": "1s", "isEventTime": true, "lateTolerance": "0s"},
-	}, nil); err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(17, 19))
-	for i := 0; i < 10; i++ {
-		time.Sleep(time.Duration(1000+rng.IntN(1000)) * time.Millisecond)
-		d.Kill()
-		if err := d.Start(ctx); err != nil {
-			t.Fatalf("restart %d: %v", i+1, err)
-		}
-	}
-	if err := <-produced; err != nil {
-		t.Fatal(err)
-	}
+	d, _, recs := kafkaUnderKills(t, "pg", []string{"in"}, 17, 19, func(string) map[string]any {
+		return map[string]any{"sql": map[string]any{"url": pg.URL, "table": "out"}}
+	})
 	expected := ExpectedWindows(recs, 1000)
 	var observed map[WindowKey][]WindowValue
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	if testwait.Poll(60*time.Second, func() bool {
 		observed = readTable(t, db)
-		if len(observed) >= len(expected) {
-			time.Sleep(3 * time.Second) // let a late duplicate show up
-			observed = readTable(t, db)
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
+		return len(observed) >= len(expected)
+	}) {
+		// Not a wait for a condition: a late duplicate, which must not
+		// come, would show up within this time.
+		time.Sleep(3 * time.Second)
+		observed = readTable(t, db)
 	}
 	rep := CompareWindows(expected, observed, 0)
 	t.Logf("kafka to postgres exactly-once after 10 kills: %+v", rep)

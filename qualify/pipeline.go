@@ -33,6 +33,36 @@ func (e Env) sub(name string) (string, error) {
 	return dir, nil
 }
 
+// stage makes the scenario's folder name, starts an MQTT broker in its
+// broker/ folder and prepares (does not start) a daemon of bin in its
+// kuiperd/ folder. The caller stops the broker; on an error none runs.
+func (e Env) stage(name, bin string) (dir string, br *Broker, d *Daemon, err error) {
+	if dir, err = e.sub(name); err != nil {
+		return "", nil, nil, err
+	}
+	if br, err = StartBroker(filepath.Join(dir, "broker")); err != nil {
+		return "", nil, nil, err
+	}
+	if d, err = NewDaemon(bin, filepath.Join(dir, "kuiperd"), ""); err != nil {
+		br.Stop()
+		return "", nil, nil, err
+	}
+	return dir, br, d, nil
+}
+
+// startDaemon prepares a daemon of e.Bin in dir's kuiperd/ folder and
+// starts it. The caller kills it once it started.
+func (e Env) startDaemon(ctx context.Context, dir string) (*Daemon, error) {
+	d, err := NewDaemon(e.Bin, filepath.Join(dir, "kuiperd"), "")
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Start(ctx); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
 // PipelineSpec describes one MQTT-to-MQTT rule: a stream over an mqtt
 // source with a persistent session (QoS 1 subscription,
 // enableClientSession, fixed client id, unless DefaultSession) and a rule SELECT * publishing one
@@ -85,6 +115,22 @@ func CreatePipeline(ctx context.Context, d *Daemon, p PipelineSpec) error {
 		return fmt.Errorf("create rule: %w", err)
 	}
 	return WaitRuleConnected(ctx, d, p.Rule, p.Stream, 30*time.Second)
+}
+
+// createValidated subscribes a Validator (clientID, resentField as in
+// StartValidator) to p's output topic, then creates the pipeline on d
+// (CreatePipeline): the validator holds its subscription before the rule
+// publishes anything. On an error the validator is closed.
+func createValidated(ctx context.Context, d *Daemon, p PipelineSpec, clientID, resentField string) (*Validator, error) {
+	val, err := StartValidator(p.SinkServer, clientID, p.OutTopic, resentField)
+	if err != nil {
+		return nil, err
+	}
+	if err := CreatePipeline(ctx, d, p); err != nil {
+		val.Close()
+		return nil, err
+	}
+	return val, nil
 }
 
 // WaitRuleConnected waits until the rule reports running and its source

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -109,24 +108,18 @@ func runCrashQos(ctx context.Context, env Env, br *Broker, p CrashParams, q int)
 	if err != nil {
 		return res, err
 	}
-	d, err := NewDaemon(env.Bin, filepath.Join(dir, "kuiperd"), "")
+	d, err := env.startDaemon(ctx, dir)
 	if err != nil {
-		return res, err
-	}
-	if err := d.Start(ctx); err != nil {
 		return res, err
 	}
 	defer d.Kill()
 	spec := PipelineSpec{Stream: "s", Rule: tag, SourceServer: br.URL(), InTopic: "in/" + tag,
 		SinkServer: br.URL(), OutTopic: "out/" + tag, RuleQos: q, DefaultSession: p.DefaultSession}
-	val, err := StartValidator(br.URL(), "validator-"+tag, spec.OutTopic, "")
+	val, err := createValidated(ctx, d, spec, "validator-"+tag, "")
 	if err != nil {
 		return res, err
 	}
 	defer val.Close()
-	if err := CreatePipeline(ctx, d, spec); err != nil {
-		return res, err
-	}
 	pub := StartPublisher(ctx, PublisherConfig{Server: br.URL(), ClientID: "publisher-" + tag,
 		Topic: spec.InTopic, Rate: p.Rate, Duration: p.Duration})
 	rng := rand.New(rand.NewPCG(p.Seed+uint64(q), 11))

@@ -155,11 +155,8 @@ func runOutageVariant(ctx context.Context, env Env, p OutageParams, v OutageVari
 		}
 		defer inBroker.Stop()
 	}
-	d, err := NewDaemon(env.Bin, filepath.Join(dir, "kuiperd"), "")
+	d, err := env.startDaemon(ctx, dir)
 	if err != nil {
-		return res, err
-	}
-	if err := d.Start(ctx); err != nil {
 		return res, err
 	}
 	defer d.Kill()
@@ -167,14 +164,11 @@ func runOutageVariant(ctx context.Context, env Env, p OutageParams, v OutageVari
 	spec := PipelineSpec{Stream: "s", Rule: "outage", SourceServer: inBroker.URL(), InTopic: "in/" + tag,
 		SinkServer: outBroker.URL(), OutTopic: "out/" + tag, RuleQos: p.RuleQos,
 		SinkProps: map[string]any{"enableCache": true, "resendPriority": v.ResendPriority, "resendIndicatorField": "resent"}}
-	val, err := StartValidator(outBroker.URL(), "validator-"+tag, spec.OutTopic, "resent")
+	val, err := createValidated(ctx, d, spec, "validator-"+tag, "resent")
 	if err != nil {
 		return res, err
 	}
 	defer val.Close()
-	if err := CreatePipeline(ctx, d, spec); err != nil {
-		return res, err
-	}
 	pub := StartPublisher(ctx, PublisherConfig{Server: inBroker.URL(), ClientID: "publisher-" + tag,
 		Topic: spec.InTopic, Rate: p.Rate, Duration: p.Duration})
 	lead := (p.Duration - p.Outage) / 3

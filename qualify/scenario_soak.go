@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"time"
 )
 
@@ -113,19 +112,11 @@ func RunSoak(ctx context.Context, env Env, p SoakParams) (SoakResult, error) {
 	start := time.Now()
 	res := SoakResult{Rate: p.Rate, DurationSeconds: p.Duration.Seconds(), IntervalSeconds: p.Interval.Seconds(),
 		MaxRSSSlope: p.MaxRSSSlope, MaxFDGrowth: p.MaxFDGrowth, MaxGoroutines: p.MaxGoroutineGrowth}
-	dir, err := env.sub("soak")
-	if err != nil {
-		return res, err
-	}
-	br, err := StartBroker(filepath.Join(dir, "broker"))
+	_, br, d, err := env.stage("soak", env.Bin)
 	if err != nil {
 		return res, err
 	}
 	defer br.Stop()
-	d, err := NewDaemon(env.Bin, filepath.Join(dir, "kuiperd"), "")
-	if err != nil {
-		return res, err
-	}
 	// The Prometheus endpoint on the REST port gives go_goroutines.
 	d.Env = append(d.Env, "KUIPER__BASIC__PROMETHEUS=true", fmt.Sprintf("KUIPER__BASIC__PROMETHEUSPORT=%d", d.Port))
 	if err := d.Start(ctx); err != nil {
@@ -134,14 +125,11 @@ func RunSoak(ctx context.Context, env Env, p SoakParams) (SoakResult, error) {
 	defer d.Kill()
 	spec := PipelineSpec{Stream: "s", Rule: "soak", SourceServer: br.URL(), InTopic: "in/soak",
 		SinkServer: br.URL(), OutTopic: "out/soak", RuleQos: 1}
-	val, err := StartValidator(br.URL(), "validator-soak", spec.OutTopic, "")
+	val, err := createValidated(ctx, d, spec, "validator-soak", "")
 	if err != nil {
 		return res, err
 	}
 	defer val.Close()
-	if err := CreatePipeline(ctx, d, spec); err != nil {
-		return res, err
-	}
 	if _, err := d.Do(http.MethodPost, "/rules", map[string]any{
 		"id": "soakwin", "sql": "SELECT count(*) AS c, max(seq) AS last FROM s GROUP BY TUMBLINGWINDOW(ss, 10)",
 		"actions": []any{map[string]any{"mqtt": map[string]any{"server": br.URL(), "topic": "out/soakwin", "qos": 1}}},

@@ -152,19 +152,11 @@ func RunStorage(ctx context.Context, env Env, p StorageParams) (StorageResult, e
 	p = p.withDefaults()
 	start := time.Now()
 	res := StorageResult{TmpfsSize: p.TmpfsSize, WritesWhileFull: map[string]int{}, ReadsWhileFull: map[string]int{}}
-	dir, err := env.sub("storage")
-	if err != nil {
-		return res, err
-	}
-	br, err := StartBroker(filepath.Join(dir, "broker"))
+	dir, br, d, err := env.stage("storage", env.Bin)
 	if err != nil {
 		return res, err
 	}
 	defer br.Stop()
-	d, err := NewDaemon(env.Bin, filepath.Join(dir, "kuiperd"), "")
-	if err != nil {
-		return res, err
-	}
 	data := filepath.Join(d.Dir, "data")
 	unmount, err := mountTmpfs(data, p.TmpfsSize)
 	if err != nil {
@@ -185,13 +177,10 @@ func RunStorage(ctx context.Context, env Env, p StorageParams) (StorageResult, e
 		tag := fmt.Sprintf("fault%d", q)
 		f := &flow{spec: PipelineSpec{Stream: "s" + tag, Rule: tag, SourceServer: br.URL(), InTopic: "in/" + tag,
 			SinkServer: br.URL(), OutTopic: "out/" + tag, RuleQos: q}}
-		if f.val, err = StartValidator(br.URL(), "validator-"+tag, f.spec.OutTopic, ""); err != nil {
+		if f.val, err = createValidated(ctx, d, f.spec, "validator-"+tag, ""); err != nil {
 			return res, err
 		}
 		defer f.val.Close()
-		if err := CreatePipeline(ctx, d, f.spec); err != nil {
-			return res, err
-		}
 		flows = append(flows, f)
 	}
 	for _, f := range flows {

@@ -75,20 +75,12 @@ func RunUpgrade(ctx context.Context, env Env, p UpgradeParams) (UpgradeResult, e
 	}
 	start := time.Now()
 	res := UpgradeResult{OldBin: p.OldBin, NewBin: p.NewBin}
-	dir, err := env.sub("upgrade")
-	if err != nil {
-		return res, err
-	}
-	br, err := StartBroker(filepath.Join(dir, "broker"))
+	dir, br, d, err := env.stage("upgrade", p.OldBin)
 	if err != nil {
 		return res, err
 	}
 	defer br.Stop()
-	home := filepath.Join(dir, "kuiperd")
-	d, err := NewDaemon(p.OldBin, home, "")
-	if err != nil {
-		return res, err
-	}
+	home := d.Dir
 	t0 := time.Now()
 	if err := d.Start(ctx); err != nil {
 		return res, err
@@ -100,16 +92,12 @@ func RunUpgrade(ctx context.Context, env Env, p UpgradeParams) (UpgradeResult, e
 		tag := fmt.Sprintf("up%d", q)
 		spec := PipelineSpec{Stream: tag, Rule: "rule" + tag, SourceServer: br.URL(), InTopic: "in/" + tag,
 			SinkServer: br.URL(), OutTopic: "out/" + tag, RuleQos: q}
-		val, err := StartValidator(br.URL(), "validator-"+tag, spec.OutTopic, "")
+		val, err := createValidated(ctx, d, spec, "validator-"+tag, "")
 		if err != nil {
 			d.Kill()
 			return res, err
 		}
 		defer val.Close()
-		if err := CreatePipeline(ctx, d, spec); err != nil {
-			d.Kill()
-			return res, err
-		}
 		specs, vals = append(specs, spec), append(vals, val)
 	}
 	var pubs []*Publisher

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/procs"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // TestShippedConfigSmoke starts kuiperd with the shipped etc/ folder (only
@@ -126,9 +127,8 @@ func TestShippedConfigSmoke(t *testing.T) {
 	}
 
 	pushURL := fmt.Sprintf("http://127.0.0.1:%d/smoke", pushPort)
-	deadline := time.Now().Add(60 * time.Second)
 	pending := map[string]string{}
-	for time.Now().Before(deadline) {
+	testwait.Poll(60*time.Second, func() bool {
 		if resp, err := http.Post(pushURL, "application/json", bytes.NewReader([]byte(`{"p":1}`))); err == nil {
 			resp.Body.Close()
 		}
@@ -146,11 +146,8 @@ func TestShippedConfigSmoke(t *testing.T) {
 				pending[r.id] = why
 			}
 		}
-		if len(pending) == 0 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return len(pending) == 0
+	})
 	for id, why := range pending {
 		t.Errorf("rule %s: %s", id, why)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/client"
+	"github.com/rekuiper/rekuiper/internal/procs"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 func TestParseWith(t *testing.T) {
@@ -110,12 +111,11 @@ func TestBuildExtension(t *testing.T) {
 		want = append(want, fmt.Sprintf(`{"row":{"l":"item-%d","n":%d},"tally":%d}`, n, n, n))
 	}
 	var got []string
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	testwait.Poll(60*time.Second, func() bool {
 		b, _ := os.ReadFile(outFile)
-		if got = strings.Split(strings.TrimSpace(string(b)), "\n"); len(got) >= len(want) {
-			break
-		}
-	}
+		got = strings.Split(strings.TrimSpace(string(b)), "\n")
+		return len(got) >= len(want)
+	})
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		st, _ := c.RuleStatus(ctx, "r")
 		t.Fatalf("tally file:\n%s\nwant:\n%s\nrule status: %s", strings.Join(got, "\n"), strings.Join(want, "\n"), st)
@@ -130,28 +130,16 @@ func startBuilt(t *testing.T, bin string) *client.Client {
 	cmd := exec.Command(bin, "-etc", filepath.Join(base, "etc"), "-data", filepath.Join(base, "data"), "-log", filepath.Join(base, "log"))
 	cmd.Env = append(os.Environ(), "KUIPER__BASIC__RESTPORT=0", "KUIPER__BASIC__RESTIP=127.0.0.1",
 		"KUIPER__SOURCE__HTTPSERVERPORT=0", "KUIPER__BASIC__CONSOLELOG=false")
-	pipe, err := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	t.Cleanup(func() {
+		if cmd.Process != nil {
+			cmd.Process.Kill() //nolint:errcheck // may have exited
+			cmd.Wait()         //nolint:errcheck // reaped
+		}
+	})
+	url, err := procs.StartServing(cmd, nil, testwait.Limit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill() //nolint:errcheck // may have exited
-		cmd.Wait()         //nolint:errcheck // reaped
-	})
-	sc := bufio.NewScanner(pipe)
-	for sc.Scan() {
-		if _, url, ok := strings.Cut(sc.Text(), "restful api on "); ok {
-			go func() { // drain, so the daemon never blocks on its stdout
-				for sc.Scan() {
-				}
-			}()
-			return client.New(url, http.DefaultClient)
-		}
-	}
-	t.Fatalf("kuiperd exited before serving: %v", sc.Err())
-	return nil
+	return client.New(url, http.DefaultClient)
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"net/url"
-	"strings"
 	"testing"
 
 	"github.com/rekuiper/rekuiper/internal/server/servertest"
@@ -21,12 +19,7 @@ func engineDaemon(t *testing.T) (host, port string) {
 // The CLI reports what the daemon refuses at creation.
 func TestRemoteCreateChecks(t *testing.T) {
 	host, port := engineDaemon(t)
-	for _, tc := range []struct {
-		name string
-		args []string
-		code int
-		out  string
-	}{
+	runCLICases(t, host, port, []cliCase{
 		{"unknown type", []string{"create", "stream", "s1", `() WITH (TYPE="nosuch", DATASOURCE="t")`}, 1, `stream s1: unknown TYPE "nosuch"`},
 		{"unknown format", []string{"create", "stream", "s1", `() WITH (TYPE="memory", DATASOURCE="t", FORMAT="xml")`}, 1, `unknown format "xml" (status 400)`},
 		{"missing confKey", []string{"create", "table", "t1", `() WITH (TYPE="memory", DATASOURCE="t", CONF_KEY="nokey")`}, 1, `CONF_KEY "nokey"`},
@@ -34,17 +27,5 @@ func TestRemoteCreateChecks(t *testing.T) {
 		{"unknown field", []string{"create", "rule", "r1", `{"sql":"SELECT temprature FROM s1","actions":[{"log":{}}]}`}, 1, "1:8: unknown field temprature (status 422)"},
 		{"validate unknown field", []string{"validate", "rule", "r1", `{"sql":"SELECT temperature FROM s1 WHERE x.temperature > 1","actions":[{"log":{}}]}`}, 1, "unknown field x"},
 		{"known field", []string{"create", "rule", "r1", `{"sql":"SELECT temperature FROM s1","actions":[{"log":{}}]}`}, 0, "Rule r1 was created successfully."},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := run(append(tc.args, "-host", host, "-port", port), &stdout, &stderr)
-			text := stdout.String()
-			if tc.code != 0 {
-				text = stderr.String()
-			}
-			if code != tc.code || !strings.Contains(text, tc.out) {
-				t.Fatalf("exit %d, stdout %q, stderr %q; want exit %d with %q", code, stdout.String(), stderr.String(), tc.code, tc.out)
-			}
-		})
-	}
+	})
 }

@@ -4,27 +4,11 @@ import (
 	"bytes"
 	"io"
 	"strings"
-	"sync"
 	"testing"
-	"time"
+
+	"github.com/rekuiper/rekuiper/internal/procs"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func TestQueryShell(t *testing.T) {
 	host, port := engineDaemon(t)
@@ -33,19 +17,14 @@ func TestQueryShell(t *testing.T) {
 		t.Fatalf("create stream: %d %s", code, errOut.String())
 	}
 	in, feed := io.Pipe()
-	stdout := &lockedBuffer{}
+	stdout := &procs.SyncBuffer{}
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
 	go func() { done <- queryCmd(in)([]string{"-host", host, "-port", port}, stdout, &stderr) }()
 	io.WriteString(feed, "SELECT temperature FROM sim WHERE temperature > 10;\n")
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(stdout.String(), `{"temperature":20}`) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(t, "the query's first result", func() bool { return strings.Contains(stdout.String(), `{"temperature":20}`) })
 	io.WriteString(feed, "SELECT nope FROM nowhere\n")
-	for !strings.Contains(stdout.String(), "nowhere is not found") && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(t, "the refusal of the second query", func() bool { return strings.Contains(stdout.String(), "nowhere is not found") })
 	io.WriteString(feed, "exit\n")
 	feed.Close()
 	if code := <-done; code != 0 {

@@ -48,12 +48,7 @@ func TestRemoteCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	export := filepath.Join(dir, "export.json")
-	tests := []struct {
-		name string
-		args []string
-		code int
-		out  string // substring of stdout (or stderr when code != 0)
-	}{
+	tests := []cliCase{
 		{"create stream", []string{"create", "stream", "demo", `(a bigint) WITH (TYPE="memory", DATASOURCE="t")`}, 0, "Stream demo is created."},
 		{"create stream full sql", []string{"create", "stream", "s2", `CREATE STREAM s2 () WITH (TYPE="memory")`}, 0, "Stream s2 is created."},
 		{"create table", []string{"create", "table", "t1", `() WITH (TYPE="memory", KIND="lookup")`}, 0, "Table t1 is created."},
@@ -89,7 +84,22 @@ func TestRemoteCommands(t *testing.T) {
 		{"show udfs", []string{"show", "udfs"}, 0, "No udfs were found."},
 		{"create plugin", []string{"create", "plugin", "source", "random", `{"file":"http://h/random.zip"}`}, 1, "public Go SDK"},
 	}
-	for _, tc := range tests {
+	runCLICases(t, host, port, tests)
+}
+
+// cliCase is one kuiper command line and what it must answer.
+type cliCase struct {
+	name string
+	args []string
+	code int    // exit code
+	out  string // substring of stdout (or stderr when code != 0)
+}
+
+// runCLICases runs each case, one subtest each, against the daemon at
+// host and port.
+func runCLICases(t *testing.T, host, port string, cases []cliCase) {
+	t.Helper()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			code := run(append(tc.args, "-host", host, "-port", port), &stdout, &stderr)

@@ -9,11 +9,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/connector/sqldb/pgtest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // testLeaseTime is cluster.leaseTime in these tests: short, to keep them
@@ -72,38 +72,42 @@ func placement(nodes []*node, rules []string) map[string][]string {
 }
 
 // settled waits until every rule runs on exactly one of nodes and no node
-// runs more than share, the same two polls in a row, and returns that
-// placement.
+// runs more than share, the same placement for at least 100ms (two polls
+// or more), and returns that placement.
 func settled(t *testing.T, nodes []*node, rules []string, share int, within time.Duration) map[string]string {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	var last, prev map[string][]string
-	for time.Now().Before(deadline) {
-		last = placement(nodes, rules)
-		if ok := fmt.Sprint(last) == fmt.Sprint(prev) && len(last) == len(rules); ok {
-			count := map[string]int{}
-			for _, ns := range last {
-				if len(ns) != 1 {
-					ok = false
-				}
-				count[ns[0]]++
+	var last map[string][]string
+	var since time.Time // when last was first seen
+	if !testwait.Poll(within, func() bool {
+		now := placement(nodes, rules)
+		if fmt.Sprint(now) != fmt.Sprint(last) {
+			last, since = now, time.Now()
+			return false
+		}
+		if time.Since(since) < 100*time.Millisecond || len(last) != len(rules) {
+			return false
+		}
+		count := map[string]int{}
+		for _, ns := range last {
+			if len(ns) != 1 {
+				return false
 			}
-			for _, c := range count {
-				ok = ok && c <= share
-			}
-			if ok {
-				out := map[string]string{}
-				for r, ns := range last {
-					out[r] = ns[0]
-				}
-				return out
+			count[ns[0]]++
+		}
+		for _, c := range count {
+			if c > share {
+				return false
 			}
 		}
-		prev = last
-		time.Sleep(100 * time.Millisecond)
+		return true
+	}) {
+		t.Fatalf("rules not placed one node each (at most %d per node) within %s: %v", share, within, last)
 	}
-	t.Fatalf("rules not placed one node each (at most %d per node) within %s: %v", share, within, last)
-	return nil
+	out := map[string]string{}
+	for r, ns := range last {
+		out[r] = ns[0]
+	}
+	return out
 }
 
 func setupRules(t *testing.T, via []*node, n int) []string {
@@ -113,7 +117,7 @@ func setupRules(t *testing.T, via []*node, n int) []string {
 		t.Fatal(err)
 	}
 	for _, n := range via {
-		waitFor(t, "the stream reaches "+n.id, 10*time.Second, func() bool {
+		testwait.Within(t, 10*time.Second, "the stream reaches "+n.id, func() bool {
 			_, err := n.c.DescribeStream(ctx, "stream", "placed")
 			return err == nil
 		})
@@ -152,7 +156,7 @@ func TestClusterPlacement(t *testing.T) {
 	if err := other.c.JSON(context.Background(), "GET", "/rules/r0/status", nil, &st); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "status of r0 on the other node names its owner", 10*time.Second, func() bool {
+	testwait.Within(t, 10*time.Second, "status of r0 on the other node names its owner", func() bool {
 		st = nil
 		other.c.JSON(context.Background(), "GET", "/rules/r0/status", nil, &st) //nolint:errcheck // polled
 		return st["node"] == placed["r0"] && st["status"] == "running"
@@ -166,7 +170,7 @@ func TestClusterPlacement(t *testing.T) {
 	if _, err := notOwner.c.RuleAction(context.Background(), "r1", "stop"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "r1 stopped by its owner", 10*time.Second, func() bool {
+	testwait.Within(t, 10*time.Second, "r1 stopped by its owner", func() bool {
 		st = nil
 		owner.c.JSON(context.Background(), "GET", "/rules/r1/status", nil, &st) //nolint:errcheck // polled
 		return st["status"] == "stopped" && !a.runsHere("r1") && !b.runsHere("r1")
@@ -180,12 +184,8 @@ func TestClusterPlacement(t *testing.T) {
 	if placed["r0"] == b.id {
 		victim, survivor = b, a
 	}
-	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	killed := time.Now()
-	victim.cmd.Wait() //nolint:errcheck // killed
-	waitFor(t, "r0 running on the survivor", 30*time.Second, func() bool { return survivor.runsHere("r0") })
+	killed := victim.kill9(t)
+	testwait.Within(t, 30*time.Second, "r0 running on the survivor", func() bool { return survivor.runsHere("r0") })
 	failover := time.Since(killed)
 	t.Logf("failover of r0 after kill -9 of its owner: %s (lease time %s)", failover.Round(time.Millisecond), testLeaseTime)
 	settled(t, []*node{survivor}, rules, 4, 30*time.Second)
@@ -224,9 +224,9 @@ func TestClusterFencedNode(t *testing.T) {
 
 	px.cut()
 	cut := time.Now()
-	waitFor(t, "a stops its rule once cut off", 30*time.Second, func() bool { return !a.runsHere(onA) })
+	testwait.Within(t, 30*time.Second, "a stops its rule once cut off", func() bool { return !a.runsHere(onA) })
 	stopped := time.Since(cut)
-	waitFor(t, "b takes a's rule over", 30*time.Second, func() bool { return b.runsHere(onA) })
+	testwait.Within(t, 30*time.Second, "b takes a's rule over", func() bool { return b.runsHere(onA) })
 	taken := time.Since(cut)
 	t.Logf("cut off from PostgreSQL: a stopped %s at %s, b took it over at %s (lease time %s)", onA, stopped.Round(time.Millisecond), taken.Round(time.Millisecond), testLeaseTime)
 	// Same machine, same clock: a's stop precedes b's start.
@@ -243,17 +243,6 @@ func TestClusterFencedNode(t *testing.T) {
 		t.Fatalf("a stopped %s at %v, b started it at %v: the rule ran on both", onA, stop, start)
 	}
 	settled(t, []*node{b}, rules, 2, 30*time.Second)
-}
-
-func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // proxy forwards TCP connections to a PostgreSQL server until cut, which

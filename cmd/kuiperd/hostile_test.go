@@ -2,18 +2,20 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	_ "modernc.org/sqlite" // the catalog's driver, to read its start markers
 
 	"github.com/rekuiper/rekuiper/internal/client"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // hostileSimulator feeds every rule of the hostile tests: a row that asks
@@ -36,11 +38,7 @@ func TestHostileInputsLeaveTheDaemonUp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs kuiperd")
 	}
-	bin := filepath.Join(t.TempDir(), "kuiperd")
-	out, err := exec.Command("go", "build", "-tags", "rekuiper_testfuncs", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build kuiperd: %v\n%s", err, out)
-	}
+	bin := buildDaemon(t, "-tags", "rekuiper_testfuncs")
 	base := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(base, "etc", "sources"), 0o755); err != nil {
 		t.Fatal(err)
@@ -60,7 +58,6 @@ func TestHostileInputsLeaveTheDaemonUp(t *testing.T) {
 		}
 	}
 	create(t, "healthy", "SELECT s FROM sim")
-	created := time.Now()
 
 	t.Run("bufferLength beyond its bound is 422 everywhere", func(t *testing.T) {
 		huge := ruleJSON("huge", "SELECT s FROM sim", `,"options":{"bufferLength":1000000000000}`)
@@ -125,12 +122,11 @@ func TestHostileInputsLeaveTheDaemonUp(t *testing.T) {
 		mustPing(t, d)
 	})
 
-	// The other rules ran longer than the start-marker window (5s) by now,
-	// or are made to: only the crashing rule is starting when the
-	// process dies.
-	if wait := time.Until(created.Add(6 * time.Second)); wait > 0 {
-		time.Sleep(wait)
-	}
+	// Only the crashing rule may be starting when the process dies: a
+	// rule's start marker stays in the catalog until the rule has run 5s
+	// (rounded up to a whole second) or stopped, and a marker left at the
+	// crash would leave that rule stopped at the next boot.
+	waitNoStartPending(t, filepath.Join(base, "data", "sqliteKV.db"))
 	if _, err := d.c.DeleteRule(ctx, "panics"); err != nil {
 		t.Fatal(err)
 	}
@@ -176,28 +172,44 @@ func mustPing(t *testing.T, d *daemon) {
 }
 
 // waitStatus polls a rule's status until cond holds and returns it. The
-// daemon must stay up meanwhile; the deadline only bounds a hung test.
+// daemon must stay up meanwhile; the limit only bounds a hung test.
 func waitStatus(t *testing.T, d *daemon, id string, cond func(map[string]any) bool) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	var st map[string]any
-	for {
-		txt, err := d.c.RuleStatus(context.Background(), id)
-		if err != nil {
+	var txt string
+	if !testwait.Poll(testwait.Limit, func() bool {
+		var err error
+		if txt, err = d.c.RuleStatus(context.Background(), id); err != nil {
 			t.Fatalf("status of %s: %v", id, err)
 		}
 		st = map[string]any{}
 		if err := json.Unmarshal([]byte(txt), &st); err != nil {
 			t.Fatalf("status of %s: %v", id, err)
 		}
-		if cond(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status of %s never reached the condition; last: %s", id, txt)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return cond(st)
+	}) {
+		t.Fatalf("status of %s never reached the condition; last: %s", id, txt)
 	}
+	return st
+}
+
+// waitNoStartPending waits until the catalog at path, which a running
+// daemon holds open, has no rule start marker left. It reads through a
+// second, read-only connection, closed before it returns.
+func waitNoStartPending(t *testing.T, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)&_pragma=query_only(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	testwait.Until(t, "no rule start still pending (no start marker in the catalog)", func() bool {
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM rule_starts`).Scan(&n); err != nil {
+			t.Fatalf("count rule start markers: %v", err)
+		}
+		return n == 0
+	})
 }
 
 func metricContains(st map[string]any, suffix, text string) bool {

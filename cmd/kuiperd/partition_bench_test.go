@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rekuiper/rekuiper/bench"
-	"github.com/rekuiper/rekuiper/internal/client"
 	"github.com/rekuiper/rekuiper/internal/connector/sqldb/pgtest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // The backlog each run of BenchmarkClusterPartitionedRule reads: messages
@@ -57,10 +54,7 @@ func BenchmarkClusterPartitionedRule(b *testing.B) {
 	brokers := cluster.ListenAddrs()[0]
 	produceKeyed(b, brokers, splitBenchMessages)
 	pg := pgtest.Start(b)
-	bin := filepath.Join(b.TempDir(), "kuiperd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("build kuiperd: %v\n%s", err, out)
-	}
+	bin := buildDaemon(b)
 	var one, two, steady1, steady2, eff1, eff2 []float64
 	b.ResetTimer()
 	for range b.N {
@@ -93,17 +87,17 @@ type splitResult struct {
 // waits until the nodes have read the whole backlog.
 func splitRun(b *testing.B, bin, db, brokers string, cpus []string) splitResult {
 	b.Helper()
-	var nodes []*pinned
+	var nodes []*daemon
 	for _, cpu := range cpus {
 		// The default lease time (10 s): the single node's core is
 		// saturated, so its lease renewals (PostgreSQL round trips)
 		// take up to a second or more; with a 3 s lease it fenced its
 		// own tasks every few seconds and they restarted from the
 		// start of the backlog.
-		nodes = append(nodes, startPinned(b, bin, cpu, "KUIPER__BASIC__CATALOG="+db, "KUIPER__BASIC__LOGLEVEL=warn"))
+		nodes = append(nodes, startUnder(b, []string{"taskset", "-c", cpu}, bin, b.TempDir(), "KUIPER__BASIC__CATALOG="+db, "KUIPER__BASIC__LOGLEVEL=warn"))
 	}
 	ctx := context.Background()
-	waitForB(b, "every node sees the others healthy", 30*time.Second, func() bool {
+	testwait.Within(b, 30*time.Second, "every node sees the others healthy", func() bool {
 		for _, n := range nodes {
 			var ms []map[string]any
 			if err := n.c.JSON(ctx, "GET", "/cluster/nodes", nil, &ms); err != nil {
@@ -143,7 +137,7 @@ func splitRun(b *testing.B, bin, db, brokers string, cpus []string) splitResult 
 	var n10, n90 int64
 	per := make([]int64, len(nodes))
 	done := make([]time.Duration, len(nodes))
-	waitForB(b, "the backlog read", 5*time.Minute, func() bool {
+	testwait.Within(b, 5*time.Minute, "the backlog read", func() bool {
 		var total int64
 		for i, n := range nodes {
 			var st map[string]any
@@ -215,56 +209,8 @@ func produceKeyed(b *testing.B, brokers string, n int64) {
 	}
 }
 
-// pinned is a kuiperd started under taskset on one cpu.
-type pinned struct {
-	cmd *exec.Cmd
-	c   *client.Client
-}
-
-func startPinned(b *testing.B, bin, cpu string, env ...string) *pinned {
-	b.Helper()
-	base := b.TempDir()
-	cmd := exec.Command("taskset", "-c", cpu, bin, "-etc", filepath.Join(base, "etc"), "-data", filepath.Join(base, "data"), "-log", filepath.Join(base, "log"))
-	cmd.Env = append(append(os.Environ(), "KUIPER__BASIC__RESTPORT=0", "KUIPER__BASIC__RESTIP=127.0.0.1", "KUIPER__BASIC__CONSOLELOG=false"), env...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	p := &pinned{cmd: cmd}
-	b.Cleanup(p.stop)
-	urlCh := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if i := strings.Index(sc.Text(), "http://"); i >= 0 {
-				urlCh <- sc.Text()[i:]
-				break
-			}
-		}
-		io.Copy(io.Discard, stdout) //nolint:errcheck // drain
-	}()
-	select {
-	case u := <-urlCh:
-		p.c = client.New(u, nil)
-	case <-time.After(20 * time.Second):
-		b.Fatal("kuiperd did not print its address")
-	}
-	return p
-}
-
-func (p *pinned) stop() {
-	if p.cmd.ProcessState == nil {
-		p.cmd.Process.Kill() //nolint:errcheck // may have exited
-		p.cmd.Wait()         //nolint:errcheck // reaped
-	}
-}
-
 // nodesCPU sums the nodes' CPU time (taskset execs kuiperd in place).
-func nodesCPU(b *testing.B, nodes []*pinned) time.Duration {
+func nodesCPU(b *testing.B, nodes []*daemon) time.Duration {
 	b.Helper()
 	var sum time.Duration
 	for _, n := range nodes {
@@ -275,17 +221,6 @@ func nodesCPU(b *testing.B, nodes []*pinned) time.Duration {
 		sum += d
 	}
 	return sum
-}
-
-func waitForB(b *testing.B, what string, within time.Duration, cond func() bool) {
-	b.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			b.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func loadAvg() string {

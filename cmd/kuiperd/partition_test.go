@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/rekuiper/rekuiper/internal/connector/sqldb/pgtest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // Partitioned rules: the input topic's partitions and the devices keyed
@@ -55,15 +55,23 @@ func newPartKafka(t *testing.T) *partKafka {
 	return &partKafka{c: c, addr: addr, prod: prod}
 }
 
+// keyed puts device dev's records in partition dev % partTopicPartitions,
+// keyed by device.
+func keyed(dev int) (int32, []byte) {
+	return int32(dev % partTopicPartitions), fmt.Appendf(nil, "d%02d", dev)
+}
+
 // produce writes the records of every device in the windows starting at
-// event time from, keyed by device; with flush, one record per device at
-// from instead, which closes the windows before it.
-func (k *partKafka) produce(t *testing.T, from int64, flush bool) int {
+// event time from, each in the partition and under the key place gives
+// its device; with flush, one record per device at from instead, which
+// closes the windows before it.
+func (k *partKafka) produce(t *testing.T, from int64, flush bool, place func(dev int) (partition int32, key []byte)) int {
 	t.Helper()
 	var recs []*kgo.Record
 	add := func(dev int, ts int64, v int) {
 		b, _ := json.Marshal(map[string]any{"device": fmt.Sprintf("d%02d", dev), "v": v, "ts": ts})
-		recs = append(recs, &kgo.Record{Topic: "in", Partition: int32(dev % partTopicPartitions), Key: fmt.Appendf(nil, "d%02d", dev), Value: b})
+		part, key := place(dev)
+		recs = append(recs, &kgo.Record{Topic: "in", Partition: part, Key: key, Value: b})
 	}
 	for dev := range partDevices {
 		if flush {
@@ -135,13 +143,17 @@ func endOffset(ctx context.Context, cl *kgo.Client, topic string) (int64, error)
 	return o.Offset, o.Err
 }
 
-// setupPartRule creates, through d, the kafka confKey, the stream over
-// the input topic (keyed by device) and the windowed GROUP BY rule writing
-// to out.
-func setupPartRule(t *testing.T, d *daemon, brokers, out string) {
+// setupAggRule creates, through d, the kafka confKey (with keyField, when
+// not "", naming the field the records are keyed by), the stream over the
+// input topic and the windowed GROUP BY device rule at qos writing to out.
+func setupAggRule(t *testing.T, d *daemon, brokers, keyField, out string, qos int) {
 	t.Helper()
 	ctx := context.Background()
-	if err := d.c.JSON(ctx, "PUT", "/metadata/sources/kafka/confKeys/k", map[string]any{"brokers": brokers, "keyField": "device"}, nil); err != nil {
+	conf := map[string]any{"brokers": brokers}
+	if keyField != "" {
+		conf["keyField"] = keyField
+	}
+	if err := d.c.JSON(ctx, "PUT", "/metadata/sources/kafka/confKeys/k", conf, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.c.CreateStream(ctx, "stream", `CREATE STREAM s (device STRING, v BIGINT, ts BIGINT) WITH (TYPE="kafka", DATASOURCE="in", FORMAT="json", CONF_KEY="k", TIMESTAMP="ts")`); err != nil {
@@ -151,12 +163,29 @@ func setupPartRule(t *testing.T, d *daemon, brokers, out string) {
 		"id":      "agg",
 		"sql":     "SELECT device, count(*) AS n, sum(v) AS total, window_start() AS ws FROM s WHERE v >= 0 GROUP BY device, TUMBLINGWINDOW(ss, 1)",
 		"actions": []any{map[string]any{"kafka": map[string]any{"brokers": brokers, "topic": out, "sendSingle": true}}},
-		"options": map[string]any{"isEventTime": true, "lateTolerance": "60s", "qos": 1, "checkpointInterval": "500ms"},
+		"options": map[string]any{"isEventTime": true, "lateTolerance": "60s", "qos": qos, "checkpointInterval": "500ms"},
 	}
 	b, _ := json.Marshal(rule)
 	if _, err := d.c.CreateRule(ctx, b); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// startPartRuns starts the two runs the partitioned-rule tests compare,
+// over a fresh Kafka broker (newPartKafka): the aggregate rule
+// (setupAggRule with keyField and qos) on a single daemon, whole, writing
+// to out_whole, and on two nodes sharing a PostgreSQL catalog, a and b,
+// created through a and writing to out_split.
+func startPartRuns(t *testing.T, keyField string, qos int) (k *partKafka, whole *daemon, a, b *node) {
+	t.Helper()
+	k = newPartKafka(t)
+	db := pgtest.Start(t).NewDatabase(t)
+	bin := buildDaemon(t)
+	whole = startDaemon(t, bin, t.TempDir())
+	a, b = startNode(t, bin, db), startNode(t, bin, db)
+	setupAggRule(t, whole, k.addr, keyField, "out_whole", qos)
+	setupAggRule(t, a.daemon, k.addr, keyField, "out_split", qos)
+	return k, whole, a, b
 }
 
 // ruleStatus returns rule agg's status as d answers it.
@@ -201,16 +230,10 @@ func TestClusterPartitionedRule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs kuiperd")
 	}
-	k := newPartKafka(t)
-	db := pgtest.Start(t).NewDatabase(t)
-	bin := buildDaemon(t)
-	whole := startDaemon(t, bin, t.TempDir())
-	a, b := startNode(t, bin, db), startNode(t, bin, db)
-	setupPartRule(t, whole, k.addr, "out_whole")
-	setupPartRule(t, a.daemon, k.addr, "out_split")
+	k, whole, a, b := startPartRuns(t, "device", 1)
 
 	var nodes map[string]string
-	waitFor(t, "six tasks running, three on each node", 30*time.Second, func() bool {
+	testwait.Within(t, 30*time.Second, "six tasks running, three on each node", func() bool {
 		nodes = taskNodes(ruleStatus(b.daemon))
 		per := map[string]int{}
 		for _, n := range nodes {
@@ -220,7 +243,7 @@ func TestClusterPartitionedRule(t *testing.T) {
 	})
 	t.Logf("tasks: %v", nodes)
 	// Each node sees the other's tasks as of its last placement pass.
-	waitFor(t, "the split rule running, as each node answers", 10*time.Second, func() bool {
+	testwait.Within(t, 10*time.Second, "the split rule running, as each node answers", func() bool {
 		return ruleStatus(a.daemon)["status"] == "running" && ruleStatus(b.daemon)["status"] == "running"
 	})
 	var wst map[string]any
@@ -228,17 +251,17 @@ func TestClusterPartitionedRule(t *testing.T) {
 		t.Fatalf("single node: status %v, tasks %v: want running whole", wst["status"], wst["tasks"])
 	}
 
-	n1 := k.produce(t, partBase, false)
+	n1 := k.produce(t, partBase, false, keyed)
 	// The single node reads the partitions interleaved: the windows may
 	// close only once it has read them all.
-	waitFor(t, "the single node read phase 1", 30*time.Second, func() bool { return recordsIn(ruleStatus(whole)) == int64(n1) })
-	waitFor(t, "the tasks read phase 1", 30*time.Second, func() bool {
+	testwait.Within(t, 30*time.Second, "the single node read phase 1", func() bool { return recordsIn(ruleStatus(whole)) == int64(n1) })
+	testwait.Within(t, 30*time.Second, "the tasks read phase 1", func() bool {
 		return recordsIn(ruleStatus(a.daemon))+recordsIn(ruleStatus(b.daemon)) == int64(n1)
 	})
-	k.produce(t, partBase+3_600_000, true)
+	k.produce(t, partBase+3_600_000, true, keyed)
 	want1 := partDevices * partWindows
 	var split, single []string
-	waitFor(t, "phase 1 windows written by both runs", 30*time.Second, func() bool {
+	testwait.Within(t, 30*time.Second, "phase 1 windows written by both runs", func() bool {
 		split, single = k.rows(t, "out_split"), k.rows(t, "out_whole")
 		return len(split) >= want1 && len(single) >= want1
 	})
@@ -256,22 +279,9 @@ func TestClusterPartitionedRule(t *testing.T) {
 	if nodes["agg#p0"] == b.id {
 		victim, survivor = b, a
 	}
-	before := taskCheckpoints(ruleStatus(victim.daemon))
-	waitFor(t, "two more checkpoints of the victim's tasks", 30*time.Second, func() bool {
-		now := taskCheckpoints(ruleStatus(victim.daemon))
-		for id, n := range before {
-			if now[id] < n+2 {
-				return false
-			}
-		}
-		return len(before) > 0
-	})
-	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	killed := time.Now()
-	victim.cmd.Wait() //nolint:errcheck // killed
-	waitFor(t, "every task running on the survivor", 30*time.Second, func() bool {
+	waitCheckpoints(t, victim, 2)
+	killed := victim.kill9(t)
+	testwait.Within(t, 30*time.Second, "every task running on the survivor", func() bool {
 		nodes = taskNodes(ruleStatus(survivor.daemon))
 		for _, n := range nodes {
 			if n != survivor.id {
@@ -282,14 +292,14 @@ func TestClusterPartitionedRule(t *testing.T) {
 	})
 	t.Logf("tasks of %s running on %s %s after kill -9 (lease time %s)", victim.id, survivor.id, time.Since(killed).Round(100*time.Millisecond), testLeaseTime)
 
-	n2 := k.produce(t, partBase+3_600_000+1000, false)
-	waitFor(t, "the single node read phase 2", 30*time.Second, func() bool {
+	n2 := k.produce(t, partBase+3_600_000+1000, false, keyed)
+	testwait.Within(t, 30*time.Second, "the single node read phase 2", func() bool {
 		return recordsIn(ruleStatus(whole)) == int64(n1+partDevices+n2)
 	})
-	k.produce(t, partBase+7_200_000, true)
+	k.produce(t, partBase+7_200_000, true, keyed)
 	// Phase 2: the flush windows of phase 1 and the data windows.
 	want := want1 + partDevices + partDevices*partWindows
-	waitFor(t, "phase 2 windows written by both runs", 60*time.Second, func() bool {
+	testwait.Within(t, 60*time.Second, "phase 2 windows written by both runs", func() bool {
 		split, single = k.rows(t, "out_split"), k.rows(t, "out_whole")
 		return len(distinct(split)) >= want && len(single) >= want
 	})
@@ -303,6 +313,22 @@ func TestClusterPartitionedRule(t *testing.T) {
 	if len(split) != len(got) {
 		t.Fatalf("after the kill: %d windows written twice by the moved tasks (want 0: they resume from their shared checkpoints)", len(split)-len(got))
 	}
+}
+
+// waitCheckpoints waits until each task n runs has completed more
+// checkpoints than when called.
+func waitCheckpoints(t *testing.T, n *node, more float64) {
+	t.Helper()
+	before := taskCheckpoints(ruleStatus(n.daemon))
+	testwait.Within(t, 30*time.Second, fmt.Sprintf("%v more checkpoints of the tasks on %s", more, n.id), func() bool {
+		now := taskCheckpoints(ruleStatus(n.daemon))
+		for id, c := range before {
+			if now[id] < c+more {
+				return false
+			}
+		}
+		return len(before) > 0
+	})
 }
 
 // taskCheckpoints returns, from a status, the completed checkpoints of

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/client"
+	"github.com/rekuiper/rekuiper/internal/procs"
 )
 
 // daemon is a kuiperd child process.
@@ -27,52 +28,78 @@ type daemon struct {
 	c   *client.Client
 }
 
-func buildDaemon(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kuiperd")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+// buildDaemon builds this kuiperd, with the extra go build flags (-tags
+// x, -ldflags y), into a temporary folder and returns the binary's path.
+func buildDaemon(tb testing.TB, flags ...string) string {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), "kuiperd")
+	args := append(append([]string{"build"}, flags...), "-o", bin, ".")
+	out, err := exec.Command("go", args...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("build kuiperd: %v\n%s", err, out)
+		tb.Fatalf("build kuiperd: %v\n%s", err, out)
 	}
 	return bin
 }
 
-// startDaemon runs bin on an ephemeral loopback port with its own folders
-// and the extra environment env, and waits for its banner.
-func startDaemon(t *testing.T, bin, base string, env ...string) *daemon {
-	t.Helper()
-	cmd := exec.Command(bin, "-etc", filepath.Join(base, "etc"), "-data", filepath.Join(base, "data"), "-log", filepath.Join(base, "log"))
-	cmd.Env = append(append(os.Environ(), "KUIPER__BASIC__RESTPORT=0", "KUIPER__BASIC__RESTIP=127.0.0.1", "KUIPER__BASIC__CONSOLELOG=false"), env...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
+// folderArgs are kuiperd's flags for its folders under base.
+func folderArgs(base string) []string {
+	return []string{"-etc", filepath.Join(base, "etc"), "-data", filepath.Join(base, "data"), "-log", filepath.Join(base, "log")}
+}
+
+// launch starts cmd, a kuiperd, and waits for its banner, copying its
+// standard output to out (nil: dropped). It returns the REST URL, or why
+// the daemon did not serve. The process is killed and reaped when the test
+// ends, unless it was reaped before.
+func launch(tb testing.TB, cmd *exec.Cmd, out io.Writer) (string, error) {
+	tb.Helper()
+	tb.Cleanup(func() { reap(cmd) })
+	return procs.StartServing(cmd, out, 30*time.Second)
+}
+
+// reap kills cmd and reaps it, unless it was not started or was reaped
+// already.
+func reap(cmd *exec.Cmd) {
+	if cmd.Process != nil && cmd.ProcessState == nil {
 		cmd.Process.Kill() //nolint:errcheck // may have exited
 		cmd.Wait()         //nolint:errcheck // reaped
-	})
-	urlCh := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if i := strings.Index(sc.Text(), "http://"); i >= 0 {
-				urlCh <- sc.Text()[i:]
-				break
-			}
-		}
-		io.Copy(io.Discard, stdout) //nolint:errcheck // drain
-	}()
-	select {
-	case u := <-urlCh:
-		return &daemon{cmd: cmd, c: client.New(u, nil)}
-	case <-time.After(20 * time.Second):
-		t.Fatal("kuiperd did not print its address")
 	}
-	return nil
+}
+
+// stop kills d and reaps it, unless it was reaped already.
+func (d *daemon) stop() { reap(d.cmd) }
+
+// kill9 kills d with SIGKILL, reaps it and returns when the signal was
+// sent.
+func (d *daemon) kill9(t *testing.T) time.Time {
+	t.Helper()
+	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	d.cmd.Wait() //nolint:errcheck // killed
+	return killed
+}
+
+// startDaemon runs bin on an ephemeral loopback port with its own folders
+// and the extra environment env, and waits for its banner.
+func startDaemon(tb testing.TB, bin, base string, env ...string) *daemon {
+	tb.Helper()
+	return startUnder(tb, nil, bin, base, env...)
+}
+
+// startUnder is startDaemon with bin run by the command wrap ("taskset",
+// "-c", "0"; nil: none).
+func startUnder(tb testing.TB, wrap []string, bin, base string, env ...string) *daemon {
+	tb.Helper()
+	args := append(append(slices.Clone(wrap), bin), folderArgs(base)...)
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(append(os.Environ(), "KUIPER__BASIC__RESTPORT=0", "KUIPER__BASIC__RESTIP=127.0.0.1", "KUIPER__BASIC__CONSOLELOG=false"), env...)
+	cmd.Stderr = os.Stderr
+	url, err := launch(tb, cmd, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &daemon{cmd: cmd, c: client.New(url, nil)}
 }
 
 // outcome of a mutation: acknowledged (2xx), refused (non-2xx answer) or
@@ -278,11 +305,10 @@ func TestKillRestartKeepsCatalog(t *testing.T) {
 				mutate(d, m, cycle, w, stop)
 			}()
 		}
+		// Pacing, not a wait: the kill lands at a random moment of the
+		// mutations.
 		time.Sleep(time.Duration(40+rand.IntN(120)) * time.Millisecond)
-		if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		d.cmd.Wait() //nolint:errcheck // killed
+		d.kill9(t)
 		close(stop)
 		wg.Wait()
 	}

@@ -2,70 +2,22 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/rekuiper/rekuiper/internal/connector/sqldb/pgtest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
-// produceUnkeyed writes the records of partDevices devices in partWindows
-// windows from event time from (or, with flush, one record per device at
-// from), each to a random partition under a random key: the records of
-// one device are in every partition.
-func (k *partKafka) produceUnkeyed(t *testing.T, from int64, flush bool) int {
-	t.Helper()
-	var recs []*kgo.Record
-	add := func(dev int, ts int64, v int) {
-		b, _ := json.Marshal(map[string]any{"device": fmt.Sprintf("d%02d", dev), "v": v, "ts": ts})
-		recs = append(recs, &kgo.Record{Topic: "in", Partition: rand.Int32N(partTopicPartitions), Key: fmt.Appendf(nil, "%x", rand.Uint64()), Value: b})
-	}
-	for dev := range partDevices {
-		if flush {
-			add(dev, from, 0)
-			continue
-		}
-		for w := range partWindows {
-			for i := range partPerWindow {
-				add(dev, from+int64(w)*1000+int64(i)*200, dev*100+w*10+i+int(from%7))
-			}
-		}
-	}
-	if err := k.prod.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	return len(recs)
-}
-
-// setupRepartRule creates, through d, the kafka confKey (no keyField:
-// the records are not keyed by device), the stream over the input topic
-// and the windowed GROUP BY device rule at qos 2 writing to out.
-func setupRepartRule(t *testing.T, d *daemon, brokers, out string) {
-	t.Helper()
-	ctx := context.Background()
-	if err := d.c.JSON(ctx, "PUT", "/metadata/sources/kafka/confKeys/k", map[string]any{"brokers": brokers}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.c.CreateStream(ctx, "stream", `CREATE STREAM s (device STRING, v BIGINT, ts BIGINT) WITH (TYPE="kafka", DATASOURCE="in", FORMAT="json", CONF_KEY="k", TIMESTAMP="ts")`); err != nil {
-		t.Fatal(err)
-	}
-	rule := map[string]any{
-		"id":      "agg",
-		"sql":     "SELECT device, count(*) AS n, sum(v) AS total, window_start() AS ws FROM s WHERE v >= 0 GROUP BY device, TUMBLINGWINDOW(ss, 1)",
-		"actions": []any{map[string]any{"kafka": map[string]any{"brokers": brokers, "topic": out, "sendSingle": true}}},
-		"options": map[string]any{"isEventTime": true, "lateTolerance": "60s", "qos": 2, "checkpointInterval": "500ms"},
-	}
-	b, _ := json.Marshal(rule)
-	if _, err := d.c.CreateRule(ctx, b); err != nil {
-		t.Fatal(err)
-	}
+// unkeyed puts a record in a random partition under a random key: the
+// records of one device are in every partition.
+func unkeyed(int) (int32, []byte) {
+	return rand.Int32N(partTopicPartitions), fmt.Appendf(nil, "%x", rand.Uint64())
 }
 
 // stages counts, in a status, the running tasks of each stage per node.
@@ -106,16 +58,11 @@ func TestClusterRepartitionedRule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs kuiperd")
 	}
-	k := newPartKafka(t)
-	db := pgtest.Start(t).NewDatabase(t)
-	bin := buildDaemon(t)
-	whole := startDaemon(t, bin, t.TempDir())
-	a, b := startNode(t, bin, db), startNode(t, bin, db)
-	setupRepartRule(t, whole, k.addr, "out_whole")
-	setupRepartRule(t, a.daemon, k.addr, "out_split")
+	// No keyField: the records are not keyed by device.
+	k, whole, a, b := startPartRuns(t, "", 2)
 
 	var repart, own map[string]int
-	waitFor(t, "six repartitioning tasks and six tasks of the rule running, six on each node", 60*time.Second, func() bool {
+	testwait.Within(t, 60*time.Second, "six repartitioning tasks and six tasks of the rule running, six on each node", func() bool {
 		repart, own = stages(ruleStatus(b.daemon))
 		return total(repart) == partTopicPartitions && total(own) == partTopicPartitions &&
 			repart[a.id]+own[a.id] == partTopicPartitions && repart[b.id]+own[b.id] == partTopicPartitions
@@ -125,17 +72,17 @@ func TestClusterRepartitionedRule(t *testing.T) {
 		t.Fatalf("single node: status %v, tasks %v: want running whole", st["status"], st["tasks"])
 	}
 
-	n1 := k.produceUnkeyed(t, partBase, false)
-	waitFor(t, "the single node read the records", 30*time.Second, func() bool { return recordsIn(ruleStatus(whole)) == int64(n1) })
+	n1 := k.produce(t, partBase, false, unkeyed)
+	testwait.Within(t, 30*time.Second, "the single node read the records", func() bool { return recordsIn(ruleStatus(whole)) == int64(n1) })
 	// The rule's status counts the records its own tasks read from the
 	// internal topic, not those of the repartitioning stage.
-	waitFor(t, "the rule's tasks read every record through the internal topic", 60*time.Second, func() bool {
+	testwait.Within(t, 60*time.Second, "the rule's tasks read every record through the internal topic", func() bool {
 		return recordsIn(ruleStatus(a.daemon))+recordsIn(ruleStatus(b.daemon)) == int64(n1)
 	})
-	k.produceUnkeyed(t, partBase+3_600_000, true)
+	k.produce(t, partBase+3_600_000, true, unkeyed)
 	want := partDevices * partWindows
 	var split, single []string
-	waitFor(t, "the windows written by both runs", 60*time.Second, func() bool {
+	testwait.Within(t, 60*time.Second, "the windows written by both runs", func() bool {
 		split, single = k.rows(t, "out_split"), k.rows(t, "out_whole")
 		return len(split) >= want && len(single) >= want
 	})
@@ -150,39 +97,26 @@ func TestClusterRepartitionedRule(t *testing.T) {
 	// tasks of both stages resume on the other node from their shared
 	// checkpoints, the first stage's open transactions aborted.
 	victim, survivor := a, b
-	before := taskCheckpoints(ruleStatus(victim.daemon))
-	waitFor(t, "two more checkpoints of the victim's tasks", 30*time.Second, func() bool {
-		now := taskCheckpoints(ruleStatus(victim.daemon))
-		for id, n := range before {
-			if now[id] < n+2 {
-				return false
-			}
-		}
-		return len(before) > 0
-	})
+	waitCheckpoints(t, victim, 2)
 	survivorRead := recordsIn(ruleStatus(survivor.daemon))
-	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	killed := time.Now()
-	victim.cmd.Wait() //nolint:errcheck // killed
-	waitFor(t, "every task of both stages running on the survivor", 60*time.Second, func() bool {
+	killed := victim.kill9(t)
+	testwait.Within(t, 60*time.Second, "every task of both stages running on the survivor", func() bool {
 		repart, own = stages(ruleStatus(survivor.daemon))
 		return repart[survivor.id] == partTopicPartitions && own[survivor.id] == partTopicPartitions
 	})
 	t.Logf("tasks of %s running on %s %s after kill -9 (lease time %s)", victim.id, survivor.id, time.Since(killed).Round(100*time.Millisecond), testLeaseTime)
-	n2 := k.produceUnkeyed(t, partBase+3_600_000+1000, false)
-	waitFor(t, "the single node read phase 2", 30*time.Second, func() bool {
+	n2 := k.produce(t, partBase+3_600_000+1000, false, unkeyed)
+	testwait.Within(t, 30*time.Second, "the single node read phase 2", func() bool {
 		return recordsIn(ruleStatus(whole)) == int64(n1+partDevices+n2)
 	})
 	// The first-stage tasks run apart: a flush record one of them writes
 	// before another wrote its phase 2 records would make those late.
-	waitFor(t, "the rule's tasks read phase 2", 60*time.Second, func() bool {
+	testwait.Within(t, 60*time.Second, "the rule's tasks read phase 2", func() bool {
 		return recordsIn(ruleStatus(survivor.daemon))-survivorRead >= int64(n2)
 	})
-	k.produceUnkeyed(t, partBase+7_200_000, true)
+	k.produce(t, partBase+7_200_000, true, unkeyed)
 	want = partDevices*partWindows*2 + partDevices
-	waitFor(t, "phase 2 windows written by both runs", 60*time.Second, func() bool {
+	testwait.Within(t, 60*time.Second, "phase 2 windows written by both runs", func() bool {
 		split, single = k.rows(t, "out_split"), k.rows(t, "out_whole")
 		return len(distinct(split)) >= want && len(single) >= want
 	})
@@ -211,7 +145,7 @@ func TestClusterRepartitionedRule(t *testing.T) {
 	if _, err := survivor.daemon.c.DeleteRule(context.Background(), "agg"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the internal topic deleted with the rule", 30*time.Second, func() bool {
+	testwait.Within(t, 30*time.Second, "the internal topic deleted with the rule", func() bool {
 		td, err := adm().ListTopics(context.Background(), internal)
 		return err == nil && !td.Has(internal)
 	})

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/tls"
@@ -14,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,6 +21,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/auth"
 	"github.com/rekuiper/rekuiper/internal/certs/certstest"
 	"github.com/rekuiper/rekuiper/internal/procs"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // secDaemon is a kuiperd child started for the security suite.
@@ -31,8 +30,6 @@ type secDaemon struct {
 	out *procs.SyncBuffer
 	hc  *http.Client
 }
-
-var bannerURL = regexp.MustCompile(`restful api on (https?://\S+)`)
 
 // newBase makes a daemon folder with the shipped etc/kuiper.yaml.
 func newBase(t *testing.T) string {
@@ -66,7 +63,7 @@ func daemonEnv(env ...string) []string {
 }
 
 func command(bin, base string, env []string) *exec.Cmd {
-	cmd := exec.Command(bin, "-etc", filepath.Join(base, "etc"), "-data", filepath.Join(base, "data"), "-log", filepath.Join(base, "log"))
+	cmd := exec.Command(bin, folderArgs(base)...)
 	cmd.Env = daemonEnv(env...)
 	return cmd
 }
@@ -79,41 +76,14 @@ func startSec(t *testing.T, bin, base string, hc *http.Client, env ...string) *s
 		hc = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second}
 	}
 	cmd := command(bin, base, env)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var errOut procs.SyncBuffer
 	cmd.Stderr = &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill() //nolint:errcheck // may have exited
-		cmd.Wait()         //nolint:errcheck // reaped
-	})
 	out := &procs.SyncBuffer{}
-	urlCh := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			out.Write([]byte(sc.Text() + "\n")) //nolint:errcheck // memory
-			if m := bannerURL.FindStringSubmatch(sc.Text()); m != nil {
-				urlCh <- m[1]
-			}
-		}
-		close(urlCh)
-	}()
-	select {
-	case u, ok := <-urlCh:
-		if !ok {
-			t.Fatalf("kuiperd exited before its banner:\n%s%s", out.String(), errOut.String())
-		}
-		return &secDaemon{url: u, out: out, hc: hc}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("kuiperd did not print its address:\n%s%s", out.String(), errOut.String())
+	url, err := launch(t, cmd, out)
+	if err != nil {
+		t.Fatalf("%v:\n%s%s", err, out.String(), errOut.String())
 	}
-	return nil
+	return &secDaemon{url: url, out: out, hc: hc}
 }
 
 // startFails runs bin over base, expects it to exit non-zero and returns
@@ -181,12 +151,7 @@ func (d *secDaemon) call(t *testing.T, method, path, body string, header map[str
 // lines written after a response was sent (the audit log is written once
 // the handler returns).
 func (d *secDaemon) waitOutput(want string) bool {
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if strings.Contains(d.out.String(), want) {
-			return true
-		}
-	}
-	return false
+	return testwait.Poll(20*time.Second, func() bool { return strings.Contains(d.out.String(), want) })
 }
 
 var jsonCT = map[string]string{"Content-Type": "application/json"}

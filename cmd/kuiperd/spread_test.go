@@ -19,6 +19,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/internal/connector/mqtt/mqtttest"
 	"github.com/rekuiper/rekuiper/internal/connector/sqldb/pgtest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // spreadRule is the rule of TestClusterSpreadRule: stateless, over a
@@ -51,13 +52,13 @@ func TestClusterSpreadRule(t *testing.T) {
 	// session; made stateless it runs on every node, and that session is
 	// ended, or the broker would go on queueing a share for it.
 	session := wholeSession(t, nodes, br)
-	waitFor(t, "stream s known to node "+nodes[1].id, 30*time.Second, func() bool {
+	testwait.Within(t, 30*time.Second, "stream s known to node "+nodes[1].id, func() bool {
 		_, err := nodes[1].c.DescribeStream(context.Background(), "stream", "s")
 		return err == nil
 	})
 	putSpreadRule(t, nodes[1], br.URL("plain"), "SELECT seq FROM s WHERE v >= 0")
 	waitCopies(t, nodes[1], nodes)
-	waitFor(t, "the whole rule's session "+session+" ended", 30*time.Second, func() bool {
+	testwait.Within(t, 30*time.Second, "the whole rule's session "+session+" ended", func() bool {
 		return strings.Contains(br.Log(), " as "+session+" (p2, c1") && dropped(br.Log(), []string{session})
 	})
 
@@ -88,7 +89,7 @@ func TestClusterSpreadRule(t *testing.T) {
 	}
 	killedAt := pub.sent()
 	victim.cmd.Wait() //nolint:errcheck // killed
-	waitFor(t, "the broker drops the dead node's connections "+strings.Join(clients, ", "), 30*time.Second, func() bool {
+	testwait.Within(t, 30*time.Second, "the broker drops the dead node's connections "+strings.Join(clients, ", "), func() bool {
 		return dropped(br.Log(), clients)
 	})
 	noticedAt := pub.sent()
@@ -144,7 +145,7 @@ func TestClusterSpreadRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range nodes {
-		waitFor(t, "the copy on "+n.id+" restarted", 30*time.Second, func() bool {
+		testwait.Within(t, 30*time.Second, "the copy on "+n.id+" restarted", func() bool {
 			c := localCopy(n)
 			start, _ := c["lastStartTimestamp"].(float64)
 			return c["status"] == "running" && start > before[n.id]
@@ -211,7 +212,7 @@ func putSpreadRule(t *testing.T, n *node, broker, sql string) {
 func wholeSession(t *testing.T, nodes []*node, br *mqtttest.Mosquitto) string {
 	t.Helper()
 	var owner *node
-	waitFor(t, "the stateful rule running whole, subscribed", 60*time.Second, func() bool {
+	testwait.Within(t, 60*time.Second, "the stateful rule running whole, subscribed", func() bool {
 		for _, n := range nodes {
 			st := spreadStatus(n)
 			if st["node"] == n.id && st["tasks"] == nil && st["status"] == "running" && st["source_s_0_connection_status"] == float64(1) {
@@ -250,7 +251,7 @@ func waitCopies(t *testing.T, via *node, nodes []*node) {
 	}
 	slices.Sort(want)
 	var got map[string]string
-	waitFor(t, fmt.Sprintf("copies %v running", want), 60*time.Second, func() bool {
+	testwait.Within(t, 60*time.Second, fmt.Sprintf("copies %v running", want), func() bool {
 		st := spreadStatus(via)
 		got = taskNodes(st)
 		tasks, _ := st["tasks"].([]any)
@@ -440,7 +441,7 @@ func (p *publisher) sent() int64   { return p.next.Load() }
 
 func (p *publisher) waitSent(t *testing.T, n int64) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("%d records published", n), 60*time.Second, func() bool { return p.sent() >= n })
+	testwait.Within(t, 60*time.Second, fmt.Sprintf("%d records published", n), func() bool { return p.sent() >= n })
 }
 
 // collector counts the seq of every message on a topic.
@@ -480,7 +481,7 @@ func collect(t *testing.T, broker, topic string) *collector {
 // and fails on any message that is not such a record.
 func (c *collector) waitAll(t *testing.T, from, to int64) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("records %d-%d delivered", from, to), 60*time.Second, func() bool { return c.missing(from, to) == 0 })
+	testwait.Within(t, 60*time.Second, fmt.Sprintf("records %d-%d delivered", from, to), func() bool { return c.missing(from, to) == 0 })
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.bad) > 0 {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -16,12 +15,9 @@ import (
 func TestVersionMatchesInfo(t *testing.T) {
 	ver := fmt.Sprintf("v0.0.%d", rand.IntN(1000000))
 	commit := fmt.Sprintf("%012x", rand.Uint64()&0xffffffffffff)
-	bin := filepath.Join(t.TempDir(), "kuiperd")
 	pkg := "github.com/rekuiper/rekuiper/internal/version"
 	ld := fmt.Sprintf("-X %s.stamped=%s -X %s.stampedCommit=%s", pkg, ver, pkg, commit)
-	if out, err := exec.Command("go", "build", "-ldflags", ld, "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build kuiperd: %v\n%s", err, out)
-	}
+	bin := buildDaemon(t, "-ldflags", ld)
 	out, err := exec.Command(bin, "-version").Output()
 	if err != nil {
 		t.Fatalf("kuiperd -version: %v", err)

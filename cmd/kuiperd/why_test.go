@@ -47,8 +47,7 @@ func wantRefused(t *testing.T, what string, err error, texts ...string) {
 // waits until every rule of ids is running.
 func restartAndWaitRunning(t *testing.T, d *daemon, bin, base string, ids ...string) *daemon {
 	t.Helper()
-	d.cmd.Process.Kill() //nolint:errcheck // may have exited
-	d.cmd.Wait()         //nolint:errcheck // reaped
+	d.stop()
 	nd := startDaemon(t, bin, base)
 	for _, id := range ids {
 		waitStatus(t, nd, id, func(st map[string]any) bool { return st["status"] == "running" })

@@ -12,6 +12,8 @@ import (
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/hooks/auth"
 	"github.com/mochi-mqtt/server/v2/listeners"
+
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // connectPacket is an MQTT 3.1.1 CONNECT with a clean session, keepalive 60
@@ -35,6 +37,8 @@ func dialers(addr string, n int, stop <-chan struct{}) *sync.WaitGroup {
 				}
 				c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
 				if err != nil {
+					// Pacing, not a wait: a refused dial is retried
+					// after a pause instead of spinning.
 					time.Sleep(time.Millisecond)
 					continue
 				}
@@ -66,6 +70,14 @@ func stopsAccepting(b *Broker, d time.Duration) bool {
 	}
 }
 
+// openConns is how many accepted connections the broker's listener holds
+// (handlers running, CONNECT received or not).
+func openConns(b *Broker) int {
+	b.ln.mu.Lock()
+	defer b.ln.mu.Unlock()
+	return len(b.ln.conns)
+}
+
 // TestCloseWhileClientsConnect closes the broker, by cancel and by Close,
 // while clients connect without pause. Under -race this fails with mochi's
 // own listener (see guardedListener); Close must also return promptly even
@@ -79,6 +91,8 @@ func TestCloseWhileClientsConnect(t *testing.T) {
 		}
 		stop := make(chan struct{})
 		wg := dialers(b.Addr(), 4, stop)
+		// Pacing, not a wait: each round closes the broker at another
+		// moment of the dialers' traffic (0 to 4ms into it).
 		time.Sleep(time.Duration(round%5) * time.Millisecond)
 		done := make(chan struct{})
 		go func() {
@@ -115,7 +129,7 @@ func TestCloseDisconnectsIdleHandshakes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	time.Sleep(20 * time.Millisecond) // let the handler start reading
+	testwait.Until(t, "the broker to accept the connection", func() bool { return openConns(b) == 1 })
 	done := make(chan struct{})
 	go func() { _ = b.Close(); close(done) }()
 	select {

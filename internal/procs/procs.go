@@ -5,7 +5,9 @@
 package procs
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -48,6 +50,61 @@ func WaitListening(addr string, timeout time.Duration, exited <-chan struct{}) e
 			return fmt.Errorf("%s not listening after %s: %w", addr, timeout, err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// servingBanner precedes the REST URL in the line kuiperd prints once it
+// serves ("Serving kuiper (version - v2.0.0), restful api on URL").
+const servingBanner = "restful api on "
+
+// StartServing starts cmd, a kuiperd whose standard output is not set,
+// and waits until its banner names the REST URL, which it returns. Every
+// line of the output is copied to copyTo (nil: dropped), the banner's
+// included; after the banner a goroutine goes on copying until the output
+// ends, so the daemon never blocks writing. It fails when the process
+// cannot start, when its output ends first (it exited) or when timeout
+// passes. The caller owns the process: killing and reaping it, also
+// after an error, is its business.
+func StartServing(cmd *exec.Cmd, copyTo io.Writer, timeout time.Duration) (string, error) {
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("start kuiperd: %w", err)
+	}
+	return waitServing(stdout, copyTo, timeout)
+}
+
+// waitServing is StartServing once the process runs, stdout its output.
+func waitServing(stdout io.Reader, copyTo io.Writer, timeout time.Duration) (string, error) {
+	if copyTo == nil {
+		copyTo = io.Discard
+	}
+	found := make(chan string, 1)
+	go func() {
+		sent := false
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			copyTo.Write([]byte(sc.Text() + "\n")) //nolint:errcheck // best effort, like a log
+			if _, url, ok := strings.Cut(sc.Text(), servingBanner); ok && !sent {
+				found <- strings.TrimSpace(url)
+				sent = true
+			}
+		}
+		if !sent {
+			close(found)
+		}
+		io.Copy(copyTo, stdout) //nolint:errcheck // drains what a scan error left
+	}()
+	select {
+	case url, ok := <-found:
+		if !ok {
+			return "", errors.New("kuiperd exited before its banner named the REST address")
+		}
+		return url, nil
+	case <-time.After(timeout):
+		return "", fmt.Errorf("kuiperd did not name its REST address within %s", timeout)
 	}
 }
 

@@ -1,14 +1,18 @@
 package procs
 
 import (
+	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 func TestFreePortCanBeListenedOn(t *testing.T) {
@@ -52,6 +56,8 @@ func TestWaitListening(t *testing.T) {
 		addr := closedAddr(t)
 		errc := make(chan error, 1)
 		go func() { errc <- WaitListening(addr, 5*time.Second, nil) }()
+		// Pacing, not a wait: the listener opens late on purpose, so that
+		// WaitListening's first dials are refused; how late does not matter.
 		time.Sleep(150 * time.Millisecond)
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -199,4 +205,52 @@ func TestSyncBufferConcurrentWriters(t *testing.T) {
 	if strings.Count(got, "ab") != writers*writes {
 		t.Fatalf("writes interleaved: %d whole \"ab\" in the output", strings.Count(got, "ab"))
 	}
+}
+
+func TestStartServing(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "echo 'Serving kuiper (version - v1), restful api on http://127.0.0.1:1'; sleep 60")
+	t.Cleanup(func() {
+		cmd.Process.Kill() //nolint:errcheck // may have exited
+		cmd.Wait()         //nolint:errcheck // reaped
+	})
+	if url, err := StartServing(cmd, nil, 10*time.Second); err != nil || url != "http://127.0.0.1:1" {
+		t.Fatalf("StartServing = %q, %v; want the banner's URL", url, err)
+	}
+	if url, err := StartServing(exec.Command(filepath.Join(t.TempDir(), "absent")), nil, time.Second); err == nil {
+		t.Fatalf("StartServing of a missing binary = %q, nil; want an error", url)
+	}
+}
+
+func TestWaitServing(t *testing.T) {
+	t.Run("banner", func(t *testing.T) {
+		r, w := io.Pipe()
+		var copied SyncBuffer
+		go func() {
+			io.WriteString(w, "starting\nServing kuiper (version - v1), restful api on http://127.0.0.1:1234\nlater\n") //nolint:errcheck // test pipe
+			w.Close()
+		}()
+		url, err := waitServing(r, &copied, 10*time.Second)
+		if err != nil || url != "http://127.0.0.1:1234" {
+			t.Fatalf("waitServing = %q, %v; want the banner's URL", url, err)
+		}
+		testwait.Until(t, "the lines after the banner copied", func() bool { return strings.HasSuffix(copied.String(), "later\n") })
+		if got := copied.String(); !strings.HasPrefix(got, "starting\nServing kuiper") {
+			t.Fatalf("copied %q; want every line", got)
+		}
+	})
+
+	t.Run("exited", func(t *testing.T) {
+		url, err := waitServing(strings.NewReader("fatal: no config\n"), nil, 10*time.Second)
+		if err == nil || !strings.Contains(err.Error(), "exited") {
+			t.Fatalf("waitServing = %q, %v; want an error saying the process exited", url, err)
+		}
+	})
+
+	t.Run("timeout", func(t *testing.T) {
+		r, w := io.Pipe()
+		defer w.Close()
+		if url, err := waitServing(r, nil, 50*time.Millisecond); err == nil || !strings.Contains(err.Error(), "50ms") {
+			t.Fatalf("waitServing = %q, %v; want an error naming the timeout", url, err)
+		}
+	})
 }

@@ -192,6 +192,10 @@ func runOracleCase(c *oracleCase, id string) (result [][]map[string]any, err err
 	consumer := pubsub.CreateSub(id, nil, id, 10000)
 	defer pubsub.CloseSourceConsumerChannel(id, id)
 	go func() {
+		// The pauses are pacing, not waits: eKuiper's mock sources and
+		// windows react to the mock clock on their own goroutines, and
+		// nothing they expose says they have taken a step, so the clock
+		// moves on after a pause.
 		for _, step := range c.Timeline {
 			time.Sleep(5 * time.Millisecond)
 			target := time.UnixMilli(step.At)
