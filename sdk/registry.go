@@ -81,10 +81,7 @@ func (r *Registry) RegisterSource(name string, spec Spec, f SourceFactory) error
 	if f == nil {
 		return fmt.Errorf("register source %q: nil factory", name)
 	}
-	return r.conns.RegisterSource(name, spec.internal(), func(p map[string]any, d connector.Deps) (s api.Source, err error) {
-		defer recoverTo(&err, "source factory", name)
-		return f(p, publicDeps(d))
-	})
+	return r.conns.RegisterSource(name, spec.internal(), guarded(f, "source factory", name))
 }
 
 // RegisterSink adds a sink type: rules use it as an action {"name": {...}}.
@@ -92,10 +89,7 @@ func (r *Registry) RegisterSink(name string, spec Spec, f SinkFactory) error {
 	if f == nil {
 		return fmt.Errorf("register sink %q: nil factory", name)
 	}
-	return r.conns.RegisterSink(name, spec.internal(), func(p map[string]any, d connector.Deps) (s api.Sink, err error) {
-		defer recoverTo(&err, "sink factory", name)
-		return f(p, publicDeps(d))
-	})
+	return r.conns.RegisterSink(name, spec.internal(), guarded(f, "sink factory", name))
 }
 
 // RegisterLookup adds a lookup source type: tables use it with
@@ -104,10 +98,16 @@ func (r *Registry) RegisterLookup(name string, spec Spec, f LookupFactory) error
 	if f == nil {
 		return fmt.Errorf("register lookup %q: nil factory", name)
 	}
-	return r.conns.RegisterLookup(name, spec.internal(), func(p map[string]any, d connector.Deps) (s api.LookupSource, err error) {
-		defer recoverTo(&err, "lookup factory", name)
+	return r.conns.RegisterLookup(name, spec.internal(), guarded(f, "lookup factory", name))
+}
+
+// guarded adapts an extension's factory to the internal registry: it gets
+// the public Deps, and a panic in it is its error (see recoverTo).
+func guarded[C any](f func(map[string]any, Deps) (C, error), what, name string) func(map[string]any, connector.Deps) (C, error) {
+	return func(p map[string]any, d connector.Deps) (c C, err error) {
+		defer recoverTo(&err, what, name)
 		return f(p, publicDeps(d))
-	})
+	}
 }
 
 // NewSource validates props against the spec of source type name and calls

@@ -130,10 +130,15 @@ func startDaemon(t *testing.T, regs ...sdk.RegisterFunc) (*client.Client, error)
 	}
 }
 
-// confKey stores the counter source's properties under confKey "k".
-func confKey(t *testing.T, c *client.Client, props string) {
+// numsStream stores the counter source's properties under confKey "k" and
+// creates the stream nums that reads them.
+func numsStream(t *testing.T, c *client.Client, props string) {
 	t.Helper()
-	if _, err := c.Text(context.Background(), "PUT", "/metadata/sources/counter/confKeys/k", json.RawMessage(props)); err != nil {
+	ctx := context.Background()
+	if _, err := c.Text(ctx, "PUT", "/metadata/sources/counter/confKeys/k", json.RawMessage(props)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateStream(ctx, client.Stream, `CREATE STREAM nums () WITH (TYPE="counter", CONF_KEY="k")`); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -145,10 +150,7 @@ func TestExtensionsInARule(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	confKey(t, c, `{"limit":7,"start":5}`)
-	if _, err := c.CreateStream(ctx, client.Stream, `CREATE STREAM nums () WITH (TYPE="counter", CONF_KEY="k")`); err != nil {
-		t.Fatal(err)
-	}
+	numsStream(t, c, `{"limit":7,"start":5}`)
 	t.Run("bad argument refused at creation", func(t *testing.T) {
 		_, err := c.CreateRule(ctx, []byte(`{"id":"bad","sql":"SELECT scale(n, 'x') FROM nums","actions":[{"collect":{}}]}`))
 		var apiErr *client.APIError
@@ -180,10 +182,7 @@ func TestAggregateInAWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	confKey(t, c, `{"limit":7,"start":3}`)
-	if _, err := c.CreateStream(ctx, client.Stream, `CREATE STREAM nums () WITH (TYPE="counter", CONF_KEY="k")`); err != nil {
-		t.Fatal(err)
-	}
+	numsStream(t, c, `{"limit":7,"start":3}`)
 	if _, err := c.CreateRule(ctx, []byte(`{"id":"w","sql":"SELECT span(n) AS sp, count(*) AS c FROM nums GROUP BY COUNTWINDOW(5)","actions":[{"collect":{}}]}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -238,10 +237,7 @@ func TestPanickingExtensionsAreErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	confKey(t, c, `{"limit":2}`)
-	if _, err := c.CreateStream(ctx, client.Stream, `CREATE STREAM nums () WITH (TYPE="counter", CONF_KEY="k")`); err != nil {
-		t.Fatal(err)
-	}
+	numsStream(t, c, `{"limit":2}`)
 	if _, err := c.CreateRule(ctx, []byte(`{"id":"p","sql":"SELECT n, explode(n) AS x FROM nums","actions":[{"collect":{}}],"options":{"sendError":true}}`)); err != nil {
 		t.Fatal(err)
 	}

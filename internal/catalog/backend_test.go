@@ -85,6 +85,23 @@ func (b backend) openAt(t *testing.T, target string, clk clock.Clock) Store {
 	return s
 }
 
+// fresh opens a store on a fresh database with the wall clock, closed at
+// the end of the test, and returns it with the target it was opened at (to
+// reopen it; a second Close does nothing).
+func (b backend) fresh(t *testing.T) (Store, string) {
+	t.Helper()
+	target := b.target(t)
+	return b.openAt(t, target, nil), target
+}
+
+// newPostgresStore opens a PostgreSQL store on a fresh database with the
+// wall clock, closed at the end of the test; it skips the test when there
+// is no PostgreSQL.
+func newPostgresStore(t *testing.T) *PostgresStore {
+	t.Helper()
+	return postgresBackend().openAt(t, pgDatabase(t), nil).(*PostgresStore)
+}
+
 // newStore opens a store on a fresh database with a virtual clock at t0.
 func (b backend) newStore(t *testing.T) (Store, *clock.Virtual) {
 	t.Helper()

@@ -176,12 +176,7 @@ func TestCatalogCRUD(t *testing.T) {
 
 func TestCatalogReloads(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		ctx := context.Background()
-		target := b.target(t)
-		s, err := b.open(ctx, target, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, target := b.fresh(t)
 		c := newCatalog(t, s)
 		fillStore(t, &catalogStore{c})
 		want := memSnapshot(c)
@@ -446,7 +441,7 @@ func TestCatalogConcurrentMutations(t *testing.T) {
 
 func testConcurrentMutations(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := b.openAt(t, b.target(t), nil)
+	s, _ := b.fresh(t)
 	c := newCatalog(t, s)
 	const workers, each = 12, 20
 	var wg sync.WaitGroup

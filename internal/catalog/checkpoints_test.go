@@ -17,7 +17,7 @@ import (
 // token that is not the rule's live lease is refused by the database.
 func TestCheckpointStore(t *testing.T) {
 	ctx := context.Background()
-	s := postgresBackend().openAt(t, pgDatabase(t), nil).(*PostgresStore)
+	s := newPostgresStore(t)
 	tok, ok, err := s.AcquireLease(ctx, "r1", "A", time.Minute)
 	if err != nil || !ok {
 		t.Fatalf("acquire: %v %v", ok, err)
@@ -116,7 +116,7 @@ func TestCheckpointStore(t *testing.T) {
 // write of the old holder lands.
 func TestCheckpointFenceRace(t *testing.T) {
 	ctx := context.Background()
-	s := postgresBackend().openAt(t, pgDatabase(t), nil).(*PostgresStore)
+	s := newPostgresStore(t)
 	tokA, ok, err := s.AcquireLease(ctx, "r", "A", 300*time.Millisecond)
 	if err != nil || !ok {
 		t.Fatal(ok, err)

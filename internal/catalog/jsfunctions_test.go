@@ -12,8 +12,7 @@ func TestJSFunctions(t *testing.T) {
 
 func testJSFunctions(t *testing.T, b backend) {
 	ctx := context.Background()
-	target := b.target(t)
-	s := b.openAt(t, target, nil)
+	s, target := b.fresh(t)
 	c := newCatalog(t, s)
 	f := JSFunction{ID: "double", Description: "twice", Script: "function double(x) { return 2 * x }", IsAgg: true}
 	if _, err := c.PutJSFunction(ctx, f, Create); err != nil {

@@ -14,7 +14,7 @@ import (
 // current.
 func TestLeases(t *testing.T) {
 	ctx := context.Background()
-	s := postgresBackend().openAt(t, pgDatabase(t), nil).(*PostgresStore)
+	s := newPostgresStore(t)
 	const long = time.Minute
 
 	tokA, ok, err := s.AcquireLease(ctx, "r1", "A", long)

@@ -15,7 +15,7 @@ import (
 func postgresFaults() []fault {
 	ctx := context.Background()
 	shared := func(t *testing.T) Store {
-		return postgresBackend().openAt(t, pgDatabase(t), nil)
+		return newPostgresStore(t)
 	}
 	// holdLocks runs stmts in a transaction of a session of its own that
 	// stays open until the returned function rolls it back.
@@ -81,7 +81,7 @@ func postgresFaults() []fault {
 // storage failure; nothing is stored.
 func TestPostgresRefusesWhatItCannotHold(t *testing.T) {
 	ctx := context.Background()
-	s := postgresBackend().openAt(t, pgDatabase(t), nil)
+	s := newPostgresStore(t)
 	for name, sqlText := range map[string]string{"nul byte": "CREATE STREAM a\x00 ()", "invalid utf-8": "CREATE STREAM \xff ()"} {
 		t.Run(name, func(t *testing.T) {
 			_, err := s.PutStream(ctx, Stream{Name: "a", Kind: KindStream, SQL: sqlText}, Create)

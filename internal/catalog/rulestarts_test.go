@@ -21,11 +21,7 @@ func TestRuleStartMarkersSurviveReopen(t *testing.T) {
 
 func testRuleStartMarkers(t *testing.T, b backend) {
 	ctx := context.Background()
-	target := b.target(t)
-	s, err := b.open(ctx, target, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, target := b.fresh(t)
 	m := core(t, s)
 	at := time.UnixMilli(t0).UTC()
 	// One transaction per node, applied in order: n1's d is marked then
@@ -97,7 +93,7 @@ func TestRuleStartMarkersGroupCommit(t *testing.T) {
 
 func testRuleStartMarkersGroupCommit(t *testing.T, b backend) {
 	ctx := context.Background()
-	st := b.openAt(t, b.target(t), nil)
+	st, _ := b.fresh(t)
 	s := core(t, st)
 	at := time.UnixMilli(t0).UTC()
 	marks := func() map[string]time.Time {

@@ -107,20 +107,8 @@ func (s *SQLiteStore) IntegrityCheck(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("integrity check: %w", err)
 	}
-	rows, err := db.QueryContext(ctx, "PRAGMA integrity_check")
+	msgs, err := queryAll(ctx, db, scanString, "PRAGMA integrity_check")
 	if err != nil {
-		return fmt.Errorf("integrity check: %w", err)
-	}
-	defer rows.Close()
-	var msgs []string
-	for rows.Next() {
-		var m string
-		if err := rows.Scan(&m); err != nil {
-			return fmt.Errorf("integrity check: %w", err)
-		}
-		msgs = append(msgs, m)
-	}
-	if err := rows.Err(); err != nil {
 		return fmt.Errorf("integrity check: %w", err)
 	}
 	if len(msgs) != 1 || msgs[0] != "ok" {

@@ -333,11 +333,7 @@ func fillStore(t *testing.T, s Store) {
 func TestStoreReopen(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
-		target := b.target(t)
-		s, err := b.open(ctx, target, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, target := b.fresh(t)
 		fillStore(t, s)
 		before, err := s.Load(ctx)
 		if err != nil {
@@ -392,15 +388,10 @@ func TestSQLitePragmas(t *testing.T) {
 
 func TestStoreRefusesNewerSchema(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		ctx := context.Background()
-		target := b.target(t)
-		s, err := b.open(ctx, target, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, target := b.fresh(t)
 		execRaw(t, s, `INSERT INTO schema_version (version, name, applied_at) VALUES (?, 'future', 0)`, latestVersion()+1)
 		s.Close()
-		if _, err := b.open(ctx, target, nil); err == nil || !strings.Contains(err.Error(), "newer") {
+		if _, err := b.open(context.Background(), target, nil); err == nil || !strings.Contains(err.Error(), "newer") {
 			t.Errorf("open of newer schema: %v", err)
 		}
 	})

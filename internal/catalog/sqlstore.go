@@ -392,6 +392,8 @@ type rowScanner interface{ Scan(dest ...any) error }
 
 func scanInt64(r rowScanner) (v int64, err error) { return v, r.Scan(&v) }
 
+func scanString(r rowScanner) (v string, err error) { return v, r.Scan(&v) }
+
 func fromMilli(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
 // encodeProps encodes properties as a JSON object; nil is {}.

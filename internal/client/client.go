@@ -102,17 +102,24 @@ func (c *Client) Do(ctx context.Context, method, path string, body any) (int, []
 		return resp.StatusCode, nil, fmt.Errorf("read response of %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		ae := &APIError{Status: resp.StatusCode, Message: string(bytes.TrimSpace(data))}
-		var shaped struct {
-			Error   int    `json:"error"`
-			Message string `json:"message"`
-		}
-		if json.Unmarshal(data, &shaped) == nil && shaped.Message != "" {
-			ae.Code, ae.Message = shaped.Error, shaped.Message
-		}
-		return resp.StatusCode, data, ae
+		return resp.StatusCode, data, apiError(resp.StatusCode, data)
 	}
 	return resp.StatusCode, data, nil
+}
+
+// apiError is the error of a non-2xx answer: the server's
+// {"error":code,"message":…} when the body has that shape, else the body
+// itself as the message.
+func apiError(status int, body []byte) *APIError {
+	ae := &APIError{Status: status, Message: string(bytes.TrimSpace(body))}
+	var shaped struct {
+		Error   int    `json:"error"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(body, &shaped) == nil && shaped.Message != "" {
+		ae.Code, ae.Message = shaped.Error, shaped.Message
+	}
+	return ae
 }
 
 func (c *Client) unreachable(err error) error {
@@ -315,15 +322,7 @@ func (c *Client) Events(ctx context.Context, path string, fn func(event, data st
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		ae := &APIError{Status: resp.StatusCode, Message: string(bytes.TrimSpace(data))}
-		var shaped struct {
-			Error   int    `json:"error"`
-			Message string `json:"message"`
-		}
-		if json.Unmarshal(data, &shaped) == nil && shaped.Message != "" {
-			ae.Code, ae.Message = shaped.Error, shaped.Message
-		}
-		return ae
+		return apiError(resp.StatusCode, data)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)

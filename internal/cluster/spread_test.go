@@ -152,23 +152,14 @@ func TestTasksSpread(t *testing.T) {
 	if got := ts.Expand(ctx, []string{"a", "b"}); !slices.Equal(got, []string{"a#nn1", "b"}) {
 		t.Fatalf("expand: %v, want this node's copy of a and b whole", got)
 	}
-	var mu sync.Mutex
-	defs := map[string]*rule.Def{}
-	runner.SetFailStart(func(def *rule.Def) error {
-		mu.Lock()
-		defer mu.Unlock()
-		defs[def.ID] = def
-		return nil
-	})
+	started := startedDefs(runner)
 	ts.Place("a#nn2") // another node's copy: not here
 	ts.Place("a#nn1")
 	testwait.Until(t, "the copy running", func() bool { return summary(ts, "a#nn1") == "running" })
 	if runner.Starts("a#nn2") != 0 {
 		t.Error("another node's copy started here")
 	}
-	mu.Lock()
-	def := defs["a#nn1"]
-	mu.Unlock()
+	def := started("a#nn1")
 	if def.Task == nil || *def.Task != (rule.Task{Rule: "a", Node: "n1"}) || def.SQL != "SELECT 1" {
 		t.Errorf("copy's definition: id %q, task %+v", def.ID, def.Task)
 	}

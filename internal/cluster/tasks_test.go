@@ -78,6 +78,24 @@ func newTestTasks(t *testing.T, vc clock.Clock) (*Tasks, *fakeSplits, *rulemgrte
 	return ts, fs, runner, raws
 }
 
+// startedDefs makes runner record the definition of every rule it starts;
+// the returned function gives the last one started under id, nil if none.
+func startedDefs(runner *rulemgrtest.Runner) func(id string) *rule.Def {
+	var mu sync.Mutex
+	defs := map[string]*rule.Def{}
+	runner.SetFailStart(func(def *rule.Def) error {
+		mu.Lock()
+		defer mu.Unlock()
+		defs[def.ID] = def
+		return nil
+	})
+	return func(id string) *rule.Def {
+		mu.Lock()
+		defer mu.Unlock()
+		return defs[id]
+	}
+}
+
 func TestTasksExpand(t *testing.T) {
 	vc := clock.NewVirtual(0)
 	ts, fs, _, raws := newTestTasks(t, vc)
@@ -134,20 +152,11 @@ func TestTasksRepartitioned(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("expand: %v, want %v", got, want)
 	}
-	var mu sync.Mutex
-	defs := map[string]*rule.Def{}
-	runner.SetFailStart(func(def *rule.Def) error {
-		mu.Lock()
-		defer mu.Unlock()
-		defs[def.ID] = def
-		return nil
-	})
+	started := startedDefs(runner)
 	ts.Place("a#r1")
 	ts.Place("a#p2")
 	testwait.Until(t, "both tasks running", func() bool { return summary(ts, "a#r1") == "running" && summary(ts, "a#p2") == "running" })
-	mu.Lock()
-	first, second := defs["a#r1"], defs["a#p2"]
-	mu.Unlock()
+	first, second := started("a#r1"), started("a#p2")
 	if first.SQL != "SELECT * FROM s" || len(first.Actions) != 1 || first.Actions[0].Props["topic"] != "rekuiper-a-repartition" || first.Task.Partition != 1 {
 		t.Errorf("first stage task: sql %q, actions %+v, task %+v", first.SQL, first.Actions, first.Task)
 	}

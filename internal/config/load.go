@@ -122,22 +122,12 @@ func Load(opts LoadOptions) (*Config, error) {
 	cfg := Default()
 	cfg.Paths = ResolvePaths(opts)
 	file := cfg.Paths.ConfigFile()
-	data, err := os.ReadFile(file)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s not found, using defaults", file))
-	case err != nil:
-		return nil, fmt.Errorf("load config: %w", err)
-	default:
-		warns, err := decodeInto(file, data, cfg)
-		if err != nil {
-			return nil, fmt.Errorf("load config: %w", err)
-		}
-		cfg.Warnings = append(cfg.Warnings, warns...)
-	}
-	warns, err := applyEnvToStruct(cfg, "KUIPER", opts.Environ)
+	missing, warns, err := decodeFileAndEnv(file, cfg, "KUIPER", opts.Environ)
 	if err != nil {
 		return nil, fmt.Errorf("load config: %w", err)
+	}
+	if missing {
+		cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s not found, using defaults", file))
 	}
 	cfg.Warnings = append(cfg.Warnings, warns...)
 	warns, err = cfg.Validate()
@@ -147,6 +137,29 @@ func Load(opts LoadOptions) (*Config, error) {
 	cfg.Warnings = append(cfg.Warnings, warns...)
 	cfg.Environ = opts.Environ
 	return cfg, nil
+}
+
+// decodeFileAndEnv decodes file over the values already in dst (a pointer
+// to a struct), unless it does not exist (missing), then applies the
+// environment overrides <prefix>__KEY[__SUB]. The warnings are the
+// file's, then the environment's.
+func decodeFileAndEnv(file string, dst any, prefix string, environ []string) (missing bool, warns []string, err error) {
+	data, err := os.ReadFile(file)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		missing = true
+	case err != nil:
+		return false, nil, err
+	default:
+		if warns, err = decodeInto(file, data, dst); err != nil {
+			return false, nil, err
+		}
+	}
+	envWarns, err := applyEnvToStruct(dst, prefix, environ)
+	if err != nil {
+		return false, nil, err
+	}
+	return missing, append(warns, envWarns...), nil
 }
 
 // decodeInto decodes YAML data over the values already in dst (a pointer to
@@ -312,24 +325,11 @@ type ClientBasic struct {
 // and applies CLIENT__BASIC__HOST / CLIENT__BASIC__PORT style overrides.
 func LoadClient(file string, environ []string) (*ClientConfig, []string, error) {
 	cfg := &ClientConfig{Basic: ClientBasic{Host: "127.0.0.1", Port: 9081}}
-	var warns []string
-	data, err := os.ReadFile(file)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return nil, nil, fmt.Errorf("load client config: %w", err)
-	default:
-		w, err := decodeInto(file, data, cfg)
-		if err != nil {
-			return nil, nil, fmt.Errorf("load client config: %w", err)
-		}
-		warns = append(warns, w...)
-	}
-	w, err := applyEnvToStruct(cfg, filePrefix(file), environ)
+	_, warns, err := decodeFileAndEnv(file, cfg, filePrefix(file), environ)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load client config: %w", err)
 	}
-	return cfg, append(warns, w...), nil
+	return cfg, warns, nil
 }
 
 // filePrefix is the environment prefix of a YAML file: its upper-cased base

@@ -142,6 +142,12 @@ func TestHistoryIdleRulesHoldNoRing(t *testing.T) {
 		defer h.mu.Unlock()
 		return h.byID[id].vals != nil
 	}
+	samples := func(what, id string, want []Point) {
+		t.Helper()
+		if got, want := fmt.Sprint(must(h.Rule(id))), fmt.Sprint(want); got != want {
+			t.Fatalf("%s: got %s, want %s", what, got, want)
+		}
+	}
 	f.set("idle", 0, 0, 0)
 	f.set("busy", 0, 0, 0)
 	sample(1)
@@ -154,29 +160,21 @@ func TestHistoryIdleRulesHoldNoRing(t *testing.T) {
 	if !ring("busy") {
 		t.Fatal("a rule with activity holds no ring")
 	}
-	if got, want := fmt.Sprint(must(h.Rule("busy"))), fmt.Sprint([]Point{{1000, 0, 0, 0}, {2000, 0, 0, 0}, {3000, 4, 2, 0}}); got != want {
-		t.Fatalf("busy: got %s, want %s", got, want)
-	}
+	samples("busy", "busy", []Point{{1000, 0, 0, 0}, {2000, 0, 0, 0}, {3000, 4, 2, 0}})
 	sample(4)
 	sample(5)
 	if !ring("busy") {
 		t.Fatal("ring dropped while its activity is still in the window")
 	}
-	if got, want := fmt.Sprint(must(h.Rule("busy"))), fmt.Sprint([]Point{{3000, 4, 2, 0}, {4000, 0, 0, 0}, {5000, 0, 0, 0}}); got != want {
-		t.Fatalf("busy: got %s, want %s", got, want)
-	}
+	samples("busy", "busy", []Point{{3000, 4, 2, 0}, {4000, 0, 0, 0}, {5000, 0, 0, 0}})
 	sample(6)
 	if ring("busy") {
 		t.Fatal("ring kept after its activity left the window")
 	}
 	f.set("busy", 5, 2, 1)
 	sample(7)
-	if got, want := fmt.Sprint(must(h.Rule("busy"))), fmt.Sprint([]Point{{5000, 0, 0, 0}, {6000, 0, 0, 0}, {7000, 1, 0, 1}}); got != want {
-		t.Fatalf("busy after idling: got %s, want %s", got, want)
-	}
-	if got, want := fmt.Sprint(must(h.Rule("idle"))), fmt.Sprint([]Point{{5000, 0, 0, 0}, {6000, 0, 0, 0}, {7000, 0, 0, 0}}); got != want {
-		t.Fatalf("idle: got %s, want %s", got, want)
-	}
+	samples("busy after idling", "busy", []Point{{5000, 0, 0, 0}, {6000, 0, 0, 0}, {7000, 1, 0, 1}})
+	samples("idle", "idle", []Point{{5000, 0, 0, 0}, {6000, 0, 0, 0}, {7000, 0, 0, 0}})
 }
 
 func must(p []Point, ok bool) []Point {

@@ -1,7 +1,6 @@
 package sdktest
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 	"testing"
@@ -63,18 +62,10 @@ func RunLookup(t *testing.T, f Lookup) {
 
 	t.Run("OpenClose", func(t *testing.T) { openClose(t, build(t, f.Props(t))) })
 	t.Run("CloseAfterFailedConnect", func(t *testing.T) {
-		if f.UnreachableProps == nil {
-			t.Skip("no unreachable configuration given")
-		}
-		l := build(t, f.UnreachableProps)
-		if err := l.Connect(ctxTimeout(t, Timeout)); err == nil {
-			if _, err := l.Lookup(ctxTimeout(t, 10*time.Second), f.Key); err == nil {
-				t.Fatal("connect and lookup succeeded without a server")
-			}
-		}
-		if err := l.Close(context.Background()); err != nil {
-			t.Fatalf("close after failed connect: %v", err)
-		}
+		closeAfterFailedConnect(t, build, f.UnreachableProps, "lookup", func(l api.LookupSource) error {
+			_, err := l.Lookup(ctxTimeout(t, 10*time.Second), f.Key)
+			return err
+		})
 	})
 	t.Run("Found", func(t *testing.T) {
 		found(t, connected(t, build(t, f.Props(t))))

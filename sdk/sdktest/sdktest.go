@@ -173,6 +173,26 @@ func connected[C closer](t *testing.T, c C) C {
 	return c
 }
 
+// closeAfterFailedConnect is the CloseAfterFailedConnect check: the
+// connector built from unreachable properties fails to connect or, when it
+// connects lazily, fails its first use (use checks that error further);
+// Close must work either way.
+func closeAfterFailedConnect[C closer](t *testing.T, build func(*testing.T, map[string]any) C, unreachable map[string]any, what string, use func(C) error) {
+	t.Helper()
+	if unreachable == nil {
+		t.Skip("no unreachable configuration given")
+	}
+	c := build(t, unreachable)
+	if err := c.Connect(ctxTimeout(t, Timeout)); err == nil {
+		if err := use(c); err == nil {
+			t.Fatalf("connect and %s succeeded without a server", what)
+		}
+	}
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatalf("close after failed connect: %v", err)
+	}
+}
+
 // builder returns a constructor that fails the test on an error.
 func builder[C any](newC func(map[string]any) (C, error), what string) func(*testing.T, map[string]any) C {
 	return func(t *testing.T, props map[string]any) C {

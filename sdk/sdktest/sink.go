@@ -85,22 +85,13 @@ func (s sinkSuite) write(t *testing.T, snk api.Sink, from, n int64) {
 }
 
 func (s sinkSuite) closeAfterFailedConnect(t *testing.T) {
-	if s.f.UnreachableProps == nil {
-		t.Skip("no unreachable configuration given")
-	}
-	snk := s.build(t, s.f.UnreachableProps)
-	if err := snk.Connect(ctxTimeout(t, Timeout)); err == nil {
+	closeAfterFailedConnect(t, s.build, s.f.UnreachableProps, "write", func(snk api.Sink) error {
 		err := snk.Write(ctxTimeout(t, 10*time.Second), Message(0))
-		if err == nil {
-			t.Fatal("connect and write succeeded without a server")
-		}
-		if !errors.Is(err, api.ErrRetryable) {
+		if err != nil && !errors.Is(err, api.ErrRetryable) {
 			t.Fatalf("write without a server: %v is not retryable", err)
 		}
-	}
-	if err := snk.Close(context.Background()); err != nil {
-		t.Fatalf("close after failed connect: %v", err)
-	}
+		return err
+	})
 }
 
 func (s sinkSuite) batch(t *testing.T) {

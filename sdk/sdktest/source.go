@@ -91,20 +91,10 @@ func (s sourceSuite) readN(t *testing.T, src api.Source, n int) []int64 {
 }
 
 func (s sourceSuite) closeAfterFailedConnect(t *testing.T) {
-	if s.f.UnreachableProps == nil {
-		t.Skip("no unreachable configuration given")
-	}
-	src := s.build(t, s.f.UnreachableProps)
-	err := src.Connect(ctxTimeout(t, Timeout))
-	if err == nil {
-		ctx := ctxTimeout(t, 5*time.Second)
-		if _, err = src.Read(ctx); err == nil {
-			t.Fatal("connect and read succeeded without a server")
-		}
-	}
-	if err := src.Close(context.Background()); err != nil {
-		t.Fatalf("close after failed connect: %v", err)
-	}
+	closeAfterFailedConnect(t, s.build, s.f.UnreachableProps, "read", func(src api.Source) error {
+		_, err := src.Read(ctxTimeout(t, 5*time.Second))
+		return err
+	})
 }
 
 func (s sourceSuite) batch(t *testing.T) {
