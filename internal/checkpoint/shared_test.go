@@ -42,6 +42,17 @@ func sharedOn(t *testing.T) *catalog.PostgresStore {
 	return db
 }
 
+// acquire takes the lease of rule for node in db and returns the node's
+// view of the leases it holds.
+func acquire(t *testing.T, db *catalog.PostgresStore, rule, node string) *leases {
+	t.Helper()
+	tok, ok, err := db.AcquireLease(context.Background(), rule, node, time.Minute)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	return &leases{node: node, tokens: map[string]int64{rule: tok}}
+}
+
 // TestSharedStore: checkpoints saved by one node are restored, byte for
 // byte, by the node that takes the rule's lease over; the first node's
 // saves after that are refused by the database, even when its own view
@@ -49,11 +60,8 @@ func sharedOn(t *testing.T) *catalog.PostgresStore {
 func TestSharedStore(t *testing.T) {
 	ctx := context.Background()
 	db := sharedOn(t)
-	tokA, ok, err := db.AcquireLease(ctx, "r/1", "A", time.Minute)
-	if err != nil || !ok {
-		t.Fatal(ok, err)
-	}
-	leaseA := &leases{node: "A", tokens: map[string]int64{"r/1": tokA}}
+	leaseA := acquire(t, db, "r/1", "A")
+	tokA := leaseA.tokens["r/1"]
 	a := &Shared{Backend: db, Lease: leaseA.Lease, Keep: 2}
 	for id := uint64(1); id <= 3; id++ {
 		if _, err := a.Save(sample(id)); err != nil {
@@ -68,11 +76,7 @@ func TestSharedStore(t *testing.T) {
 	if err := db.ReleaseLease(ctx, "r/1", "A", tokA); err != nil {
 		t.Fatal(err)
 	}
-	tokB, ok, err := db.AcquireLease(ctx, "r/1", "B", time.Minute)
-	if err != nil || !ok {
-		t.Fatal(ok, err)
-	}
-	b := &Shared{Backend: db, Lease: (&leases{node: "B", tokens: map[string]int64{"r/1": tokB}}).Lease, Keep: 2}
+	b := &Shared{Backend: db, Lease: acquire(t, db, "r/1", "B").Lease, Keep: 2}
 	if err := b.Check("r/1"); err != nil {
 		t.Fatal(err)
 	}
@@ -143,13 +147,8 @@ func TestSharedUnavailable(t *testing.T) {
 // TestCoordinatorShared: the coordinator writes through Shared and marks
 // the checkpoint committed there.
 func TestCoordinatorShared(t *testing.T) {
-	ctx := context.Background()
 	db := sharedOn(t)
-	tok, ok, err := db.AcquireLease(ctx, "r", "A", time.Minute)
-	if err != nil || !ok {
-		t.Fatal(ok, err)
-	}
-	store := &Shared{Backend: db, Lease: (&leases{node: "A", tokens: map[string]int64{"r": tok}}).Lease}
+	store := &Shared{Backend: db, Lease: acquire(t, db, "r", "A").Lease}
 	vc := clock.NewVirtual(0)
 	c := NewCoordinator(Config{RuleID: "r", Fingerprint: "fp", Interval: time.Second, Store: store, Clock: vc, Sinks: 1})
 	c.SetSources(map[string]Injector{"src": &injector{c: c, key: "src"}}, nil, nil)

@@ -87,16 +87,25 @@ func RowEqual(e, a map[string]any) bool {
 // string form in UTC (the corpus records datetimes in UTC, whatever zone
 // the value carries, e.g. one parsed from "...T22:13:20+08:00").
 func normalizeActual(v any) any {
+	return MapLeaves(v, func(v any) any {
+		if t, ok := v.(time.Time); ok {
+			return t.UTC().Format(value.JSONTimeLayout)
+		}
+		return v
+	})
+}
+
+// MapLeaves returns a copy of v with leaf applied to every value in it
+// that is not a []any or a map[string]any; a nil slice or map stays nil.
+func MapLeaves(v any, leaf func(any) any) any {
 	switch x := v.(type) {
-	case time.Time:
-		return x.UTC().Format(value.JSONTimeLayout)
 	case []any:
 		if x == nil {
 			return nil
 		}
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = normalizeActual(e)
+			out[i] = MapLeaves(e, leaf)
 		}
 		return out
 	case map[string]any:
@@ -105,11 +114,11 @@ func normalizeActual(v any) any {
 		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = normalizeActual(e)
+			out[k] = MapLeaves(e, leaf)
 		}
 		return out
 	}
-	return v
+	return leaf(v)
 }
 
 func strictEqual(e, a any) bool {
@@ -179,36 +188,15 @@ func show(b *strings.Builder, v any) {
 		}
 		b.WriteString(s)
 	case []map[string]any:
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			show(b, e)
-		}
-		b.WriteByte(']')
+		showList(b, x)
 	case [][]map[string]any:
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			show(b, e)
-		}
-		b.WriteByte(']')
+		showList(b, x)
 	case []any:
 		if x == nil {
 			b.WriteString("null")
 			return
 		}
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			show(b, e)
-		}
-		b.WriteByte(']')
+		showList(b, x)
 	case map[string]any:
 		b.WriteByte('{')
 		for i, k := range sortedKeys(x) {
@@ -231,6 +219,18 @@ func show(b *strings.Builder, v any) {
 		}
 		b.Write(j)
 	}
+}
+
+// showList writes xs as show writes a list: [a, b].
+func showList[E any](b *strings.Builder, xs []E) {
+	b.WriteByte('[')
+	for i, e := range xs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		show(b, e)
+	}
+	b.WriteByte(']')
 }
 
 // AsExpected converts engine emissions to the form decoded expectations

@@ -18,10 +18,6 @@ import (
 // which makes pools drop what they are given now and then, the bound is
 // one per message.
 func TestFilterPathAllocs(t *testing.T) {
-	limit := 0.1
-	if raceEnabled {
-		limit = 1
-	}
 	vc := clock.NewVirtual(0)
 	tr := runtime.NewTracker()
 	sink := &encodeSink{codec: format.NewJSON()}
@@ -29,17 +25,35 @@ func TestFilterPathAllocs(t *testing.T) {
 	ds := decodedDeliveries(t)
 	r.Start()
 	defer r.Stop()
-	i := 0
-	perDelivery := testing.AllocsPerRun(200, func() {
+	requireAllocsPerMsg(t, 0.1, 1, func(i int) {
 		r.Send(operator.Item{Kind: operator.Data, Tuples: ds[i%len(ds)]})
 		tr.Wait()
+	}, sink.requireEncoded)
+}
+
+// requireAllocsPerMsg sends 200 deliveries with send (i counts them), then
+// checks with sent that the sink got them and that each message allocated
+// less than limit, or raceLimit under the race detector.
+func requireAllocsPerMsg(t *testing.T, limit, raceLimit float64, send func(i int), sent func(*testing.T)) {
+	t.Helper()
+	if raceEnabled {
+		limit = raceLimit
+	}
+	i := 0
+	perDelivery := testing.AllocsPerRun(200, func() {
+		send(i)
 		i++
 	})
-	if sink.n == 0 {
-		t.Fatal("the sink encoded nothing")
-	}
+	sent(t)
 	if perMsg := perDelivery / delivery; perMsg >= limit {
 		t.Fatalf("%.2f allocations per message (%.1f per delivery of %d), want < %g", perMsg, perDelivery, delivery, limit)
+	}
+}
+
+func (s *encodeSink) requireEncoded(t *testing.T) {
+	t.Helper()
+	if s.n == 0 {
+		t.Fatal("the sink encoded nothing")
 	}
 }
 
@@ -49,10 +63,6 @@ func TestFilterPathAllocs(t *testing.T) {
 // and the slice of each delivery (1/64), nothing else. Under the race
 // detector the rule's pools may add up to one per message.
 func TestFilterPathDecodeAllocs(t *testing.T) {
-	limit := 0.25
-	if raceEnabled {
-		limit = 1.25
-	}
 	vc := clock.NewVirtual(0)
 	tr := runtime.NewTracker()
 	sink := &encodeSink{codec: format.NewJSON()}
@@ -60,16 +70,8 @@ func TestFilterPathDecodeAllocs(t *testing.T) {
 	dec, ps := streamDecoder(t), payloads(1024)
 	r.Start()
 	defer r.Stop()
-	i := 0
-	perDelivery := testing.AllocsPerRun(200, func() {
+	requireAllocsPerMsg(t, 0.25, 1.25, func(i int) {
 		r.Send(operator.Item{Kind: operator.Data, Tuples: decodeDelivery(t, dec, ps, i*delivery, (i+1)*delivery)})
 		tr.Wait()
-		i++
-	})
-	if sink.n == 0 {
-		t.Fatal("the sink encoded nothing")
-	}
-	if perMsg := perDelivery / delivery; perMsg >= limit {
-		t.Fatalf("%.2f allocations per message (%.1f per delivery of %d), want < %g", perMsg, perDelivery, delivery, limit)
-	}
+	}, sink.requireEncoded)
 }

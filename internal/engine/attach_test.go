@@ -9,9 +9,8 @@ import (
 	"time"
 
 	"github.com/rekuiper/rekuiper/api"
-	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/connector"
-	"github.com/rekuiper/rekuiper/internal/rule"
+	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
@@ -77,46 +76,18 @@ func TestJoinOutlivesAStreamThatEndsAtOnce(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	for name, typ := range map[string]string{"first": "ending", "second": "fed"} {
-		if _, err := e.runner.cfg.Catalog.PutStream(ctx, catalog.Stream{Name: name, Kind: catalog.KindStream,
-			SQL: `CREATE STREAM ` + name + ` (k BIGINT) WITH (DATASOURCE="x", TYPE="` + typ + `")`}, catalog.Create); err != nil {
-			t.Fatal(err)
-		}
+		e.putStream(t, name, `CREATE STREAM `+name+` (k BIGINT) WITH (DATASOURCE="x", TYPE="`+typ+`")`)
 	}
-	def, err := rule.ParseDef([]byte(`{"id":"j","sql":"SELECT * FROM first LEFT JOIN second ON first.k = second.k GROUP BY COUNTWINDOW(1)","actions":[{"counting":{}}]}`), rule.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := e.runner.Start(ctx, def)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { run.Stop(context.Background()) })
+	run := e.start(t, mustParseDef(t, `{"id":"j","sql":"SELECT * FROM first LEFT JOIN second ON first.k = second.k GROUP BY COUNTWINDOW(1)","actions":[{"counting":{}}]}`))
 	// The second stream is read: the rule is attached to it.
 	feed <- map[string]any{"k": int64(1)}
 	// The first stream ended at once: its source is closed only when the
 	// rule stops, which it must not do while the second stream runs.
-	testwait.Until(t, "the first stream to end", func() bool {
-		rr := run.(*running)
-		rr.mu.Lock()
-		defer rr.mu.Unlock()
-		return rr.ended >= 1
-	})
-	select {
-	case <-run.Done():
-		t.Fatal("the rule stopped while its second stream was still open")
-	default:
-	}
+	testwait.Until(t, "the first stream to end", func() bool { return endedStreams(run) >= 1 })
+	requireRunning(t, run, "the rule stopped while its second stream was still open")
 	close(feed)
-	testwait.Until(t, "the rule to end with its last stream", func() bool {
-		select {
-		case <-run.Done():
-			return true
-		default:
-			return false
-		}
-	})
+	waitDone(t, "the rule to end with its last stream", run)
 	testwait.Until(t, "the second stream's source to be closed", func() bool { return closes.Load() == 1 })
 	if err := run.Err(); err != nil {
 		t.Fatalf("rule ended with %v", err)
@@ -143,36 +114,15 @@ func TestRuleOnAnEndedSharedStreamReadsItAgain(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	if _, err := e.runner.cfg.Catalog.PutStream(ctx, catalog.Stream{Name: "b", Kind: catalog.KindStream,
-		SQL: `CREATE STREAM b (k BIGINT) WITH (DATASOURCE="x", TYPE="fed")`}, catalog.Create); err != nil {
-		t.Fatal(err)
-	}
-	start := func(id, sql string) interface {
-		Stop(context.Context) error
-		Done() <-chan struct{}
-	} {
-		def, err := rule.ParseDef([]byte(`{"id":"`+id+`","sql":"`+sql+`","actions":[{"counting":{}}]}`), rule.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		run, err := e.runner.Start(ctx, def)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { run.Stop(context.Background()) })
-		return run
+	e.putStream(t, "b", `CREATE STREAM b (k BIGINT) WITH (DATASOURCE="x", TYPE="fed")`)
+	start := func(id, sql string) rulemgr.Running {
+		return e.start(t, mustParseDef(t, `{"id":"`+id+`","sql":"`+sql+`","actions":[{"counting":{}}]}`))
 	}
 	// Rule a joins b with the memory stream s, which never ends: a keeps
 	// running, and holds b's subscription, after b ended.
 	a := start("a", "SELECT * FROM b LEFT JOIN s ON b.k = s.v GROUP BY COUNTWINDOW(1)")
 	close(<-feeds)
-	testwait.Until(t, "stream b to end for rule a", func() bool {
-		rr := a.(*running)
-		rr.mu.Lock()
-		defer rr.mu.Unlock()
-		return rr.ended == 1
-	})
+	testwait.Until(t, "stream b to end for rule a", func() bool { return endedStreams(a) == 1 })
 	second := start("second", "SELECT k FROM b")
 	if n := built.Load(); n != 2 {
 		t.Fatalf("source of b built %d times, want 2 (a new subscription for the new rule)", n)
@@ -181,18 +131,15 @@ func TestRuleOnAnEndedSharedStreamReadsItAgain(t *testing.T) {
 	f <- map[string]any{"k": int64(7)}
 	e.out.wait(t, 1)
 	close(f)
-	testwait.Until(t, "the second rule to end with its stream", func() bool {
-		select {
-		case <-second.Done():
-			return true
-		default:
-			return false
-		}
-	})
-	select {
-	case <-a.Done():
-		t.Fatal("rule a stopped though its stream s is still open")
-	default:
-	}
+	waitDone(t, "the second rule to end with its stream", second)
+	requireRunning(t, a, "rule a stopped though its stream s is still open")
 	testwait.Until(t, "the second subscription's source to be closed", func() bool { return closes.Load() == 1 })
+}
+
+// endedStreams is how many of run's streams have ended.
+func endedStreams(run rulemgr.Running) int {
+	rr := run.(*running)
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	return rr.ended
 }

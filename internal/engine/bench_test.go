@@ -189,11 +189,15 @@ func reportAllocsPerMsg(b *testing.B, start uint64) {
 // projection, encode JSON — bare operators, without channels or metrics,
 // messages decoded and handed over in deliveries of 64.
 func BenchmarkFilterPathOperators(b *testing.B) {
+	filterPathOperators(b, streamDecoder(b), payloads(1024))
+}
+
+// filterPathOperators runs the filter rule's bare operators over ps,
+// decoded by dec.
+func filterPathOperators(b *testing.B, dec format.TupleDecoder, ps [][]byte) {
 	vc := clock.NewVirtual(0)
 	var bytesOut int
 	c := newChain(build(b, filterSQL, vc, &countSink{}, nil), vc, encodeJSON(b, &bytesOut))
-	dec := streamDecoder(b)
-	ps := payloads(1024)
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := mallocs()

@@ -29,15 +29,16 @@ func (u unreachable) Latest(string, string) (*checkpoint.Checkpoint, error) {
 	return nil, fmt.Errorf("%w: connection refused", checkpoint.ErrUnavailable)
 }
 
+// qos1CountRule is a rule at qos 1 with a count window: it needs its
+// checkpoints to start.
+const qos1CountRule = `{"id":"r","sql":"SELECT count(*) AS c FROM s GROUP BY COUNTWINDOW(3)",
+	"actions":[{"counting":{}}],"options":{"qos":1}}`
+
 // TestRunnerUnavailableStorage: a rule at qos 1 whose checkpoint storage
 // does not answer does not start without its state: its start waits for
 // the storage until its context ends, then fails.
 func TestRunnerUnavailableStorage(t *testing.T) {
-	def, err := rule.ParseDef([]byte(`{"id":"r","sql":"SELECT count(*) AS c FROM s GROUP BY COUNTWINDOW(3)",
-		"actions":[{"counting":{}}],"options":{"qos":1}}`), rule.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	def := mustParseDef(t, qos1CountRule)
 	for _, checkOK := range []bool{false, true} {
 		t.Run(fmt.Sprintf("check_answers=%v", checkOK), func(t *testing.T) {
 			e := newTestEnv(t)
@@ -66,25 +67,7 @@ func TestRunnerStateMovesBetweenNodes(t *testing.T) {
 	a.runner.cfg.Checkpoints, a.runner.cfg.ClusterNode = shared, "A"
 	b.runner.cfg.Checkpoints, b.runner.cfg.ClusterNode = shared, "B"
 	b.runner.cfg.Catalog = a.runner.cfg.Catalog
-	def, err := rule.ParseDef([]byte(`{"id":"r","sql":"SELECT sum(v) AS s, count(*) AS c FROM s GROUP BY COUNTWINDOW(3)",
-		"actions":[{"counting":{}}],"options":{"qos":1,"checkpointInterval":"50ms"}}`), rule.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	run, err := a.runner.Start(ctx, def)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitSubscribed(t, a.bus, 1)
-	a.publish(t, 1, 2, 3, 10)
-	if msgs, _ := a.out.wait(t, 1); msgs[0] != `[{"c":3,"s":6}]` {
-		t.Fatalf("first window on A %s", msgs[0])
-	}
-	waitCheckpoint(t, run, 2)
-	if err := run.Stop(ctx); err != nil {
-		t.Fatal(err)
-	}
+	def := a.stopWithHalfWindow(t)
 	cp, err := shared.Latest("r", mustFingerprint(t, b.runner, def))
 	if err != nil {
 		t.Fatal(err)
@@ -93,12 +76,7 @@ func TestRunnerStateMovesBetweenNodes(t *testing.T) {
 		t.Fatalf("offsets %v, want only source:s@A", keysOf(cp.Offsets))
 	}
 
-	run, err = b.runner.Start(ctx, def)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer run.Stop(ctx)
-	waitSubscribed(t, b.bus, 1)
+	b.startSubscribed(t, def, 1)
 	b.publish(t, 20, 30)
 	if msgs, _ := b.out.wait(t, 1); msgs[0] != `[{"c":3,"s":60}]` {
 		t.Fatalf("window on B = %s, want A's 10 with 20 and 30", msgs[0])
@@ -133,11 +111,7 @@ func (f *flaky) Check(string) error {
 // TestRunnerWaitsForStorage: a start during a short outage of the
 // checkpoint storage waits for it and then runs.
 func TestRunnerWaitsForStorage(t *testing.T) {
-	def, err := rule.ParseDef([]byte(`{"id":"r","sql":"SELECT count(*) AS c FROM s GROUP BY COUNTWINDOW(3)",
-		"actions":[{"counting":{}}],"options":{"qos":1}}`), rule.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	def := mustParseDef(t, qos1CountRule)
 	e := newTestEnv(t)
 	f := &flaky{Storage: e.runner.cfg.Checkpoints}
 	e.runner.cfg.Checkpoints = f

@@ -264,24 +264,16 @@ func (s *inlineEncodeSink) EndBatch() error { s.ends++; return nil }
 // sender's goroutine) allocates nothing per message either, as
 // TestFilterPathAllocs requires of the runtime's goroutines.
 func TestDirectRuleAllocs(t *testing.T) {
-	limit := 0.1
-	if raceEnabled {
-		limit = 1
-	}
 	sink := &inlineEncodeSink{encodeSink: encodeSink{codec: format.NewJSON()}}
 	r := build(t, filterSQL, clock.NewVirtual(0), sink, nil).Rule
 	ds := decodedDeliveries(t)
 	r.Start()
 	defer r.Stop()
-	i := 0
-	perDelivery := testing.AllocsPerRun(200, func() {
+	requireAllocsPerMsg(t, 0.1, 1, func(i int) {
 		r.Send(operator.Item{Kind: operator.Data, Tuples: ds[i%len(ds)]})
-		i++
+	}, func(t *testing.T) {
+		if sink.n == 0 || sink.ends == 0 {
+			t.Fatalf("the sink encoded %d bytes, ended %d batches", sink.n, sink.ends)
+		}
 	})
-	if sink.n == 0 || sink.ends == 0 {
-		t.Fatalf("the sink encoded %d bytes, ended %d batches", sink.n, sink.ends)
-	}
-	if perMsg := perDelivery / delivery; perMsg >= limit {
-		t.Fatalf("%.2f allocations per message (%.1f per delivery of %d), want < %g", perMsg, perDelivery, delivery, limit)
-	}
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/rekuiper/rekuiper/api"
-	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/rule"
 )
@@ -55,10 +54,7 @@ func TestForgetEndsTheRulesSessions(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, n := range []string{"a", "b"} {
-		if _, err := e.runner.cfg.Catalog.PutStream(ctx, catalog.Stream{Name: n, Kind: catalog.KindStream,
-			SQL: `CREATE STREAM ` + n + ` () WITH (DATASOURCE="x", TYPE="sessioned")`}, catalog.Create); err != nil {
-			t.Fatal(err)
-		}
+		e.putStream(t, n, `CREATE STREAM `+n+` () WITH (DATASOURCE="x", TYPE="sessioned")`)
 	}
 	for _, c := range []struct {
 		qos  rule.QoS
@@ -71,11 +67,7 @@ func TestForgetEndsTheRulesSessions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		run, err := e.runner.Start(ctx, def)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := run.Stop(ctx); err != nil {
+		if err := e.start(t, def).Stop(ctx); err != nil {
 			t.Fatal(err)
 		}
 		log.mu.Lock()

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/testwait"
 )
@@ -20,18 +19,9 @@ import (
 func TestIdleRulesCostNoGoroutines(t *testing.T) {
 	const n = 50
 	e := newTestEnv(t)
-	ctx := context.Background()
-	mgr := rulemgr.New(rulemgr.Config{Catalog: e.runner.cfg.Catalog, Runner: e.runner, Logger: discard()})
+	mgr := e.newManager()
 	base := goruntime.NumGoroutine()
-	for i := range n {
-		def, err := rule.ParseDef([]byte(fmt.Sprintf(`{"id":"r%d","sql":"SELECT v FROM s WHERE v > %d","actions":[{"counting":{}}]}`, i, i)), rule.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := mgr.Create(ctx, def); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createFilterRules(t, mgr, n, n, "counting")
 	waitAllRunning(t, mgr, n)
 	// Goroutines that ended may take a moment to leave the count.
 	extra := 0
@@ -42,14 +32,7 @@ func TestIdleRulesCostNoGoroutines(t *testing.T) {
 	if msgs, _ := e.out.wait(t, n); len(msgs) != n {
 		t.Fatalf("got %d results; want one per rule", len(msgs))
 	}
-	for i := range n {
-		if err := mgr.Delete(ctx, fmt.Sprintf("r%d", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := mgr.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	deleteRulesAndClose(t, mgr, n)
 }
 
 // idleRules is how many rules BenchmarkIdleRules runs at once.
@@ -62,35 +45,51 @@ const idleRules = 1000
 // goroutines.
 func BenchmarkIdleRules(b *testing.B) {
 	e := newTestEnv(b)
-	ctx := context.Background()
 	var bytesPerRule, goroutinesPerRule float64
 	for b.Loop() {
-		mgr := rulemgr.New(rulemgr.Config{Catalog: e.runner.cfg.Catalog, Runner: e.runner, Logger: discard()})
+		mgr := e.newManager()
 		g0, m0 := idleFootprint()
-		for i := range idleRules {
-			def, err := rule.ParseDef([]byte(fmt.Sprintf(`{"id":"r%d","sql":"SELECT v FROM s WHERE v > %d","actions":[{"nop":{}}]}`, i, i%100)), rule.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := mgr.Create(ctx, def); err != nil {
-				b.Fatal(err)
-			}
-		}
+		createFilterRules(b, mgr, idleRules, 100, "nop")
 		waitAllRunning(b, mgr, idleRules)
 		g1, m1 := idleFootprint()
 		bytesPerRule = float64(m1-m0) / idleRules
 		goroutinesPerRule = float64(g1-g0) / idleRules
-		for i := range idleRules {
-			if err := mgr.Delete(ctx, fmt.Sprintf("r%d", i)); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := mgr.Close(ctx); err != nil {
-			b.Fatal(err)
-		}
+		deleteRulesAndClose(b, mgr, idleRules)
 	}
 	b.ReportMetric(bytesPerRule, "bytes/rule")
 	b.ReportMetric(goroutinesPerRule, "goroutines/rule")
+}
+
+// newManager is a rule manager over the test engine, as the daemon has.
+func (e *testEnv) newManager() *rulemgr.Manager {
+	return rulemgr.New(rulemgr.Config{Catalog: e.runner.cfg.Catalog, Runner: e.runner, Logger: discard()})
+}
+
+// createFilterRules creates through mgr the rules r0 to r<n-1>, rule ri
+// filtering s on v > i%mod and writing to an action of type action.
+func createFilterRules(t testing.TB, mgr *rulemgr.Manager, n, mod int, action string) {
+	t.Helper()
+	for i := range n {
+		def := mustParseDef(t, fmt.Sprintf(`{"id":"r%d","sql":"SELECT v FROM s WHERE v > %d","actions":[{%q:{}}]}`, i, i%mod, action))
+		if err := mgr.Create(context.Background(), def); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// deleteRulesAndClose deletes the rules createFilterRules created, then
+// closes mgr.
+func deleteRulesAndClose(t testing.TB, mgr *rulemgr.Manager, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range n {
+		if err := mgr.Delete(ctx, fmt.Sprintf("r%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := mgr.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // idleFootprint returns the goroutine count and the bytes of live heap plus
@@ -146,13 +145,9 @@ func TestManagerSeesRuleStopByItself(t *testing.T) {
 	e := newTestEnv(t)
 	registerPanicky(t, e)
 	ctx := context.Background()
-	mgr := rulemgr.New(rulemgr.Config{Catalog: e.runner.cfg.Catalog, Runner: e.runner, Logger: discard()})
+	mgr := e.newManager()
 	defer mgr.Close(ctx)
-	def, err := rule.ParseDef([]byte(`{"id":"bad","sql":"SELECT v FROM s","actions":[{"panicky":{}}]}`), rule.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mgr.Create(ctx, def); err != nil {
+	if err := mgr.Create(ctx, mustParseDef(t, `{"id":"bad","sql":"SELECT v FROM s","actions":[{"panicky":{}}]}`)); err != nil {
 		t.Fatal(err)
 	}
 	waitAllRunning(t, mgr, 1)
@@ -161,6 +156,7 @@ func TestManagerSeesRuleStopByItself(t *testing.T) {
 	var st rulemgr.Status
 	// On a timeout the check below says what the status shows.
 	testwait.Poll(testwait.Limit, func() bool {
+		var err error
 		if st, err = mgr.Status("bad"); err != nil {
 			t.Fatal(err)
 		}

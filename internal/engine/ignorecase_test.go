@@ -4,9 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/connector/membus"
-	"github.com/rekuiper/rekuiper/internal/rule"
 )
 
 // TestIgnoreCaseRule runs the same rule over a schemaless stream with
@@ -20,19 +18,8 @@ func TestIgnoreCaseRule(t *testing.T) {
 		e := newTestEnv(t)
 		e.runner.cfg.IgnoreCase = c.on
 		ctx := context.Background()
-		if _, err := e.runner.cfg.Catalog.PutStream(ctx, catalog.Stream{Name: "free", Kind: catalog.KindStream,
-			SQL: `CREATE STREAM free () WITH (DATASOURCE="free", TYPE="memory")`}, catalog.Create); err != nil {
-			t.Fatal(err)
-		}
-		def, err := rule.ParseDef([]byte(`{"id":"ic","sql":"SELECT temp FROM free WHERE TEMP > 20","actions":[{"counting":{}}]}`), rule.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		run, err := e.runner.Start(ctx, def)
-		if err != nil {
-			t.Fatal(err)
-		}
-		waitSubscribed(t, e.bus, 1)
+		e.putStream(t, "free", `CREATE STREAM free () WITH (DATASOURCE="free", TYPE="memory")`)
+		run := startRule(t, e, `{"id":"ic","sql":"SELECT temp FROM free WHERE TEMP > 20","actions":[{"counting":{}}]}`)
 		for _, v := range []int64{19, 21} {
 			if err := e.bus.Publish(ctx, membus.Message{Topic: "free", Data: map[string]any{"Temp": v, "temp_x": v}}); err != nil {
 				t.Fatal(err)

@@ -1,12 +1,10 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
@@ -64,32 +62,17 @@ func TestIndexedRuleKeepsMetrics(t *testing.T) {
 // its checkpoint: records before it, kept or skipped, are not replayed.
 func TestIndexedRuleRestoresAtQos1(t *testing.T) {
 	e := newTestEnv(t)
-	def, err := rule.ParseDef([]byte(`{"id":"q","sql":"SELECT v FROM s WHERE v IN (2, 4)",
-		"actions":[{"counting":{}}],"options":{"qos":1,"checkpointInterval":"50ms"}}`), rule.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	run, err := e.runner.Start(ctx, def)
-	if err != nil {
-		t.Fatal(err)
-	}
+	def := mustParseDef(t, `{"id":"q","sql":"SELECT v FROM s WHERE v IN (2, 4)",
+		"actions":[{"counting":{}}],"options":{"qos":1,"checkpointInterval":"50ms"}}`)
+	run := e.start(t, def)
 	if run.(*running).built.Plan.Index == nil {
 		t.Fatal("rule not indexed")
 	}
 	waitSubscribed(t, e.bus, 1)
 	e.publish(t, 1, 2, 3)
 	e.out.wait(t, 1)
-	waitCheckpoint(t, run, 2)
-	if err := run.Stop(ctx); err != nil {
-		t.Fatal(err)
-	}
-	run, err = e.runner.Start(ctx, def)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer run.Stop(ctx)
-	waitSubscribed(t, e.bus, 1)
+	stopAfterCheckpoint(t, run)
+	e.startSubscribed(t, def, 1)
 	e.publish(t, 5, 4, 2)
 	e.out.wait(t, 3)
 	// A record replayed from before the checkpoint would come out ahead

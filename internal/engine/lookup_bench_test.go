@@ -110,14 +110,7 @@ func setupMemoryBench(b *testing.B, e *testEnv) string {
 			b.Fatal(err)
 		}
 	}
-	typ, props, _, err := e.runner.lookupProps(mustDef(b, sql))
-	if err != nil {
-		b.Fatal(err)
-	}
-	tbl, err := e.runner.pinMemoryTable(ctx, typ, props)
-	if err != nil {
-		b.Fatal(err)
-	}
+	tbl := e.memoryTable(b, sql)
 	testwait.Until(b, "the memory table to fill", func() bool {
 		rows, _ := tbl.Lookup(ctx, map[string]any{"id": int64(benchKeys - 1)})
 		return len(rows) == 1

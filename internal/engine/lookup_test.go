@@ -14,56 +14,18 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/membus"
 	"github.com/rekuiper/rekuiper/internal/connector/redis/redistest"
 	"github.com/rekuiper/rekuiper/internal/connector/sqldb/pgtest"
-	"github.com/rekuiper/rekuiper/internal/rule"
-	"github.com/rekuiper/rekuiper/internal/sql/ast"
-	"github.com/rekuiper/rekuiper/internal/sql/parser"
 	"github.com/rekuiper/rekuiper/internal/testwait"
 )
-
-// createDef checks and stores a stream or table as the REST API does.
-func (e *testEnv) createDef(t testing.TB, sql string) {
-	t.Helper()
-	st, err := parser.ParseStatement(sql)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs := st.(*ast.CreateStreamStmt)
-	if err := e.runner.CheckStream(context.Background(), cs); err != nil {
-		t.Fatalf("check %s: %v", cs.Name, err)
-	}
-	kind := catalog.KindStream
-	if cs.Kind == ast.KindTable {
-		kind = catalog.KindTable
-	}
-	if _, err := e.runner.cfg.Catalog.PutStream(context.Background(), catalog.Stream{Name: cs.Name, Kind: kind, SQL: sql}, catalog.Create); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (e *testEnv) confKey(t testing.TB, typ, key string, props map[string]any) {
-	t.Helper()
-	if _, err := e.runner.cfg.Catalog.PutConfKey(context.Background(), catalog.ConfKey{Category: catalog.ConfSource, Type: typ, Key: key, Props: props}, catalog.Create); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // startRule starts a rule writing to the counting sink and waits until its
 // stream is subscribed (subs is the number of bus subscribers to expect).
 func (e *testEnv) startRule(t *testing.T, sql string, subs int) {
 	t.Helper()
-	def, err := rule.ParseDef([]byte(fmt.Sprintf(`{"id":"r","sql":%q,"actions":[{"counting":{}}]}`, sql)), rule.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := e.runner.Start(context.Background(), def)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { run.Stop(context.Background()) })
-	waitSubscribed(t, e.bus, subs)
+	e.startSubscribed(t, mustParseDef(t, fmt.Sprintf(`{"id":"r","sql":%q,"actions":[{"counting":{}}]}`, sql)), subs)
 }
 
 // TestMemoryLookupSeesRowsBeforeRuleStart publishes the table's rows after
@@ -100,14 +62,7 @@ func TestMemoryLookupSeesRowsBeforeRuleStart(t *testing.T) {
 func (e *testEnv) waitTable(t testing.TB, sql string, done func(rows func(id any) int) bool) {
 	t.Helper()
 	ctx := context.Background()
-	typ, props, _, err := e.runner.lookupProps(mustDef(t, sql))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := e.runner.pinMemoryTable(ctx, typ, props)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl := e.memoryTable(t, sql)
 	rows := func(id any) int {
 		r, err := tbl.Lookup(ctx, map[string]any{"id": id})
 		if err != nil {
@@ -118,13 +73,19 @@ func (e *testEnv) waitTable(t testing.TB, sql string, done func(rows func(id any
 	testwait.Until(t, "the memory table to apply the published rows", func() bool { return done(rows) })
 }
 
-func mustDef(t testing.TB, sql string) *ast.CreateStreamStmt {
+// memoryTable pins the memory lookup table sql declares, as a rule
+// joining it would.
+func (e *testEnv) memoryTable(t testing.TB, sql string) connector.LookupSource {
 	t.Helper()
-	st, err := parser.ParseStatement(sql)
+	typ, props, _, err := e.runner.lookupProps(mustDef(t, sql))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return st.(*ast.CreateStreamStmt)
+	tbl, err := e.runner.pinMemoryTable(context.Background(), typ, props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl
 }
 
 // TestRedisLookupJoinWithCache joins with rows stored in a real
@@ -286,9 +247,7 @@ func TestMemoryLookupTablesStartWithDaemon(t *testing.T) {
 		`CREATE TABLE old () WITH (DATASOURCE="old", TYPE="memory", KIND="lookup", KEY="id")`,
 	} {
 		// Stored without CheckStream: as found in the catalog at start.
-		if _, err := e.runner.cfg.Catalog.PutStream(ctx, catalog.Stream{Name: mustDef(t, sql).Name, Kind: catalog.KindTable, SQL: sql}, catalog.Create); err != nil {
-			t.Fatal(err)
-		}
+		e.put(t, catalog.KindTable, mustDef(t, sql).Name, sql)
 	}
 	if e.bus.Subscribers() != 0 {
 		t.Fatalf("%d subscribers before start", e.bus.Subscribers())
@@ -311,10 +270,7 @@ func TestMemoryLookupTablesStartWithDaemon(t *testing.T) {
 	if n := e.bus.Subscribers(); n != 2 {
 		t.Fatalf("%d subscribers after dropping old and creating other, want 2", n)
 	}
-	if _, err := e.runner.cfg.Catalog.PutStream(ctx, catalog.Stream{Name: "s2", Kind: catalog.KindStream,
-		SQL: `CREATE STREAM s2 (k STRING) WITH (DATASOURCE="in2", TYPE="memory")`}, catalog.Create); err != nil {
-		t.Fatal(err)
-	}
+	e.putStream(t, "s2", `CREATE STREAM s2 (k STRING) WITH (DATASOURCE="in2", TYPE="memory")`)
 	e.startRule(t, `SELECT s2.k, dim.name FROM s2 LEFT JOIN dim ON s2.k = dim.id`, 3)
 	for _, k := range []string{"a", "b"} {
 		if err := e.bus.Publish(ctx, membus.Message{Topic: "in2", Data: map[string]any{"k": k}}); err != nil {
@@ -344,16 +300,7 @@ func TestRedisLookupSurvivesOutage(t *testing.T) {
 	e := newTestEnv(t)
 	e.confKey(t, "redis", "local", map[string]any{"addr": srv.Addr(), "timeout": "500ms"})
 	e.createDef(t, `CREATE TABLE alerts () WITH (DATASOURCE="0", TYPE="redis", KIND="lookup", CONF_KEY="local")`)
-	def, err := rule.ParseDef([]byte(`{"id":"r","sql":"SELECT s.v, alerts.alarm FROM s INNER JOIN alerts ON s.v = alerts.id","actions":[{"counting":{}}]}`), rule.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := e.runner.Start(ctx, def)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer run.Stop(ctx)
-	waitSubscribed(t, e.bus, 1)
+	run := startRule(t, e, `{"id":"r","sql":"SELECT s.v, alerts.alarm FROM s INNER JOIN alerts ON s.v = alerts.id","actions":[{"counting":{}}]}`)
 	e.publish(t, 1)
 	e.out.wait(t, 1)
 
@@ -372,11 +319,7 @@ func TestRedisLookupSurvivesOutage(t *testing.T) {
 	if !testwait.Poll(testwait.Limit, func() bool { return exceptions() >= 1 }) {
 		t.Fatalf("no exception counted while redis is down: %v", run.Metrics())
 	}
-	select {
-	case <-run.Done():
-		t.Fatal("rule stopped after a failed lookup")
-	default:
-	}
+	requireRunning(t, run, "rule stopped after a failed lookup")
 
 	srv.Restart(t)
 	set()

@@ -11,8 +11,6 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/panics"
-	"github.com/rekuiper/rekuiper/internal/rule"
-	"github.com/rekuiper/rekuiper/internal/rulemgr"
 )
 
 // panickySink fails its first write retryably (so that the sink cache
@@ -47,22 +45,8 @@ func TestSinkPanicStopsOnlyItsRule(t *testing.T) {
 		t.Run(fmt.Sprintf("enableCache=%v", cache), func(t *testing.T) {
 			e := newTestEnv(t)
 			registerPanicky(t, e)
-			ctx := context.Background()
-			start := func(js string) rulemgr.Running {
-				def, err := rule.ParseDef([]byte(js), rule.Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				run, err := e.runner.Start(ctx, def)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return run
-			}
-			bad := start(fmt.Sprintf(`{"id":"bad","sql":"SELECT v FROM s","actions":[{"panicky":{"enableCache":%v,"resendInterval":"1ms"}}]}`, cache))
-			good := start(`{"id":"good","sql":"SELECT v FROM s","actions":[{"counting":{}}]}`)
-			defer good.Stop(ctx)
-			waitSubscribed(t, e.bus, 1)
+			bad := e.start(t, mustParseDef(t, fmt.Sprintf(`{"id":"bad","sql":"SELECT v FROM s","actions":[{"panicky":{"enableCache":%v,"resendInterval":"1ms"}}]}`, cache)))
+			startRule(t, e, `{"id":"good","sql":"SELECT v FROM s","actions":[{"counting":{}}]}`)
 			// Without the cache the second write panics on the sink
 			// goroutine; with it, only the cache's replay writes again.
 			e.publish(t, 1)

@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/rule"
 )
 
@@ -19,22 +18,15 @@ import (
 // and why the others run whole.
 func TestSplit(t *testing.T) {
 	e := newTestEnv(t)
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, "six"), kfake.SeedTopics(1, "one"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kc.Close)
+	kc := newKafkaCluster(t, kfake.SeedTopics(6, "six"), kfake.SeedTopics(1, "one"))
 	ctx := context.Background()
-	cat := e.runner.cfg.Catalog
 	for key, props := range map[string]map[string]any{
 		"keyed":   {"brokers": kc.ListenAddrs()[0], "keyField": "dev"},
 		"plain":   {"brokers": kc.ListenAddrs()[0]},
 		"pinned":  {"brokers": kc.ListenAddrs()[0], "keyField": "dev", "partition": 2},
 		"unknown": {"brokers": kc.ListenAddrs()[0], "keyField": "dev"},
 	} {
-		if _, err := cat.PutConfKey(ctx, catalog.ConfKey{Category: catalog.ConfSource, Type: "kafka", Key: key, Props: props}, catalog.Create); err != nil {
-			t.Fatal(err)
-		}
+		e.confKey(t, "kafka", key, props)
 	}
 	for name, sql := range map[string]string{
 		"k":  `CREATE STREAM k (dev STRING, v BIGINT) WITH (TYPE="kafka", DATASOURCE="six", CONF_KEY="keyed")`,
@@ -44,9 +36,7 @@ func TestSplit(t *testing.T) {
 		"nt": `CREATE STREAM nt (dev STRING, v BIGINT) WITH (TYPE="kafka", DATASOURCE="missing", CONF_KEY="unknown")`,
 		"pb": `CREATE STREAM pb (dev STRING, v BIGINT) WITH (TYPE="kafka", DATASOURCE="six", CONF_KEY="plain", FORMAT="delimited")`,
 	} {
-		if _, err := cat.PutStream(ctx, catalog.Stream{Name: name, Kind: catalog.KindStream, SQL: sql}, catalog.Create); err != nil {
-			t.Fatal(err)
-		}
+		e.putStream(t, name, sql)
 	}
 	for _, tc := range []struct {
 		name, sql string
@@ -197,26 +187,11 @@ func TestSplit(t *testing.T) {
 // after the records of its last checkpoint.
 func TestTaskReadsItsPartition(t *testing.T) {
 	e := newTestEnv(t)
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "three"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kc.Close)
+	kc := newKafkaCluster(t, kfake.SeedTopics(3, "three"))
 	ctx := context.Background()
-	cat := e.runner.cfg.Catalog
-	if _, err := cat.PutConfKey(ctx, catalog.ConfKey{Category: catalog.ConfSource, Type: "kafka", Key: "k",
-		Props: map[string]any{"brokers": kc.ListenAddrs()[0], "groupID": "g"}}, catalog.Create); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cat.PutStream(ctx, catalog.Stream{Name: "k", Kind: catalog.KindStream,
-		SQL: `CREATE STREAM k (v BIGINT) WITH (TYPE="kafka", DATASOURCE="three", CONF_KEY="k")`}, catalog.Create); err != nil {
-		t.Fatal(err)
-	}
-	prod, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()[0]), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	e.confKey(t, "kafka", "k", map[string]any{"brokers": kc.ListenAddrs()[0], "groupID": "g"})
+	e.putStream(t, "k", `CREATE STREAM k (v BIGINT) WITH (TYPE="kafka", DATASOURCE="three", CONF_KEY="k")`)
+	prod := newKafkaClient(t, kc, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produce := func(from, to int) {
 		t.Helper()
 		var recs []*kgo.Record
@@ -227,25 +202,16 @@ func TestTaskReadsItsPartition(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	whole, err := rule.ParseDef([]byte(`{"id":"r","sql":"SELECT v FROM k","actions":[{"counting":{"sendSingle":true}}],
-		"options":{"qos":1,"checkpointInterval":"50ms"}}`), rule.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	whole := mustParseDef(t, `{"id":"r","sql":"SELECT v FROM k","actions":[{"counting":{"sendSingle":true}}],
+		"options":{"qos":1,"checkpointInterval":"50ms"}}`)
 	def := whole.ForTask("k", 1)
 	if def.ID != "r#p1" {
 		t.Fatalf("task id %q", def.ID)
 	}
 	produce(0, 30)
-	run, err := e.runner.Start(ctx, def)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := e.start(t, def)
 	msgs, _ := e.out.wait(t, 10)
-	waitCheckpoint(t, run, 2)
-	if err := run.Stop(ctx); err != nil {
-		t.Fatal(err)
-	}
+	stopAfterCheckpoint(t, run)
 	if n, _ := e.runner.cfg.Checkpoints.Committed("r#p1"); n == 0 {
 		t.Fatal("no checkpoint committed under the task's id r#p1")
 	}
@@ -253,11 +219,7 @@ func TestTaskReadsItsPartition(t *testing.T) {
 		t.Fatalf("checkpoint %d committed under the rule's id", n)
 	}
 	produce(30, 60)
-	run, err = e.runner.Start(ctx, def)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer run.Stop(ctx) //nolint:errcheck // test end
+	e.start(t, def)
 	msgs, _ = e.out.wait(t, 20)
 	var want []string
 	for v := 1; v < 60; v += 3 {
@@ -268,9 +230,22 @@ func TestTaskReadsItsPartition(t *testing.T) {
 	}
 }
 
-func newKafkaClient(t *testing.T, kc *kfake.Cluster) *kgo.Client {
+// newKafkaCluster starts an in-process Kafka of one broker, closed when
+// the test ends.
+func newKafkaCluster(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...))
+	kc, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	return kc
+}
+
+// newKafkaClient is a client of kc with opts, closed when the test ends.
+func newKafkaClient(t *testing.T, kc *kfake.Cluster, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(kc.ListenAddrs()...)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

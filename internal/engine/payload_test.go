@@ -16,27 +16,10 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/rekuiper/rekuiper/internal/procs"
-	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 var testAESKey = []byte("0123456789abcdef")
-
-func startRule(t *testing.T, e *testEnv, js string) *running {
-	t.Helper()
-	def, err := rule.ParseDef([]byte(js), rule.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	run, err := e.runner.Start(ctx, def)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = run.Stop(ctx) })
-	waitSubscribed(t, e.bus, 1)
-	return run.(*running)
-}
 
 // TestSinkCompressionAndEncryption checks that a message sink receives
 // each payload gzip-compressed, then AES-GCM encrypted with basic.aesKey
@@ -113,11 +96,8 @@ func TestSinkPayloadPropertiesRefused(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newTestEnv(t)
-			def, err := rule.ParseDef([]byte(`{"id":"r","sql":"SELECT v FROM s","actions":[`+c.action+`]}`), rule.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = e.runner.Validate(context.Background(), def)
+			def := mustParseDef(t, `{"id":"r","sql":"SELECT v FROM s","actions":[`+c.action+`]}`)
+			err := e.runner.Validate(context.Background(), def)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("validate: %v, want an error containing %q", err, c.want)
 			}
@@ -135,18 +115,8 @@ func TestSinkStatusWhenBrokerDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	def, err := rule.ParseDef([]byte(fmt.Sprintf(`{"id":"r","sql":"SELECT v FROM s","actions":[{"mqtt":{
-		"server":"tcp://127.0.0.1:%d","topic":"out","sendSingle":true,"enableCache":true}}]}`, port)), rule.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	run, err := e.runner.Start(ctx, def)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = run.Stop(ctx) })
-	waitSubscribed(t, e.bus, 1)
+	run := startRule(t, e, fmt.Sprintf(`{"id":"r","sql":"SELECT v FROM s","actions":[{"mqtt":{
+		"server":"tcp://127.0.0.1:%d","topic":"out","sendSingle":true,"enableCache":true}}]}`, port))
 	e.publish(t, 1, 2, 3)
 	const p = "sink_mqtt_0_0_"
 	var m map[string]any

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/format"
-	"github.com/rekuiper/rekuiper/internal/operator"
 	"github.com/rekuiper/rekuiper/internal/schema"
 )
 
@@ -40,35 +38,20 @@ func protoPayloads(b *testing.B, n int) (*format.ProtoCodec, [][]byte) {
 // same records arriving as protobuf (FORMAT="protobuf") instead of JSON:
 // decode into slots, WHERE, projection, encode JSON.
 func BenchmarkFilterPathProtobuf(b *testing.B) {
-	vc := clock.NewVirtual(0)
-	var bytesOut int
-	c := newChain(build(b, filterSQL, vc, &countSink{}, nil), vc, encodeJSON(b, &bytesOut))
 	dec, ps := protoPayloads(b, 1024)
-	b.ReportAllocs()
-	b.ResetTimer()
-	start := mallocs()
-	for i := 0; i < b.N; i += delivery {
-		ts := decodeDelivery(b, dec, ps, i, min(i+delivery, b.N))
-		c.run(0, operator.Item{Kind: operator.Data, Tuples: ts})
-	}
-	reportAllocsPerMsg(b, start)
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+	filterPathOperators(b, dec, ps)
 }
 
 // BenchmarkDecodeOnlyJSON and BenchmarkDecodeOnlyProtobuf decode the same
 // records into a typed stream's tuples, without the operators.
-func BenchmarkDecodeOnlyJSON(b *testing.B) {
-	dec := streamDecoder(b)
-	ps := payloads(1024)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i += delivery {
-		decodeDelivery(b, dec, ps, i, min(i+delivery, b.N))
-	}
-}
+func BenchmarkDecodeOnlyJSON(b *testing.B) { decodeOnly(b, streamDecoder(b), payloads(1024)) }
 
 func BenchmarkDecodeOnlyProtobuf(b *testing.B) {
 	dec, ps := protoPayloads(b, 1024)
+	decodeOnly(b, dec, ps)
+}
+
+func decodeOnly(b *testing.B, dec format.TupleDecoder, ps [][]byte) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i += delivery {

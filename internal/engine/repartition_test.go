@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/testwait"
 )
@@ -35,26 +34,11 @@ func TestRepartitionStages(t *testing.T) {
 	)
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 	e := newTestEnv(t)
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(parts, "in"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kc.Close)
+	kc := newKafkaCluster(t, kfake.SeedTopics(parts, "in"))
 	ctx := context.Background()
-	cat := e.runner.cfg.Catalog
-	if _, err := cat.PutConfKey(ctx, catalog.ConfKey{Category: catalog.ConfSource, Type: "kafka", Key: "k",
-		Props: map[string]any{"brokers": kc.ListenAddrs()[0]}}, catalog.Create); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cat.PutStream(ctx, catalog.Stream{Name: "readings", Kind: catalog.KindStream,
-		SQL: `CREATE STREAM readings (dev STRING, v BIGINT, ts BIGINT) WITH (TYPE="kafka", DATASOURCE="in", CONF_KEY="k", TIMESTAMP="ts")`}, catalog.Create); err != nil {
-		t.Fatal(err)
-	}
-	prod, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()[0]), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	e.confKey(t, "kafka", "k", map[string]any{"brokers": kc.ListenAddrs()[0]})
+	e.putStream(t, "readings", `CREATE STREAM readings (dev STRING, v BIGINT, ts BIGINT) WITH (TYPE="kafka", DATASOURCE="in", CONF_KEY="k", TIMESTAMP="ts")`)
+	prod := newKafkaClient(t, kc, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	// Every device's records are spread over every partition, keyed by a
 	// sequence number; one in five has a negative v, which WHERE drops.
 	want := map[string]bool{}
@@ -81,12 +65,9 @@ func TestRepartitionStages(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	def, err := rule.ParseDef([]byte(`{"id":"agg","sql":"SELECT dev, count(*) AS n, sum(v) AS total, window_start() AS ws FROM readings WHERE v >= 0 GROUP BY dev, TUMBLINGWINDOW(ss, 1)",
+	def := mustParseDef(t, `{"id":"agg","sql":"SELECT dev, count(*) AS n, sum(v) AS total, window_start() AS ws FROM readings WHERE v >= 0 GROUP BY dev, TUMBLINGWINDOW(ss, 1)",
 		"actions":[{"counting":{"sendSingle":true}}],
-		"options":{"qos":2,"checkpointInterval":"50ms","isEventTime":true,"lateTolerance":"60s"}}`), rule.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+		"options":{"qos":2,"checkpointInterval":"50ms","isEventTime":true,"lateTolerance":"60s"}}`)
 	sp, err := e.runner.Split(ctx, def)
 	if err != nil {
 		t.Fatal(err)
@@ -95,21 +76,13 @@ func TestRepartitionStages(t *testing.T) {
 		t.Fatalf("split %+v: want repartitioned into %d partitions", sp, parts)
 	}
 	for p := range parts {
-		run, err := e.runner.Start(ctx, def.ForRepartition(sp, p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer run.Stop(ctx) //nolint:errcheck // test end
+		e.start(t, def.ForRepartition(sp, p))
 	}
 
 	// The internal topic, read_committed: every record that passed WHERE,
 	// keyed by the JSON of its device, each device in one partition.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()[0]), kgo.ConsumeTopics(sp.Repartition.Topic),
+	cl := newKafkaClient(t, kc, kgo.ConsumeTopics(sp.Repartition.Topic),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	partOf := map[string]int32{}
 	read := 0
 	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -156,11 +129,7 @@ func TestRepartitionStages(t *testing.T) {
 		t.Fatal(err)
 	}
 	for p := range parts {
-		run, err := e.runner.Start(ctx, def.ForSplit(sp, p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer run.Stop(ctx) //nolint:errcheck // test end
+		e.start(t, def.ForSplit(sp, p))
 	}
 	// One late record per device closes its windows.
 	recs = recs[:0]

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -11,118 +10,29 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/rekuiper/rekuiper/api"
-	"github.com/rekuiper/rekuiper/internal/catalog"
-	"github.com/rekuiper/rekuiper/internal/checkpoint"
-	"github.com/rekuiper/rekuiper/internal/clock"
-	"github.com/rekuiper/rekuiper/internal/config"
-	"github.com/rekuiper/rekuiper/internal/connector"
-	"github.com/rekuiper/rekuiper/internal/connector/builtin"
 	"github.com/rekuiper/rekuiper/internal/connector/membus"
-	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/rule"
-	"github.com/rekuiper/rekuiper/internal/stream"
 	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
-// countingSink is an extension sink that keeps a delivery counter in the
-// rule's user state (api.State), so the counter survives restarts.
-type countingSink struct {
-	state api.State
-	out   *sinkLog
-}
+// sumWindowRule sums and counts s in count windows of 3 at qos 1, with
+// frequent checkpoints: a window half full at a stop is restored.
+const sumWindowRule = `{"id":"r","sql":"SELECT sum(v) AS s, count(*) AS c FROM s GROUP BY COUNTWINDOW(3)",
+	"actions":[{"counting":{}}],"options":{"qos":1,"checkpointInterval":"50ms"}}`
 
-type sinkLog struct {
-	mu   sync.Mutex
-	msgs []string
-	seqs []int64
-}
-
-func (s *countingSink) Connect(context.Context) error { return nil }
-func (s *countingSink) Close(context.Context) error   { return nil }
-func (s *countingSink) Write(_ context.Context, m *api.SinkMessage) error {
-	n, err := s.state.Increment("delivered", 1)
-	if err != nil {
-		return err
-	}
-	s.out.mu.Lock()
-	s.out.msgs = append(s.out.msgs, string(m.Payload))
-	s.out.seqs = append(s.out.seqs, n)
-	s.out.mu.Unlock()
-	return nil
-}
-
-func (l *sinkLog) wait(t *testing.T, n int) ([]string, []int64) {
+// stopWithHalfWindow runs sumWindowRule until its first window (1, 2, 3)
+// is out and the next one holds 10, and stops it after a checkpoint that
+// has the 10; it returns the rule.
+func (e *testEnv) stopWithHalfWindow(t *testing.T) *rule.Def {
 	t.Helper()
-	var msgs []string
-	var seqs []int64
-	if !testwait.Poll(testwait.Limit, func() bool {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		msgs, seqs = append([]string(nil), l.msgs...), append([]int64(nil), l.seqs...)
-		return len(msgs) >= n
-	}) {
-		t.Fatalf("got %d messages, want %d: %v", len(msgs), n, msgs)
+	def := mustParseDef(t, sumWindowRule)
+	run := e.startSubscribed(t, def, 1)
+	e.publish(t, 1, 2, 3, 10)
+	if msgs, _ := e.out.wait(t, 1); msgs[0] != `[{"c":3,"s":6}]` {
+		t.Fatalf("first window %s", msgs[0])
 	}
-	return msgs, seqs
-}
-
-type testEnv struct {
-	runner *Engine
-	bus    *membus.Bus
-	out    *sinkLog
-}
-
-func newTestEnv(t testing.TB) *testEnv {
-	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	store, err := catalog.Open(ctx, dir+"/catalog.db", catalog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	cat, err := catalog.New(ctx, store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := connector.NewRegistry()
-	if err := builtin.Register(reg); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = reg.Close() })
-	out := &sinkLog{}
-	if err := reg.RegisterSink("counting", connector.Spec{}, func(_ map[string]any, deps connector.Deps) (api.Sink, error) {
-		return &countingSink{state: deps.State, out: out}, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	bus := membus.New()
-	rn, err := New(Config{
-		Catalog: cat, Registry: reg, Clock: clock.Wall{}, Funcs: function.Builtins(),
-		Deps:        connector.Deps{Clock: clock.Wall{}, Memory: bus, DataDir: dir},
-		Paths:       config.Paths{Data: dir},
-		Streams:     stream.NewManager(),
-		Checkpoints: &checkpoint.Store{Dir: dir},
-		Logger:      discard(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cat.PutStream(ctx, catalog.Stream{Name: "s", Kind: catalog.KindStream,
-		SQL: `CREATE STREAM s (v BIGINT) WITH (DATASOURCE="in", TYPE="memory")`}, catalog.Create); err != nil {
-		t.Fatal(err)
-	}
-	return &testEnv{runner: rn, bus: bus, out: out}
-}
-
-func (e *testEnv) publish(t *testing.T, vs ...int64) {
-	t.Helper()
-	for _, v := range vs {
-		if err := e.bus.Publish(context.Background(), membus.Message{Topic: "in", Data: map[string]any{"v": v}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	stopAfterCheckpoint(t, run)
+	return def
 }
 
 // TestRunnerRestoresStateAcrossRestart runs a count-window rule at qos 1
@@ -131,32 +41,8 @@ func (e *testEnv) publish(t *testing.T, vs ...int64) {
 // that the window, and the extension sink's user state, carried over.
 func TestRunnerRestoresStateAcrossRestart(t *testing.T) {
 	e := newTestEnv(t)
-	def, err := rule.ParseDef([]byte(`{"id":"r","sql":"SELECT sum(v) AS s, count(*) AS c FROM s GROUP BY COUNTWINDOW(3)",
-		"actions":[{"counting":{}}],"options":{"qos":1,"checkpointInterval":"50ms"}}`), rule.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	run, err := e.runner.Start(ctx, def)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitSubscribed(t, e.bus, 1)
-	e.publish(t, 1, 2, 3, 10)
-	if msgs, _ := e.out.wait(t, 1); msgs[0] != `[{"c":3,"s":6}]` {
-		t.Fatalf("first window %s", msgs[0])
-	}
-	waitCheckpoint(t, run, 2)
-	if err := run.Stop(ctx); err != nil {
-		t.Fatal(err)
-	}
-
-	run, err = e.runner.Start(ctx, def)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer run.Stop(ctx)
-	waitSubscribed(t, e.bus, 1)
+	def := e.stopWithHalfWindow(t)
+	e.startSubscribed(t, def, 1)
 	e.publish(t, 20, 30)
 	msgs, seqs := e.out.wait(t, 2)
 	if msgs[1] != `[{"c":3,"s":60}]` {
@@ -166,28 +52,6 @@ func TestRunnerRestoresStateAcrossRestart(t *testing.T) {
 		t.Fatalf("user-state counter after restart = %d, want 2", seqs[1])
 	}
 }
-
-func waitSubscribed(t *testing.T, bus *membus.Bus, n int) {
-	t.Helper()
-	testwait.Until(t, "the source to subscribe", func() bool { return bus.Subscribers() >= n })
-}
-
-// waitCheckpoint waits until the rule completed `after` more checkpoints
-// than it had when called; with 2, the later one began after the call, so
-// it holds what the rule had seen by then.
-func waitCheckpoint(t *testing.T, run interface{ Metrics() map[string]any }, after int64) {
-	t.Helper()
-	completed := func() int64 {
-		n, _ := run.Metrics()["checkpoint_completed_total"].(int64)
-		return n
-	}
-	start := completed()
-	if !testwait.Poll(testwait.Limit, func() bool { return completed() >= start+after }) {
-		t.Fatalf("no checkpoint completed: %v", run.Metrics())
-	}
-}
-
-func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // TestRestSinkCacheRidesOutOutage sends a rule's results to an HTTP server
 // that first refuses connections, then answers 503, then 200: with the sink
@@ -212,19 +76,9 @@ func TestRestSinkCacheRidesOutOutage(t *testing.T) {
 	// Reserve the address but refuse connections until started.
 	addr := srv.Listener.Addr().String()
 	srv.Listener.Close()
-	def, err := rule.ParseDef([]byte(`{"id":"http","sql":"SELECT v FROM s",
+	run := startRule(t, e, `{"id":"http","sql":"SELECT v FROM s",
 		"actions":[{"rest":{"url":"http://`+addr+`/ingest","sendSingle":true,"enableCache":true,
-		"resendInterval":"20ms","resendIndicatorField":"resent","resendPriority":1}}]}`), rule.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	run, err := e.runner.Start(ctx, def)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer run.Stop(ctx)
-	waitSubscribed(t, e.bus, 1)
+		"resendInterval":"20ms","resendIndicatorField":"resent","resendPriority":1}}]}`)
 	cached := func() int64 {
 		n, _ := run.Metrics()["sink_rest_0_0_cache_records_cached_total"].(int64)
 		return n
@@ -280,18 +134,8 @@ func TestRestSinkCacheRidesOutOutage(t *testing.T) {
 // nothing is emitted for it, and the next rows flow.
 func TestBadRowsAreCountedAndRuleKeepsRunning(t *testing.T) {
 	e := newTestEnv(t)
-	def, err := rule.ParseDef([]byte(`{"id":"bad","sql":"SELECT v * 2 AS d FROM s","actions":[{"counting":{}}]}`), rule.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	run, err := e.runner.Start(ctx, def)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer run.Stop(ctx)
-	waitSubscribed(t, e.bus, 1)
-	if err := e.bus.Publish(ctx, membus.Message{Topic: "in", Data: map[string]any{"v": "x"}}); err != nil {
+	run := startRule(t, e, `{"id":"bad","sql":"SELECT v * 2 AS d FROM s","actions":[{"counting":{}}]}`)
+	if err := e.bus.Publish(context.Background(), membus.Message{Topic: "in", Data: map[string]any{"v": "x"}}); err != nil {
 		t.Fatal(err)
 	}
 	e.publish(t, 21)

@@ -1,12 +1,10 @@
 package engine
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
-	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
@@ -15,18 +13,8 @@ import (
 // show the sink disconnected with the connect error.
 func TestSinkConnectionStatusInMetrics(t *testing.T) {
 	e := newTestEnv(t)
-	def, err := rule.ParseDef([]byte(`{"id":"down","sql":"SELECT v FROM s",
-		"actions":[{"rest":{"url":"http://`+conformancetest.ClosedPort(t)+`/in","sendSingle":true}}]}`), rule.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	run, err := e.runner.Start(ctx, def)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer run.Stop(ctx)
-	waitSubscribed(t, e.bus, 1)
+	run := startRule(t, e, `{"id":"down","sql":"SELECT v FROM s",
+		"actions":[{"rest":{"url":"http://`+conformancetest.ClosedPort(t)+`/in","sendSingle":true}}]}`)
 	if m := run.Metrics(); m["sink_rest_0_0_connection_status"] != int64(0) {
 		t.Fatalf("before any request: connection_status %v, want 0 (connecting)", m["sink_rest_0_0_connection_status"])
 	}

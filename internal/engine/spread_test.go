@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/rule"
 )
 
@@ -14,14 +13,11 @@ import (
 func TestSplitSpread(t *testing.T) {
 	e := newTestEnv(t)
 	ctx := context.Background()
-	cat := e.runner.cfg.Catalog
 	for key, props := range map[string]map[string]any{
 		"m":     {"server": "tcp://127.0.0.1:1"},
 		"fixed": {"server": "tcp://127.0.0.1:1", "clientid": "me"},
 	} {
-		if _, err := cat.PutConfKey(ctx, catalog.ConfKey{Category: catalog.ConfSource, Type: "mqtt", Key: key, Props: props}, catalog.Create); err != nil {
-			t.Fatal(err)
-		}
+		e.confKey(t, "mqtt", key, props)
 	}
 	for name, sql := range map[string]string{
 		"sh":    `CREATE STREAM sh (dev STRING, v BIGINT) WITH (TYPE="mqtt", DATASOURCE="$share/g/in", CONF_KEY="m")`,
@@ -31,9 +27,7 @@ func TestSplitSpread(t *testing.T) {
 		"fx":    `CREATE STREAM fx (dev STRING, v BIGINT) WITH (TYPE="mqtt", DATASOURCE="$share/g/in", CONF_KEY="fixed")`,
 		"ses":   `CREATE STREAM ses (dev STRING, v BIGINT) WITH (TYPE="mqtt", DATASOURCE="$share/g/in", CONF_KEY="m", EXTRA="{\"enableClientSession\":true,\"clientid\":\"c\"}")`,
 	} {
-		if _, err := cat.PutStream(ctx, catalog.Stream{Name: name, Kind: catalog.KindStream, SQL: sql}, catalog.Create); err != nil {
-			t.Fatal(err)
-		}
+		e.putStream(t, name, sql)
 	}
 	mqttOut := func(props map[string]any) []rule.Action { return []rule.Action{{Type: "mqtt", Props: props}} }
 	for _, tc := range []struct {
@@ -77,10 +71,7 @@ func TestSplitSpread(t *testing.T) {
 	}
 	// A stream whose properties do not resolve runs whole (and fails
 	// there, visibly), rather than never being placed.
-	if _, err := cat.PutStream(ctx, catalog.Stream{Name: "nokey", Kind: catalog.KindStream,
-		SQL: `CREATE STREAM nokey (v BIGINT) WITH (TYPE="mqtt", DATASOURCE="$share/g/in", CONF_KEY="missing")`}, catalog.Create); err != nil {
-		t.Fatal(err)
-	}
+	e.putStream(t, "nokey", `CREATE STREAM nokey (v BIGINT) WITH (TYPE="mqtt", DATASOURCE="$share/g/in", CONF_KEY="missing")`)
 	if sp, err := e.runner.Split(ctx, &rule.Def{ID: "r", SQL: "SELECT * FROM nokey"}); err != nil || sp.Spread || !strings.Contains(sp.Reason, "missing") {
 		t.Fatalf("unknown confKey: split %+v, err %v; want whole, with the reason", sp, err)
 	}

@@ -142,6 +142,17 @@ func (a *actor) next() (c command, ok bool) {
 	return c, true
 }
 
+// cleanUp runs the manager's Cleanup for the deleted rule; a failure is
+// logged, not returned: the rule is gone either way.
+func (a *actor) cleanUp(ctx context.Context) {
+	if a.m.cfg.Cleanup == nil {
+		return
+	}
+	if err := a.m.cfg.Cleanup(ctx, a.id); err != nil {
+		a.m.log.Warn("clean up deleted rule", "rule", a.id, "err", err)
+	}
+}
+
 func (a *actor) now() time.Time { return a.m.cfg.Clock.Now() }
 
 func (a *actor) set(f func()) {
@@ -242,11 +253,7 @@ func (a *actor) handle(c command) (err error, exit bool) {
 		a.halt(c.ctx, StateStopped)
 		a.m.remove(a.id)
 		a.forget(c.ctx)
-		if a.m.cfg.Cleanup != nil {
-			if err := a.m.cfg.Cleanup(c.ctx, a.id); err != nil {
-				a.m.log.Warn("clean up deleted rule", "rule", a.id, "err", err)
-			}
-		}
+		a.cleanUp(c.ctx)
 		a.m.log.Info("rule deleted", "rule", a.id)
 		return nil, true
 	case cmdShutdown:
@@ -264,11 +271,7 @@ func (a *actor) handle(c command) (err error, exit bool) {
 	case cmdAdoptDelete:
 		a.halt(c.ctx, StateStopped)
 		a.m.remove(a.id)
-		if a.m.cfg.Cleanup != nil {
-			if err := a.m.cfg.Cleanup(c.ctx, a.id); err != nil {
-				a.m.log.Warn("clean up deleted rule", "rule", a.id, "err", err)
-			}
-		}
+		a.cleanUp(c.ctx)
 		a.m.log.Info("rule deleted on another node", "rule", a.id)
 		return nil, true
 	case evDone:

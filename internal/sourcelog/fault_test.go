@@ -56,6 +56,20 @@ func (s *ackedSource) ackCount() int {
 	return len(s.acked)
 }
 
+// openFullDisk opens a log in dir over a new ackedSource, on segment
+// files that are full while the returned flag is set.
+func openFullDisk(t *testing.T, dir string, opts Options) (*Log, *ackedSource, *atomic.Bool) {
+	t.Helper()
+	src := &ackedSource{acked: map[string]bool{}}
+	full := &atomic.Bool{}
+	l, err := Open(src, dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.wrap = func(f segFile) segFile { return fullDisk{segFile: f, full: full} }
+	return l, src, full
+}
+
 func readAll(t *testing.T, l *Log, n int) []string {
 	t.Helper()
 	var out []string
@@ -75,13 +89,7 @@ func readAll(t *testing.T, l *Log, n int) []string {
 // whole, acknowledged, and a reopened log replays every record in order.
 func TestFullDiskHoldsRecordsUntilWritten(t *testing.T) {
 	dir := t.TempDir()
-	src := &ackedSource{acked: map[string]bool{}}
-	var full atomic.Bool
-	l, err := Open(src, dir, Options{SegmentRecords: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.wrap = func(f segFile) segFile { return fullDisk{segFile: f, full: &full} }
+	l, src, full := openFullDisk(t, dir, Options{SegmentRecords: 64})
 	start, _ := l.Offset()
 	want := readAll(t, l, 100)
 	if err := l.Sync(); err != nil {
@@ -141,14 +149,8 @@ func replayed(t *testing.T, dir string, opts Options, start []byte, want []strin
 // record until the disk takes writes again.
 func TestFullDiskBackpressure(t *testing.T) {
 	dir := t.TempDir()
-	src := &ackedSource{acked: map[string]bool{}}
-	var full atomic.Bool
-	l, err := Open(src, dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, _, full := openFullDisk(t, dir, Options{})
 	defer l.Close(context.Background())
-	l.wrap = func(f segFile) segFile { return fullDisk{segFile: f, full: &full} }
 	l.maxPend = 256
 	full.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -176,13 +178,7 @@ func TestFullDiskBackpressure(t *testing.T) {
 // exactly the written ones.
 func TestCloseDropsUnwrittenRecords(t *testing.T) {
 	dir := t.TempDir()
-	src := &ackedSource{acked: map[string]bool{}}
-	var full atomic.Bool
-	l, err := Open(src, dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.wrap = func(f segFile) segFile { return fullDisk{segFile: f, full: &full} }
+	l, src, full := openFullDisk(t, dir, Options{})
 	start, _ := l.Offset()
 	want := readAll(t, l, 10)
 	if err := l.Sync(); err != nil {

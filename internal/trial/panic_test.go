@@ -43,14 +43,7 @@ func newPanicManager(t *testing.T, clk clock.Clock) *Manager {
 // startListened creates run d, listens to it and starts it.
 func startListened(t *testing.T, m *Manager, d Def) <-chan []byte {
 	t.Helper()
-	if err := m.Create(d); err != nil {
-		t.Fatal(err)
-	}
-	ch, leave, err := m.Listen(d.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(leave)
+	ch := createAndListen(t, m, d)
 	if err := m.Start(d.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -243,28 +243,21 @@ func quirkEntry(name string) string {
 			return q.entry
 		}
 	}
-	if name == "bigint-fraction" {
-		return bigintEntry
-	}
-	if name == "strict-null-array" {
-		return nullArrayEntry
-	}
-	if name == "ekuiper-dropped" {
-		return droppedEntry
-	}
-	if name == "group-order" {
-		return groupOrderEntry
-	}
-	if name == "eventtime-end" {
-		return eventTimeEndEntry
-	}
-	if name == "hopping-lost-rows" {
-		return hopLostEntry
-	}
-	if name == "session-timeout-lost-row" {
-		return sessionLostEntry
+	if e, ok := quirkEntries[name]; ok {
+		return e
 	}
 	return "?"
+}
+
+// quirkEntries are the entries of the quirks no rule or quirk table names.
+var quirkEntries = map[string]string{
+	"bigint-fraction":          bigintEntry,
+	"strict-null-array":        nullArrayEntry,
+	"ekuiper-dropped":          droppedEntry,
+	"group-order":              groupOrderEntry,
+	"eventtime-end":            eventTimeEndEntry,
+	"hopping-lost-rows":        hopLostEntry,
+	"session-timeout-lost-row": sessionLostEntry,
 }
 
 // sqlHas reports whether the rule's SQL contains any of the fragments

@@ -172,7 +172,7 @@ var rowQuirks = []rowQuirk{
 		// passes it on (an alias, bypass, coalesce, CASE) writes a null
 		// where rekuiper leaves the field out, coalesce() stops at it and
 		// array_create() keeps it as an element.
-		cols := append(strictArrayColumns(o.Case), strictStructColumns(o.Case)...)
+		cols := append(strictColumns(o.Case, ddlAnyArr), strictColumns(o.Case, ddlStruct)...)
 		if len(cols) == 0 {
 			return nil
 		}
@@ -581,30 +581,15 @@ func usesName(expr, name string) bool {
 	}
 }
 
-// strictArrayColumns are the ARRAY columns of the case's strictly
-// validated streams.
-func strictArrayColumns(c *conformance.Case) []string {
+// strictColumns names the columns of the case's strictly validated
+// streams that column (ddlAnyArr, ddlStruct) matches.
+func strictColumns(c *conformance.Case, column *regexp.Regexp) []string {
 	var cols []string
 	for _, ddl := range c.Streams {
 		if !strings.Contains(ddl, `STRICT_VALIDATION="true"`) {
 			continue
 		}
-		for _, m := range ddlAnyArr.FindAllStringSubmatch(ddl, -1) {
-			cols = append(cols, m[1])
-		}
-	}
-	return cols
-}
-
-// strictStructColumns names the STRUCT columns of strictly validated
-// streams.
-func strictStructColumns(c *conformance.Case) []string {
-	var cols []string
-	for _, ddl := range c.Streams {
-		if !strings.Contains(ddl, `STRICT_VALIDATION="true"`) {
-			continue
-		}
-		for _, m := range ddlStruct.FindAllStringSubmatch(ddl, -1) {
+		for _, m := range column.FindAllStringSubmatch(ddl, -1) {
 			cols = append(cols, m[1])
 		}
 	}

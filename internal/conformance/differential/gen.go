@@ -262,21 +262,30 @@ func (g *Generator) cond() string {
 }
 
 func (g *Generator) funcCase() *conformance.Case {
+	return g.selectCase("func", func() []string {
+		var sel []string
+		for i := range 1 + g.rng.IntN(3) {
+			sel = append(sel, fmt.Sprintf("%s AS f%d", g.call(g.scalars[g.rng.IntN(len(g.scalars))]), i))
+		}
+		if g.rng.IntN(3) == 0 {
+			sel = append(sel, g.pick("v", "k", "s"))
+		}
+		return sel
+	}, 4, 2, 4)
+}
+
+// selectCase is a case of kind over a new stream fx without event time:
+// SELECT sel() FROM fx, with a WHERE one time in where, over fewest to
+// fewest+spread-1 records.
+func (g *Generator) selectCase(kind string, sel func() []string, where, fewest, spread int) *conformance.Case {
 	s := g.newStream("fx", false)
-	c := g.base("func", false, s)
-	var sel []string
-	for i := range 1 + g.rng.IntN(3) {
-		sel = append(sel, fmt.Sprintf("%s AS f%d", g.call(g.scalars[g.rng.IntN(len(g.scalars))]), i))
-	}
-	if g.rng.IntN(3) == 0 {
-		sel = append(sel, g.pick("v", "k", "s"))
-	}
-	c.Rule.SQL = "SELECT " + strings.Join(sel, ", ") + " FROM fx"
-	if g.rng.IntN(4) == 0 {
+	c := g.base(kind, false, s)
+	c.Rule.SQL = "SELECT " + strings.Join(sel(), ", ") + " FROM fx"
+	if g.rng.IntN(where) == 0 {
 		c.Rule.SQL += " WHERE " + g.cond()
 	}
 	at := int64(genStart)
-	g.inputs(c, s, 2+g.rng.IntN(4), &at)
+	g.inputs(c, s, fewest+g.rng.IntN(spread), &at)
 	return finish(c)
 }
 
@@ -305,26 +314,20 @@ func (g *Generator) expr() string {
 }
 
 func (g *Generator) exprCase() *conformance.Case {
-	s := g.newStream("fx", false)
-	c := g.base("expr", false, s)
-	var sel []string
-	for i := range 1 + g.rng.IntN(3) {
-		e := g.expr()
-		if g.rng.IntN(3) > 0 {
-			e += fmt.Sprintf(" AS e%d", i)
+	return g.selectCase("expr", func() []string {
+		var sel []string
+		for i := range 1 + g.rng.IntN(3) {
+			e := g.expr()
+			if g.rng.IntN(3) > 0 {
+				e += fmt.Sprintf(" AS e%d", i)
+			}
+			sel = append(sel, e)
 		}
-		sel = append(sel, e)
-	}
-	if g.rng.IntN(4) == 0 {
-		sel = append(sel, "*")
-	}
-	c.Rule.SQL = "SELECT " + strings.Join(sel, ", ") + " FROM fx"
-	if g.rng.IntN(3) == 0 {
-		c.Rule.SQL += " WHERE " + g.cond()
-	}
-	at := int64(genStart)
-	g.inputs(c, s, 2+g.rng.IntN(4), &at)
-	return finish(c)
+		if g.rng.IntN(4) == 0 {
+			sel = append(sel, "*")
+		}
+		return sel
+	}, 3, 2, 4)
 }
 
 func (g *Generator) analyticCall() string {
@@ -344,27 +347,21 @@ func (g *Generator) analyticCall() string {
 }
 
 func (g *Generator) analyticCase() *conformance.Case {
-	s := g.newStream("fx", false)
-	c := g.base("analytic", false, s)
-	sel := []string{g.pick("v", "k, v", "v, w")}
-	for i := range 1 + g.rng.IntN(3) {
-		sel = append(sel, fmt.Sprintf("%s AS a%d", g.analyticCall(), i))
-	}
-	switch g.rng.IntN(5) {
-	case 0:
-		sel = append(sel, "a0 + 1 AS r")
-	case 1:
-		sel = append(sel, "last_hit_count() AS lc", "last_hit_time() AS lt")
-	case 2:
-		sel = append(sel, "changed_cols(\"c_\", "+g.pick("true", "false")+", "+g.pick("*", "v, w", "k")+")")
-	}
-	c.Rule.SQL = "SELECT " + strings.Join(sel, ", ") + " FROM fx"
-	if g.rng.IntN(3) == 0 {
-		c.Rule.SQL += " WHERE " + g.cond()
-	}
-	at := int64(genStart)
-	g.inputs(c, s, 3+g.rng.IntN(6), &at)
-	return finish(c)
+	return g.selectCase("analytic", func() []string {
+		sel := []string{g.pick("v", "k, v", "v, w")}
+		for i := range 1 + g.rng.IntN(3) {
+			sel = append(sel, fmt.Sprintf("%s AS a%d", g.analyticCall(), i))
+		}
+		switch g.rng.IntN(5) {
+		case 0:
+			sel = append(sel, "a0 + 1 AS r")
+		case 1:
+			sel = append(sel, "last_hit_count() AS lc", "last_hit_time() AS lt")
+		case 2:
+			sel = append(sel, "changed_cols(\"c_\", "+g.pick("true", "false")+", "+g.pick("*", "v, w", "k")+")")
+		}
+		return sel
+	}, 3, 3, 6)
 }
 
 func (g *Generator) window(eventTime bool) string {

@@ -85,35 +85,19 @@ func EncodeCase(c *conformance.Case) ([]byte, error) {
 // corpusValue maps the value model to JSON values that keep the int/float
 // distinction.
 func corpusValue(v any) any {
-	switch x := v.(type) {
-	case float64:
-		s := strconv.FormatFloat(x, 'g', -1, 64)
-		if !strings.ContainsAny(s, ".eEIN") {
-			s += ".0"
+	return conformance.MapLeaves(v, func(v any) any {
+		switch x := v.(type) {
+		case float64:
+			s := strconv.FormatFloat(x, 'g', -1, 64)
+			if !strings.ContainsAny(s, ".eEIN") {
+				s += ".0"
+			}
+			return json.Number(s)
+		case []byte:
+			return map[string]any{"$bytes": base64.StdEncoding.EncodeToString(x)}
 		}
-		return json.Number(s)
-	case []byte:
-		return map[string]any{"$bytes": base64.StdEncoding.EncodeToString(x)}
-	case []any:
-		if x == nil {
-			return nil
-		}
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = corpusValue(e)
-		}
-		return out
-	case map[string]any:
-		if x == nil {
-			return nil
-		}
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = corpusValue(e)
-		}
-		return out
-	}
-	return v
+		return v
+	})
 }
 
 // KeepCase copies the oracle's output of o's case (the case with eKuiper's
