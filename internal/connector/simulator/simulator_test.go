@@ -12,23 +12,13 @@ import (
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
+	"github.com/rekuiper/rekuiper/internal/connector/connectortest"
 	"github.com/rekuiper/rekuiper/sdk/sdktest"
 )
 
 func newSim(t *testing.T, v *clock.Virtual, props map[string]any) api.Source {
 	t.Helper()
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
-	s, err := r.NewSource(Type, props, connector.Deps{Clock: v})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Connect(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return connectortest.OpenSource(t, Register, Type, props, connector.Deps{Clock: v})
 }
 
 type result struct {
