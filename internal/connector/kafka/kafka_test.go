@@ -17,6 +17,7 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
+	"github.com/rekuiper/rekuiper/internal/connector/connectortest"
 	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
@@ -238,11 +239,7 @@ func TestSinkConformance(t *testing.T) {
 
 func newSource(t *testing.T, props map[string]any) *Source {
 	t.Helper()
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
-	s, err := r.NewSource(Type, props, connector.Deps{})
+	s, err := connectortest.Registry(t, Register).NewSource(Type, props, connector.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,11 +248,7 @@ func newSource(t *testing.T, props map[string]any) *Source {
 
 func newSink(t *testing.T, props map[string]any) *Sink {
 	t.Helper()
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
-	s, err := r.NewSink(Type, props, connector.Deps{})
+	s, err := connectortest.Registry(t, Register).NewSink(Type, props, connector.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
