@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -80,11 +78,10 @@ func TestSubConformance(t *testing.T) {
 type subscriber struct {
 	*server
 	channel string
-	mu      sync.Mutex
-	got     []int64
-	ps      *goredis.PubSub
-	cl      *goredis.Client
-	done    chan struct{}
+	conformancetest.SeqRecorder
+	ps   *goredis.PubSub
+	cl   *goredis.Client
+	done chan struct{}
 }
 
 func newSubscriber(t *testing.T, s *server, channel string) *subscriber {
@@ -110,9 +107,7 @@ func (r *subscriber) subscribe(t *testing.T) {
 			if err != nil {
 				continue
 			}
-			r.mu.Lock()
-			r.got = append(r.got, seq)
-			r.mu.Unlock()
+			r.Add(seq)
 		}
 	}(r.done)
 }
@@ -127,23 +122,6 @@ func (r *subscriber) Restart(t *testing.T) {
 	r.close()
 	r.server.Restart(t)
 	r.subscribe(t)
-}
-
-func (r *subscriber) Reset(*testing.T) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.got = nil
-}
-
-func (r *subscriber) Seqs(_ *testing.T, want int, timeout time.Duration) []int64 {
-	var got []int64
-	testwait.Poll(timeout, func() bool {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		got = slices.Clone(r.got)
-		return len(got) >= want
-	})
-	return got
 }
 
 func TestPubConformance(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,10 +26,10 @@ import (
 type remote struct {
 	addr string
 	srv  *httptest.Server
+	conformancetest.SeqRecorder
 
 	mu    sync.Mutex
 	conns map[*ws.Conn]struct{}
-	got   []int64
 	stop  chan struct{}
 }
 
@@ -87,9 +86,7 @@ func (r *remote) handle(w http.ResponseWriter, req *http.Request) {
 			break
 		}
 		if seq, err := conformancetest.DecodeSeq(&api.Message{Payload: b}); err == nil {
-			r.mu.Lock()
-			r.got = append(r.got, seq)
-			r.mu.Unlock()
+			r.Add(seq)
 		}
 	}
 	r.mu.Lock()
@@ -146,23 +143,6 @@ func (r *remote) Produce(t *testing.T, payloads [][]byte) {
 			}
 		}
 	}
-}
-
-func (r *remote) Reset(*testing.T) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.got = nil
-}
-
-func (r *remote) Seqs(_ *testing.T, want int, timeout time.Duration) []int64 {
-	var got []int64
-	testwait.Poll(timeout, func() bool {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		got = slices.Clone(r.got)
-		return len(got) >= want
-	})
-	return got
 }
 
 func closedAddr(t *testing.T) string {
