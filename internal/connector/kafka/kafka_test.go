@@ -177,18 +177,7 @@ func (r *reader) Seqs(t *testing.T, want int, timeout time.Duration) []int64 {
 }
 
 func invalid(base map[string]any) []conformancetest.InvalidCase {
-	with := func(k string, v any) map[string]any {
-		m := map[string]any{}
-		for bk, bv := range base {
-			m[bk] = bv
-		}
-		if v == nil {
-			delete(m, k)
-		} else {
-			m[k] = v
-		}
-		return m
-	}
+	with := func(k string, v any) map[string]any { return conformancetest.With(base, k, v) }
 	return []conformancetest.InvalidCase{
 		{Name: "no brokers", Props: with("brokers", nil), WantErr: `"brokers" is required`},
 		{Name: "bad broker", Props: with("brokers", "nohostport"), WantErr: "not host:port"},

@@ -40,18 +40,7 @@ func (p publisher) Produce(t *testing.T, payloads [][]byte) {
 }
 
 func invalid(base map[string]any, extra ...conformancetest.InvalidCase) []conformancetest.InvalidCase {
-	with := func(k string, v any) map[string]any {
-		m := map[string]any{}
-		for bk, bv := range base {
-			m[bk] = bv
-		}
-		if v == nil {
-			delete(m, k)
-		} else {
-			m[k] = v
-		}
-		return m
-	}
+	with := func(k string, v any) map[string]any { return conformancetest.With(base, k, v) }
 	return append([]conformancetest.InvalidCase{
 		{Name: "no addr", Props: with("addr", nil), WantErr: `"addr" is required`},
 		{Name: "bad addr", Props: with("addr", "localhost"), WantErr: "not host:port"},
