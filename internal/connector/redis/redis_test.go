@@ -13,6 +13,7 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
+	"github.com/rekuiper/rekuiper/internal/connector/connectortest"
 	"github.com/rekuiper/rekuiper/internal/connector/redis/redistest"
 	"github.com/rekuiper/rekuiper/internal/testwait"
 )
@@ -174,10 +175,7 @@ func TestSinkConformance(t *testing.T) {
 
 func build[T any](t *testing.T, kind connector.Kind, name string, props map[string]any) T {
 	t.Helper()
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
+	r := connectortest.Registry(t, Register)
 	var (
 		c   any
 		err error

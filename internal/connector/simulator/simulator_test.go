@@ -197,10 +197,7 @@ func TestRewind(t *testing.T) {
 }
 
 func TestBadProps(t *testing.T) {
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
+	r := connectortest.Registry(t, Register)
 	tests := []struct {
 		name  string
 		props map[string]any

@@ -208,10 +208,7 @@ func newSink(t *testing.T, props map[string]any) *Sink {
 // newSinkOn is newSink with its own deps (a virtual clock for the linger).
 func newSinkOn(t *testing.T, props map[string]any, deps connector.Deps) *Sink {
 	t.Helper()
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
+	r := connectortest.Registry(t, Register)
 	s, err := r.NewSink(Type, props, deps)
 	if err != nil {
 		t.Fatal(err)
@@ -387,10 +384,7 @@ func TestSinkBatching(t *testing.T) {
 
 func newSource(t *testing.T, props map[string]any) *Source {
 	t.Helper()
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
+	r := connectortest.Registry(t, Register)
 	s, err := r.NewSource(Type, props, deps())
 	if err != nil {
 		t.Fatal(err)
