@@ -84,6 +84,20 @@ type SessionEnder interface {
 	EndSession(ctx context.Context) error
 }
 
+// Transactional is implemented by sinks that take part in the
+// checkpoint's commit (the kafka and sql sinks given a transactionalID);
+// their package documentation gives the protocol.
+type Transactional interface {
+	// PreCommit makes everything written before the barrier of checkpointID
+	// ready to commit (flushed to the destination, not yet visible).
+	PreCommit(ctx context.Context, checkpointID uint64) error
+	// Commit makes checkpointID's writes visible; call it only after the
+	// checkpoint is durable.
+	Commit(ctx context.Context, checkpointID uint64) error
+	// Abort discards what was written since the last Commit.
+	Abort(ctx context.Context) error
+}
+
 // HTTPMux lets push sources serve endpoints on the daemon's HTTP server.
 type HTTPMux interface {
 	// Handle serves h at the exact path pattern. It fails if the pattern is

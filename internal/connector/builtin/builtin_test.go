@@ -5,13 +5,11 @@ import (
 	"testing"
 
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/connectortest"
 )
 
 func TestRegister(t *testing.T) {
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
+	r := connectortest.Registry(t, Register)
 	tests := []struct {
 		kind connector.Kind
 		want []string

@@ -7,6 +7,7 @@
 package conformancetest
 
 import (
+	"maps"
 	"testing"
 
 	"github.com/rekuiper/rekuiper/api"
@@ -107,3 +108,18 @@ func Message(n int64) *api.SinkMessage { return sdktest.Message(n) }
 
 // DecodeSeq is sdktest.DecodeSeq.
 func DecodeSeq(msg *api.Message) (int64, error) { return sdktest.DecodeSeq(msg) }
+
+// With returns a copy of props with name set to v, or without name when v
+// is nil: the properties of an InvalidCase made from valid ones.
+func With(props map[string]any, name string, v any) map[string]any {
+	m := maps.Clone(props)
+	if m == nil {
+		m = map[string]any{}
+	}
+	if v == nil {
+		delete(m, name)
+	} else {
+		m[name] = v
+	}
+	return m
+}

@@ -16,14 +16,12 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/connectortest"
 )
 
 func registry(t *testing.T) *connector.Registry {
 	t.Helper()
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
+	r := connectortest.Registry(t, Register)
 	return r
 }
 
@@ -50,21 +48,7 @@ func readAll(t *testing.T, s api.Source, v *clock.Virtual) []any {
 	t.Helper()
 	var out []any
 	for range 1000 {
-		ch := make(chan result, 1)
-		go func() {
-			m, err := s.Read(context.Background())
-			ch <- result{m, err}
-		}()
-		var r result
-	wait:
-		for {
-			select {
-			case r = <-ch:
-				break wait
-			case <-time.After(time.Millisecond):
-				v.AdvanceTo(v.Now().UnixMilli()+100, nil)
-			}
-		}
+		r := readAdvancing(s, v, time.Millisecond, 100)
 		if errors.Is(r.err, io.EOF) {
 			return out
 		}
@@ -80,6 +64,25 @@ func readAll(t *testing.T, s api.Source, v *clock.Virtual) []any {
 type result struct {
 	m   *api.Message
 	err error
+}
+
+// readAdvancing reads one message from s, moving the virtual clock v
+// stepMs ahead every poll of wall time until Read returns, so that a
+// source waiting on v gets there.
+func readAdvancing(s api.Source, v *clock.Virtual, poll time.Duration, stepMs int64) result {
+	ch := make(chan result, 1)
+	go func() {
+		m, err := s.Read(context.Background())
+		ch <- result{m, err}
+	}()
+	for {
+		select {
+		case r := <-ch:
+			return r
+		case <-time.After(poll):
+			v.AdvanceTo(v.Now().UnixMilli()+stepMs, nil)
+		}
+	}
 }
 
 func TestSourceFormats(t *testing.T) {
@@ -219,21 +222,7 @@ func TestSourceIntervals(t *testing.T) {
 		ms   int64
 	}{{"x", 0}, {"y", 1000}, {"x", 10000}, {"y", 11000}}
 	for i, w := range want {
-		ch := make(chan result, 1)
-		go func() {
-			m, err := s.Read(context.Background())
-			ch <- result{m, err}
-		}()
-		var r result
-	wait:
-		for {
-			select {
-			case r = <-ch:
-				break wait
-			case <-time.After(2 * time.Millisecond):
-				v.AdvanceTo(v.Now().UnixMilli()+500, nil)
-			}
-		}
+		r := readAdvancing(s, v, 2*time.Millisecond, 500)
 		if r.err != nil {
 			t.Fatal(r.err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/connectortest"
 )
 
 // server answers with the next of bodies (the last repeats) and records
@@ -81,19 +82,7 @@ func read(t *testing.T, v *clock.Virtual, s api.Source) (*api.Message, int64, er
 
 func newSource(t *testing.T, v *clock.Virtual, props map[string]any) api.Source {
 	t.Helper()
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
-	s, err := r.NewSource(Type, props, connector.Deps{Clock: v})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Connect(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close(context.Background()) })
-	return s
+	return connectortest.OpenSource(t, Register, Type, props, connector.Deps{Clock: v})
 }
 
 func TestRequest(t *testing.T) {

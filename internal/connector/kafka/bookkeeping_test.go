@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/connectortest"
 )
 
 // lastCommitted connects a fresh sink with props (fencing any other
@@ -251,10 +252,7 @@ func TestSinkCheckpointTopicProps(t *testing.T) {
 			for k, v := range tc.props {
 				props[k] = v
 			}
-			r := connector.NewRegistry()
-			if err := Register(r); err != nil {
-				t.Fatal(err)
-			}
+			r := connectortest.Registry(t, Register)
 			_, err := r.NewSink(Type, props, connector.Deps{})
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("err = %v, want %q", err, tc.wantErr)

@@ -10,6 +10,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
+	"github.com/rekuiper/rekuiper/internal/connector/connectortest"
 )
 
 func TestConnectionStatus(t *testing.T) {
@@ -18,10 +19,7 @@ func TestConnectionStatus(t *testing.T) {
 	k.createTopic(t, topic, 2)
 	reg := connection.NewRegistry(nil)
 	deps := connector.Deps{Connections: reg}
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
+	r := connectortest.Registry(t, Register)
 	ctx := context.Background()
 	key, err := ConnectionKey(map[string]any{"brokers": " " + k.addr() + " ", "topic": "ignored"})
 	if err != nil {
@@ -76,10 +74,7 @@ func TestConnectionStatusUnreachable(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	reg := connection.NewRegistry(nil)
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
+	r := connectortest.Registry(t, Register)
 	ctx := context.Background()
 	sink, err := r.NewSink(Type, map[string]any{"brokers": addr, "topic": "t", "connectTimeout": "300ms"}, connector.Deps{Connections: reg})
 	if err != nil {

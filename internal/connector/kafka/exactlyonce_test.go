@@ -15,6 +15,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/connectortest"
 	"github.com/rekuiper/rekuiper/internal/engine"
 	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/rule"
@@ -47,10 +48,7 @@ func newRuleEnv(t *testing.T) *ruleEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := connector.NewRegistry()
-	if err := Register(reg); err != nil {
-		t.Fatal(err)
-	}
+	reg := connectortest.Registry(t, Register)
 	e := &ruleEnv{k: newCluster(t), in: topicName(t) + "-in", out: topicName(t) + "-out"}
 	e.k.createTopic(t, e.in, 1)
 	e.k.createTopic(t, e.out, 1)

@@ -8,14 +8,8 @@
 //
 // The sink, given a transactionalID, writes inside Kafka transactions that
 // follow the rule's checkpoints, so that a read_committed consumer sees each
-// result exactly once. It implements Transactional, the hooks the
-// checkpoint coordinator calls:
-//
-//	type Transactional interface {
-//		PreCommit(ctx context.Context, checkpointID uint64) error
-//		Commit(ctx context.Context, checkpointID uint64) error
-//		Abort(ctx context.Context) error
-//	}
+// result exactly once. It implements connector.Transactional, the hooks
+// the checkpoint coordinator calls (PreCommit, Commit, Abort).
 //
 // Protocol at qos 2: the engine calls Write for the rows before a barrier,
 // then PreCommit(id) when the barrier reaches the sink (the sink adds a
@@ -62,19 +56,6 @@ import (
 
 // Type is the connector type name.
 const Type = "kafka"
-
-// Transactional is implemented by connectors that take part in the
-// checkpoint's commit; see the package documentation for the protocol.
-type Transactional interface {
-	// PreCommit makes everything written before the barrier of checkpointID
-	// ready to commit (flushed to the destination, not yet visible).
-	PreCommit(ctx context.Context, checkpointID uint64) error
-	// Commit makes checkpointID's writes visible; call it only after the
-	// checkpoint is durable.
-	Commit(ctx context.Context, checkpointID uint64) error
-	// Abort discards what was written since the last Commit.
-	Abort(ctx context.Context) error
-}
 
 // Register adds the kafka source and sink to r.
 func Register(r *connector.Registry) error {

@@ -17,6 +17,7 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
+	"github.com/rekuiper/rekuiper/internal/connector/connectortest"
 	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
@@ -176,18 +177,7 @@ func (r *reader) Seqs(t *testing.T, want int, timeout time.Duration) []int64 {
 }
 
 func invalid(base map[string]any) []conformancetest.InvalidCase {
-	with := func(k string, v any) map[string]any {
-		m := map[string]any{}
-		for bk, bv := range base {
-			m[bk] = bv
-		}
-		if v == nil {
-			delete(m, k)
-		} else {
-			m[k] = v
-		}
-		return m
-	}
+	with := func(k string, v any) map[string]any { return conformancetest.With(base, k, v) }
 	return []conformancetest.InvalidCase{
 		{Name: "no brokers", Props: with("brokers", nil), WantErr: `"brokers" is required`},
 		{Name: "bad broker", Props: with("brokers", "nohostport"), WantErr: "not host:port"},
@@ -238,11 +228,7 @@ func TestSinkConformance(t *testing.T) {
 
 func newSource(t *testing.T, props map[string]any) *Source {
 	t.Helper()
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
-	s, err := r.NewSource(Type, props, connector.Deps{})
+	s, err := connectortest.Registry(t, Register).NewSource(Type, props, connector.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,11 +237,7 @@ func newSource(t *testing.T, props map[string]any) *Source {
 
 func newSink(t *testing.T, props map[string]any) *Sink {
 	t.Helper()
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
-	s, err := r.NewSink(Type, props, connector.Deps{})
+	s, err := connectortest.Registry(t, Register).NewSink(Type, props, connector.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

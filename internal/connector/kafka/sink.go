@@ -90,8 +90,8 @@ type Sink struct {
 }
 
 var (
-	_ api.Sink      = (*Sink)(nil)
-	_ Transactional = (*Sink)(nil)
+	_ api.Sink                = (*Sink)(nil)
+	_ connector.Transactional = (*Sink)(nil)
 )
 
 // NewSink builds a kafka sink from validated props.

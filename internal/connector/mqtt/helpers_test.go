@@ -57,14 +57,27 @@ func openSource(t *testing.T, p *Pool, props map[string]any, push func([]*api.Me
 	if push != nil {
 		s.PushTo(push)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.Connect(ctx); err != nil {
-		_ = s.Close(context.Background())
+	if err := connectOrClose(t, s); err != nil {
 		return nil, err
 	}
-	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	return s, nil
+}
+
+// connectOrClose connects c within 10 s and closes it at the end of the
+// test; when Connect fails it closes c at once and returns the error.
+func connectOrClose(t *testing.T, c interface {
+	Connect(context.Context) error
+	Close(context.Context) error
+}) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Connect(ctx); err != nil {
+		_ = c.Close(context.Background())
+		return err
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return nil
 }
 
 func mustSource(t *testing.T, p *Pool, props map[string]any) *Source {
@@ -98,13 +111,9 @@ func newSink(t *testing.T, p *Pool, props map[string]any) (*Sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.Connect(ctx); err != nil {
-		_ = s.Close(context.Background())
+	if err := connectOrClose(t, s); err != nil {
 		return nil, err
 	}
-	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	return s, nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/connectortest"
 )
 
 func TestWrite(t *testing.T) {
@@ -23,11 +24,7 @@ func TestWrite(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			r := connector.NewRegistry()
-			if err := Register(r); err != nil {
-				t.Fatal(err)
-			}
-			s, err := r.NewSink(Type, tc.props, connector.Deps{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+			s, err := connectortest.Registry(t, Register).NewSink(Type, tc.props, connector.Deps{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
+	"github.com/rekuiper/rekuiper/internal/connector/connectortest"
 	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
@@ -19,10 +20,7 @@ type conn interface {
 
 func newWith(t *testing.T, reg *connection.Registry, kind connector.Kind, name string, props map[string]any) conn {
 	t.Helper()
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
+	r := connectortest.Registry(t, Register)
 	deps := connector.Deps{Connections: reg}
 	var (
 		c   any

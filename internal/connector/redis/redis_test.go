@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
+	"github.com/rekuiper/rekuiper/internal/connector/connectortest"
 	"github.com/rekuiper/rekuiper/internal/connector/redis/redistest"
 	"github.com/rekuiper/rekuiper/internal/testwait"
 )
@@ -42,18 +41,7 @@ func (p publisher) Produce(t *testing.T, payloads [][]byte) {
 }
 
 func invalid(base map[string]any, extra ...conformancetest.InvalidCase) []conformancetest.InvalidCase {
-	with := func(k string, v any) map[string]any {
-		m := map[string]any{}
-		for bk, bv := range base {
-			m[bk] = bv
-		}
-		if v == nil {
-			delete(m, k)
-		} else {
-			m[k] = v
-		}
-		return m
-	}
+	with := func(k string, v any) map[string]any { return conformancetest.With(base, k, v) }
 	return append([]conformancetest.InvalidCase{
 		{Name: "no addr", Props: with("addr", nil), WantErr: `"addr" is required`},
 		{Name: "bad addr", Props: with("addr", "localhost"), WantErr: "not host:port"},
@@ -80,11 +68,10 @@ func TestSubConformance(t *testing.T) {
 type subscriber struct {
 	*server
 	channel string
-	mu      sync.Mutex
-	got     []int64
-	ps      *goredis.PubSub
-	cl      *goredis.Client
-	done    chan struct{}
+	conformancetest.SeqRecorder
+	ps   *goredis.PubSub
+	cl   *goredis.Client
+	done chan struct{}
 }
 
 func newSubscriber(t *testing.T, s *server, channel string) *subscriber {
@@ -110,9 +97,7 @@ func (r *subscriber) subscribe(t *testing.T) {
 			if err != nil {
 				continue
 			}
-			r.mu.Lock()
-			r.got = append(r.got, seq)
-			r.mu.Unlock()
+			r.Add(seq)
 		}
 	}(r.done)
 }
@@ -127,23 +112,6 @@ func (r *subscriber) Restart(t *testing.T) {
 	r.close()
 	r.server.Restart(t)
 	r.subscribe(t)
-}
-
-func (r *subscriber) Reset(*testing.T) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.got = nil
-}
-
-func (r *subscriber) Seqs(_ *testing.T, want int, timeout time.Duration) []int64 {
-	var got []int64
-	testwait.Poll(timeout, func() bool {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		got = slices.Clone(r.got)
-		return len(got) >= want
-	})
-	return got
 }
 
 func TestPubConformance(t *testing.T) {
@@ -207,10 +175,7 @@ func TestSinkConformance(t *testing.T) {
 
 func build[T any](t *testing.T, kind connector.Kind, name string, props map[string]any) T {
 	t.Helper()
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
+	r := connectortest.Registry(t, Register)
 	var (
 		c   any
 		err error

@@ -16,24 +16,13 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
+	"github.com/rekuiper/rekuiper/internal/connector/connectortest"
 	"github.com/rekuiper/rekuiper/internal/guard"
 )
 
 func newSink(t *testing.T, props map[string]any, deps connector.Deps) api.Sink {
 	t.Helper()
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
-	s, err := r.NewSink(Type, props, deps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Connect(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close(context.Background()) })
-	return s
+	return connectortest.OpenSink(t, Register, Type, props, deps)
 }
 
 func TestRequest(t *testing.T) {

@@ -12,23 +12,13 @@ import (
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
+	"github.com/rekuiper/rekuiper/internal/connector/connectortest"
 	"github.com/rekuiper/rekuiper/sdk/sdktest"
 )
 
 func newSim(t *testing.T, v *clock.Virtual, props map[string]any) api.Source {
 	t.Helper()
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
-	s, err := r.NewSource(Type, props, connector.Deps{Clock: v})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Connect(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return connectortest.OpenSource(t, Register, Type, props, connector.Deps{Clock: v})
 }
 
 type result struct {
@@ -207,10 +197,7 @@ func TestRewind(t *testing.T) {
 }
 
 func TestBadProps(t *testing.T) {
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
+	r := connectortest.Registry(t, Register)
 	tests := []struct {
 		name  string
 		props map[string]any
@@ -232,25 +219,14 @@ func TestBadProps(t *testing.T) {
 }
 
 func TestLookup(t *testing.T) {
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
 	data := []any{
 		map[string]any{"k": "v1", "n": 1, "tags": []any{"a"}},
 		map[string]any{"k": "v2", "n": 2},
 		map[string]any{"k": "v1", "n": 3},
 	}
 	// interval and loop come with the simulator source's confKeys.
-	l, err := r.NewLookup(Type, map[string]any{"data": data, "interval": "1ms", "loop": false}, connector.Deps{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := connectortest.OpenLookup(t, Register, Type, map[string]any{"data": data, "interval": "1ms", "loop": false}, connector.Deps{})
 	ctx := context.Background()
-	if err := l.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close(ctx)
 	tests := []struct {
 		name string
 		keys map[string]any
@@ -284,6 +260,7 @@ func TestLookup(t *testing.T) {
 	if again[0]["tags"].([]any)[0] != "a" {
 		t.Fatalf("a returned row shares memory with the table: %v", again[0])
 	}
+	r := connectortest.Registry(t, Register)
 	for name, props := range map[string]map[string]any{
 		"no data":    {},
 		"empty data": {"data": []any{}},

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/rekuiper/rekuiper/api"
-	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/connector/connectortest"
 	"github.com/rekuiper/rekuiper/internal/connector/sqldb/pgtest"
 )
 
@@ -59,10 +59,7 @@ func benchSinkRows(b *testing.B, conn *sql.DB, url string, batch int) {
 	if _, err := conn.Exec(`CREATE TABLE t (seq BIGINT, name TEXT, v DOUBLE PRECISION)`); err != nil {
 		b.Fatal(err)
 	}
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		b.Fatal(err)
-	}
+	r := connectortest.Registry(b, Register)
 	s, err := r.NewSink(Type, map[string]any{"url": url, "table": "t", "batchSize": batch}, deps())
 	if err != nil {
 		b.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
+	"github.com/rekuiper/rekuiper/internal/connector/connectortest"
 )
 
 func TestConnectorsSharePool(t *testing.T) {
@@ -17,10 +18,7 @@ func TestConnectorsSharePool(t *testing.T) {
 	d.exec(t, `CREATE TABLE t (id BIGINT, v TEXT)`)
 	reg := connection.NewRegistry(nil)
 	deps := connector.Deps{Clock: clock.Wall{}, Connections: reg}
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
+	r := connectortest.Registry(t, Register)
 	ctx := context.Background()
 	key, err := ConnectionKey(map[string]any{"dburl": d.url, "table": "ignored"})
 	if err != nil {

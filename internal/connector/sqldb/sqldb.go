@@ -3,9 +3,9 @@
 // URLs) and modernc SQLite (sqlite:// URLs, file: URIs and plain paths).
 //
 // The sink, given a transactionalID, takes part in checkpoints with the
-// same hooks as the kafka sink (PreCommit, Commit, Abort) plus
-// LastCommitted. Protocol at qos 2: Write executes rows inside the open
-// transaction; PreCommit(id) at the barrier adds an upsert of
+// same hooks as the kafka sink (connector.Transactional: PreCommit,
+// Commit, Abort) plus LastCommitted. Protocol at qos 2: Write executes
+// rows inside the open transaction; PreCommit(id) at the barrier adds an upsert of
 // (transactionalID, id) into the bookkeeping table
 // rekuiper_checkpoints(rule_sink TEXT PRIMARY KEY, checkpoint_id BIGINT);
 // Commit(id), called once checkpoint id is durable, commits the
@@ -53,13 +53,6 @@ const Type = "sql"
 
 // CheckpointTable is the bookkeeping table of transactional sinks.
 const CheckpointTable = "rekuiper_checkpoints"
-
-// Transactional is the checkpoint hook set shared with the kafka sink.
-type Transactional interface {
-	PreCommit(ctx context.Context, checkpointID uint64) error
-	Commit(ctx context.Context, checkpointID uint64) error
-	Abort(ctx context.Context) error
-}
 
 // Register adds the sql source, sink and lookup source to r.
 func Register(r *connector.Registry) error {

@@ -17,6 +17,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/clock"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
+	"github.com/rekuiper/rekuiper/internal/connector/connectortest"
 	"github.com/rekuiper/rekuiper/internal/connector/sqldb/pgtest"
 	"github.com/rekuiper/rekuiper/internal/panics"
 	"github.com/rekuiper/rekuiper/internal/testwait"
@@ -207,10 +208,7 @@ func newSink(t *testing.T, props map[string]any) *Sink {
 // newSinkOn is newSink with its own deps (a virtual clock for the linger).
 func newSinkOn(t *testing.T, props map[string]any, deps connector.Deps) *Sink {
 	t.Helper()
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
+	r := connectortest.Registry(t, Register)
 	s, err := r.NewSink(Type, props, deps)
 	if err != nil {
 		t.Fatal(err)
@@ -386,10 +384,7 @@ func TestSinkBatching(t *testing.T) {
 
 func newSource(t *testing.T, props map[string]any) *Source {
 	t.Helper()
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
+	r := connectortest.Registry(t, Register)
 	s, err := r.NewSource(Type, props, deps())
 	if err != nil {
 		t.Fatal(err)
@@ -482,19 +477,8 @@ func TestLookupQueries(t *testing.T) {
 	d := sqliteDB(t)
 	d.exec(t, "CREATE TABLE dev (id BIGINT, name TEXT, zone TEXT)")
 	d.exec(t, "INSERT INTO dev VALUES (1, 'a', 'z1'), (2, 'b', 'z1')")
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
-	l, err := r.NewLookup(Type, map[string]any{"url": d.url, "datasource": "dev"}, connector.Deps{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := connectortest.OpenLookup(t, Register, Type, map[string]any{"url": d.url, "datasource": "dev"}, connector.Deps{})
 	ctx := context.Background()
-	if err := l.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close(ctx)
 	name := func() any {
 		t.Helper()
 		rows, err := l.Lookup(ctx, map[string]any{"id": int64(1)})
@@ -514,7 +498,7 @@ func TestLookupQueries(t *testing.T) {
 	if err != nil || len(rows) != 1 || rows[0]["id"] != int64(2) {
 		t.Fatalf("two keys: %v %v", rows, err)
 	}
-	if _, err := r.NewLookup(Type, map[string]any{"url": d.url, "datasource": "dev", "cacheSize": 3}, connector.Deps{}); err == nil {
+	if _, err := connectortest.Registry(t, Register).NewLookup(Type, map[string]any{"url": d.url, "datasource": "dev", "cacheSize": 3}, connector.Deps{}); err == nil {
 		t.Fatal("unknown property accepted")
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/rekuiper/rekuiper/api"
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/conformancetest"
+	"github.com/rekuiper/rekuiper/internal/connector/connectortest"
 	"github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/testwait"
 )
@@ -27,10 +27,10 @@ import (
 type remote struct {
 	addr string
 	srv  *httptest.Server
+	conformancetest.SeqRecorder
 
 	mu    sync.Mutex
 	conns map[*ws.Conn]struct{}
-	got   []int64
 	stop  chan struct{}
 }
 
@@ -87,9 +87,7 @@ func (r *remote) handle(w http.ResponseWriter, req *http.Request) {
 			break
 		}
 		if seq, err := conformancetest.DecodeSeq(&api.Message{Payload: b}); err == nil {
-			r.mu.Lock()
-			r.got = append(r.got, seq)
-			r.mu.Unlock()
+			r.Add(seq)
 		}
 	}
 	r.mu.Lock()
@@ -146,23 +144,6 @@ func (r *remote) Produce(t *testing.T, payloads [][]byte) {
 			}
 		}
 	}
-}
-
-func (r *remote) Reset(*testing.T) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.got = nil
-}
-
-func (r *remote) Seqs(_ *testing.T, want int, timeout time.Duration) []int64 {
-	var got []int64
-	testwait.Poll(timeout, func() bool {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		got = slices.Clone(r.got)
-		return len(got) >= want
-	})
-	return got
 }
 
 func closedAddr(t *testing.T) string {
@@ -344,10 +325,7 @@ func TestServerModeSharesPath(t *testing.T) {
 
 func registry(t *testing.T) *connector.Registry {
 	t.Helper()
-	r := connector.NewRegistry()
-	if err := Register(r); err != nil {
-		t.Fatal(err)
-	}
+	r := connectortest.Registry(t, Register)
 	return r
 }
 

@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rekuiper/rekuiper/internal/connector/connectortest"
 	"github.com/rekuiper/rekuiper/internal/procs"
 )
 
@@ -29,10 +29,9 @@ type Mosquitto struct {
 	bin       string
 	packetLog bool
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
-	log *procs.SyncBuffer
-	ex  chan struct{}
+	mu   sync.Mutex
+	proc *connectortest.Proc // nil while stopped
+	log  *procs.SyncBuffer   // the current or last run's output
 }
 
 // Option configures StartMosquitto.
@@ -127,26 +126,15 @@ func (m *Mosquitto) Start() {
 func (m *Mosquitto) start() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.ex != nil {
+	if m.proc != nil {
 		return nil
 	}
-	m.log = &procs.SyncBuffer{}
-	m.cmd = exec.Command(m.bin, "-c", m.conf)
-	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
-	if err := m.cmd.Start(); err != nil {
-		return fmt.Errorf("start mosquitto: %w", err)
+	p, err := connectortest.StartProc("mosquitto", exec.Command(m.bin, "-c", m.conf), 10*time.Second, m.Plain, m.TLS, m.MTLS, m.WrongName)
+	m.log = p.Log
+	if err != nil {
+		return err
 	}
-	ex := make(chan struct{})
-	m.ex = ex
-	go func(c *exec.Cmd) { _ = c.Wait(); close(ex) }(m.cmd)
-	for _, p := range []int{m.Plain, m.TLS, m.MTLS, m.WrongName} {
-		if err := procs.WaitListening(fmt.Sprintf("127.0.0.1:%d", p), 10*time.Second, ex); err != nil {
-			_ = m.cmd.Process.Kill()
-			<-ex
-			m.ex = nil
-			return fmt.Errorf("mosquitto did not start: %w", err)
-		}
-	}
+	m.proc = p
 	return nil
 }
 
@@ -155,17 +143,11 @@ func (m *Mosquitto) start() error {
 func (m *Mosquitto) Stop() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.ex == nil {
+	if m.proc == nil {
 		return
 	}
-	_ = m.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-m.ex:
-	case <-time.After(10 * time.Second):
-		_ = m.cmd.Process.Kill()
-		<-m.ex
-	}
-	m.ex = nil
+	m.proc.Stop(10 * time.Second)
+	m.proc = nil
 }
 
 // Restart stops and starts the broker on the same ports.
@@ -188,9 +170,5 @@ func (m *Mosquitto) Log() string {
 // fails the test when there is none.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	port, err := procs.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return port
+	return connectortest.FreePort(t)
 }

@@ -5,11 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/rekuiper/rekuiper/internal/procs"
+	"github.com/rekuiper/rekuiper/internal/connector/connectortest"
 )
 
 // NATS is a nats-server process with JetStream and its MQTT listener
@@ -18,9 +17,7 @@ type NATS struct {
 	Port, MQTTPort int
 	t              testing.TB
 	bin, conf      string
-	cmd            *exec.Cmd
-	log            *procs.SyncBuffer
-	ex             chan struct{}
+	proc           *connectortest.Proc
 }
 
 // StartNATS starts nats-server with MQTT enabled, or skips the test when
@@ -48,17 +45,11 @@ func StartNATS(t testing.TB) *NATS {
 // Start starts the process (again) and waits for the MQTT listener.
 func (n *NATS) Start() {
 	n.t.Helper()
-	n.log, n.ex = &procs.SyncBuffer{}, make(chan struct{})
-	n.cmd = exec.Command(n.bin, "-c", n.conf)
-	n.cmd.Stdout, n.cmd.Stderr = n.log, n.log
-	if err := n.cmd.Start(); err != nil {
-		n.t.Fatalf("start nats-server: %v", err)
+	p, err := connectortest.StartProc("nats-server", exec.Command(n.bin, "-c", n.conf), 15*time.Second, n.MQTTPort)
+	if err != nil {
+		n.t.Fatalf("nats-server MQTT listener: %v\n%s", err, p.Log.String())
 	}
-	ex := n.ex
-	go func(c *exec.Cmd) { _ = c.Wait(); close(ex) }(n.cmd)
-	if err := procs.WaitListening(fmt.Sprintf("127.0.0.1:%d", n.MQTTPort), 15*time.Second, n.ex); err != nil {
-		n.t.Fatalf("nats-server MQTT listener: %v\n%s", err, n.log.String())
-	}
+	n.proc = p
 }
 
 // Restart stops and starts the server on the same ports and store.
@@ -72,19 +63,7 @@ func (n *NATS) URL() string { return fmt.Sprintf("tcp://127.0.0.1:%d", n.MQTTPor
 
 // Stop terminates the server and waits for it.
 func (n *NATS) Stop() {
-	if n.ex == nil {
-		return
-	}
-	select {
-	case <-n.ex:
-		return
-	default:
-	}
-	_ = n.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-n.ex:
-	case <-time.After(10 * time.Second):
-		_ = n.cmd.Process.Kill()
-		<-n.ex
+	if n.proc != nil {
+		n.proc.Stop(10 * time.Second)
 	}
 }

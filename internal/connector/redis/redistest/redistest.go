@@ -10,7 +10,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/rekuiper/rekuiper/internal/procs"
+	"github.com/rekuiper/rekuiper/internal/connector/connectortest"
 	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
@@ -25,11 +25,7 @@ type Server struct {
 // the test when there is none.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	port, err := procs.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return port
+	return connectortest.FreePort(t)
 }
 
 // Start starts redis-server and stops it at the end of the test; it skips

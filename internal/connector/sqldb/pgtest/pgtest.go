@@ -24,6 +24,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 
+	"github.com/rekuiper/rekuiper/internal/connector/connectortest"
 	"github.com/rekuiper/rekuiper/internal/procs"
 )
 
@@ -45,11 +46,7 @@ type Server struct {
 // the test when there is none.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	port, err := procs.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return port
+	return connectortest.FreePort(t)
 }
 
 // pgBin finds a PostgreSQL server program, or returns "". Debian keeps
