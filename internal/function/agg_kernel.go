@@ -115,6 +115,20 @@ func aggAddNumber(sum, v any) (any, error) {
 	return nil, aggRequiresNumber(sum, v)
 }
 
+// aggAddToSum adds a non-nil v to st's running sum; added reports that it
+// did. On an error st is left as it was.
+func aggAddToSum(st State, v any) (added bool, err error) {
+	if v == nil {
+		return false, nil
+	}
+	s, err := aggAddNumber(st[aggKeySum], v)
+	if err != nil {
+		return false, err
+	}
+	st[aggKeySum] = s
+	return true, nil
+}
+
 // aggRequiresNumber is the error for a non-numeric value in a numeric
 // aggregate, worded like eKuiper's: "requires int but found string(x)".
 func aggRequiresNumber(acc, v any) error {
@@ -130,15 +144,8 @@ func aggRequiresNumber(acc, v any) error {
 func aggSumKernel() aggKernel {
 	return aggKernel{
 		step: func(st State, args []any) error {
-			if args[0] == nil {
-				return nil
-			}
-			s, err := aggAddNumber(st[aggKeySum], args[0])
-			if err != nil {
-				return err
-			}
-			st[aggKeySum] = s
-			return nil
+			_, err := aggAddToSum(st, args[0])
+			return err
 		},
 		result: func(st State) any { return st[aggKeySum] },
 	}
@@ -149,15 +156,11 @@ func aggSumKernel() aggKernel {
 func aggAvgKernel() aggKernel {
 	return aggKernel{
 		step: func(st State, args []any) error {
-			if args[0] == nil {
-				return nil
-			}
-			s, err := aggAddNumber(st[aggKeySum], args[0])
-			if err != nil {
+			added, err := aggAddToSum(st, args[0])
+			if !added {
 				return err
 			}
 			n, _ := st[aggKeyCount].(int64)
-			st[aggKeySum] = s
 			st[aggKeyCount] = n + 1
 			return nil
 		},

@@ -141,6 +141,21 @@ func aggPercentileArg(col []any) (p float64, ok bool, err error) {
 	return p, true, nil
 }
 
+// aggPercentileInput reads the (values, percentile) columns of
+// percentile_cont and percentile_disc: the percentile and the values sorted
+// ascending. ok is false for an empty group.
+func aggPercentileInput(cols [][]any) (p float64, xs []float64, ok bool, err error) {
+	p, ok, err = aggPercentileArg(cols[1])
+	if err != nil || !ok {
+		return 0, nil, false, err
+	}
+	xs, err = aggSortedNumbers(cols[0])
+	if err != nil {
+		return 0, nil, false, err
+	}
+	return p, xs, true, nil
+}
+
 // aggPercentileRange checks a percentile is in [0, 1]. It runs after the
 // empty (and, for percentile_cont, single-value) groups have been answered,
 // as in eKuiper: a group with no values is null whatever the percentile.
@@ -158,12 +173,8 @@ func aggPercentileRange(p float64) error {
 // "Input is outside of range" error. The arithmetic follows eKuiper's
 // (p scaled to percent and back) so results match bit for bit.
 func aggPercentileCont(_ Env, cols [][]any) (any, error) {
-	p, ok, err := aggPercentileArg(cols[1])
+	p, xs, ok, err := aggPercentileInput(cols)
 	if err != nil || !ok {
-		return nil, err
-	}
-	xs, err := aggSortedNumbers(cols[0])
-	if err != nil {
 		return nil, err
 	}
 	n := len(xs)
@@ -192,12 +203,8 @@ func aggPercentileCont(_ Env, cols [][]any) (any, error) {
 // aggPercentileDisc is the nearest-rank percentile: the smallest value whose
 // rank is at least ceil(p*n); p = 0 gives the smallest value.
 func aggPercentileDisc(_ Env, cols [][]any) (any, error) {
-	p, ok, err := aggPercentileArg(cols[1])
+	p, xs, ok, err := aggPercentileInput(cols)
 	if err != nil || !ok {
-		return nil, err
-	}
-	xs, err := aggSortedNumbers(cols[0])
-	if err != nil {
 		return nil, err
 	}
 	n := len(xs)

@@ -105,13 +105,9 @@ func arrayExtremum(arr []any, sign int) (any, error) {
 // arrayIntArg converts argument i (0-based) of an array function to int64;
 // floats with a fractional part are refused.
 func arrayIntArg(v any, ordinal string) (int64, error) {
-	switch x := v.(type) {
-	case int64:
-		return x, nil
-	case float64:
-		if value.IsIntegral(x) {
-			return value.FloatToInt(x)
-		}
+	n, ok, err := mathIntegral(v)
+	if !ok {
+		return 0, fmt.Errorf("%s argument should be int", ordinal)
 	}
-	return 0, fmt.Errorf("%s argument should be int", ordinal)
+	return n, err
 }

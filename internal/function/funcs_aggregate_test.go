@@ -355,12 +355,7 @@ func TestAggregateMergeDoesNotAliasInput(t *testing.T) {
 func TestAggregateValidate(t *testing.T) {
 	num := func(v float64) ast.Expr { return &ast.NumberLit{Val: v} }
 	field := &ast.FieldRef{Name: "x"}
-	tests := []struct {
-		name    string
-		fn      string
-		args    []ast.Expr
-		wantErr bool
-	}{
+	tests := []validateCase{
 		{"percentile_ok", "percentile_cont", []ast.Expr{field, num(0.5)}, false},
 		{"percentile_int_ok", "percentile_disc", []ast.Expr{field, &ast.IntegerLit{Val: 1}}, false},
 		{"percentile_too_big", "percentile_cont", []ast.Expr{field, num(1.5)}, true},
@@ -371,34 +366,12 @@ func TestAggregateValidate(t *testing.T) {
 		{"deduplicate_string", "deduplicate", []ast.Expr{field, &ast.StringLit{Val: "x"}}, true},
 		{"deduplicate_paren_bool", "deduplicate", []ast.Expr{field, &ast.ParenExpr{X: &ast.BoolLit{}}}, false},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			d, ok := Builtins().Lookup(tt.fn)
-			if !ok || d.Validate == nil {
-				t.Fatalf("%s: no validator", tt.fn)
-			}
-			err := d.Validate(tt.args)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("Validate = %v, wantErr %v", err, tt.wantErr)
-			}
-		})
-	}
+	runValidateCases(t, tests)
 }
 
 func TestAggregateRegistration(t *testing.T) {
-	r := Builtins()
-	for _, name := range []string{
+	checkRegisteredAs(t, Aggregate, []string{
 		"count", "avg", "sum", "max", "min", "collect", "merge_agg", "last_value", "deduplicate",
 		"median", "stddev", "stddevs", "var", "vars", "percentile_cont", "percentile", "percentile_disc",
-	} {
-		t.Run(name, func(t *testing.T) {
-			d, ok := r.Lookup(name)
-			if !ok {
-				t.Fatalf("%s not registered", name)
-			}
-			if d.Kind != Aggregate || d.Aggregate == nil || d.Scalar != nil || d.Analytic != nil {
-				t.Fatalf("%s: kind %v with wrong function set", name, d.Kind)
-			}
-		})
-	}
+	})
 }

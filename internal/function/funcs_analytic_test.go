@@ -374,12 +374,7 @@ func TestAnalyticErrors(t *testing.T) {
 
 func TestAnalyticValidate(t *testing.T) {
 	field := &ast.FieldRef{Name: "x"}
-	tests := []struct {
-		name    string
-		fn      string
-		args    []ast.Expr
-		wantErr bool
-	}{
+	tests := []validateCase{
 		{"lag_ok", "lag", []ast.Expr{field, &ast.IntegerLit{Val: 2}, field, &ast.BoolLit{Val: true}}, false},
 		{"lag_zero_offset", "lag", []ast.Expr{field, &ast.IntegerLit{Val: 0}}, true},
 		{"lag_float_offset", "lag", []ast.Expr{field, &ast.NumberLit{Val: 1.5}}, true},
@@ -393,35 +388,13 @@ func TestAnalyticValidate(t *testing.T) {
 		{"acc_three", "acc_max", []ast.Expr{field, field, field}, false},
 		{"acc_two", "acc_count", []ast.Expr{field, field}, true},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			d, ok := Builtins().Lookup(tt.fn)
-			if !ok || d.Validate == nil {
-				t.Fatalf("%s: no validator", tt.fn)
-			}
-			err := d.Validate(tt.args)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("Validate = %v, wantErr %v", err, tt.wantErr)
-			}
-		})
-	}
+	runValidateCases(t, tests)
 }
 
 func TestAnalyticRegistration(t *testing.T) {
-	r := Builtins()
-	for _, name := range []string{
+	checkRegisteredAs(t, Analytic, []string{
 		"lag", "latest", "changed_col", "had_changed", "changed_cols",
 		"acc_sum", "acc_min", "acc_max", "acc_avg", "acc_count",
 		"inc_count", "inc_sum", "inc_avg", "inc_max", "inc_min", "inc_merge_agg", "inc_collect", "inc_last_value",
-	} {
-		t.Run(name, func(t *testing.T) {
-			d, ok := r.Lookup(name)
-			if !ok {
-				t.Fatalf("%s not registered", name)
-			}
-			if d.Kind != Analytic || d.Analytic == nil || d.Scalar != nil || d.Aggregate != nil {
-				t.Fatalf("%s: kind %v with wrong function set", name, d.Kind)
-			}
-		})
-	}
+	})
 }

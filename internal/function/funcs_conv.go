@@ -243,13 +243,9 @@ func convTruncFunc(_ Env, args []any) (any, error) {
 	if mathHasNil(args) {
 		return nil, nil
 	}
-	x, err := mathToFloat(args[0])
+	x, d, err := mathFloatAndInt(args, "the 2nd parameter must be int value")
 	if err != nil {
 		return nil, err
-	}
-	d, err := mathToInt(args[1])
-	if err != nil {
-		return nil, fmt.Errorf("the 2nd parameter must be int value: %w", err)
 	}
 	return convTrunc(x, d), nil
 }

@@ -189,12 +189,7 @@ func TestConvBehaviour(t *testing.T) {
 func TestConvValidate(t *testing.T) {
 	f := &ast.FieldRef{Name: "x"}
 	lit := func(s string) ast.Expr { return &ast.StringLit{Val: s} }
-	tests := []struct {
-		name    string
-		fn      string
-		args    []ast.Expr
-		wantErr bool
-	}{
+	tests := []validateCase{
 		{"cast bigint", "cast", []ast.Expr{f, lit("bigint")}, false},
 		{"cast bytea", "cast", []ast.Expr{f, lit("bytea")}, false},
 		{"cast unknown", "cast", []ast.Expr{f, lit("int")}, true},
@@ -213,13 +208,5 @@ func TestConvValidate(t *testing.T) {
 		{"dec2hex string", "dec2hex", []ast.Expr{lit("1")}, true},
 		{"hex2dec number", "hex2dec", []ast.Expr{&ast.IntegerLit{Val: 1}}, true},
 	}
-	reg := Builtins()
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			d, _ := reg.Lookup(tt.fn)
-			if err := d.Validate(tt.args); (err != nil) != tt.wantErr {
-				t.Fatalf("validate err = %v, wantErr %v", err, tt.wantErr)
-			}
-		})
-	}
+	runValidateCases(t, tests)
 }

@@ -311,37 +311,22 @@ func TestMathValidate(t *testing.T) {
 	f := &ast.NumberLit{Val: 1.5}
 	b := &ast.BoolLit{Val: true}
 	field := &ast.FieldRef{Name: "x"}
-	tests := []struct {
-		fn      string
-		args    []ast.Expr
-		wantErr bool
-	}{
-		{"abs", []ast.Expr{str}, true},
-		{"abs", []ast.Expr{b}, true},
-		{"abs", []ast.Expr{f}, false},
-		{"abs", []ast.Expr{field}, false},
-		{"sqrt", []ast.Expr{&ast.ParenExpr{X: str}}, true},
-		{"bitand", []ast.Expr{f, i}, true},
-		{"bitand", []ast.Expr{i, i}, false},
-		{"bitnot", []ast.Expr{f}, true},
-		{"round", []ast.Expr{f, f}, true},
-		{"round", []ast.Expr{f, i}, false},
-		{"conv", []ast.Expr{str, i, str}, true},
-		{"conv", []ast.Expr{str, i, i}, false},
-		{"log", []ast.Expr{i, str}, true},
+	tests := []validateCase{
+		{"abs", "abs", []ast.Expr{str}, true},
+		{"abs", "abs", []ast.Expr{b}, true},
+		{"abs", "abs", []ast.Expr{f}, false},
+		{"abs", "abs", []ast.Expr{field}, false},
+		{"sqrt", "sqrt", []ast.Expr{&ast.ParenExpr{X: str}}, true},
+		{"bitand", "bitand", []ast.Expr{f, i}, true},
+		{"bitand", "bitand", []ast.Expr{i, i}, false},
+		{"bitnot", "bitnot", []ast.Expr{f}, true},
+		{"round", "round", []ast.Expr{f, f}, true},
+		{"round", "round", []ast.Expr{f, i}, false},
+		{"conv", "conv", []ast.Expr{str, i, str}, true},
+		{"conv", "conv", []ast.Expr{str, i, i}, false},
+		{"log", "log", []ast.Expr{i, str}, true},
 	}
-	reg := Builtins()
-	for _, tt := range tests {
-		t.Run(tt.fn, func(t *testing.T) {
-			d, ok := reg.Lookup(tt.fn)
-			if !ok || d.Validate == nil {
-				t.Fatalf("%s: no Validate", tt.fn)
-			}
-			if err := d.Validate(tt.args); (err != nil) != tt.wantErr {
-				t.Fatalf("%s validate err = %v, wantErr %v", tt.fn, err, tt.wantErr)
-			}
-		})
-	}
+	runValidateCases(t, tests)
 }
 
 func TestMathRegistration(t *testing.T) {

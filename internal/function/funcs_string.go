@@ -83,31 +83,17 @@ func registerString(r *Registry) {
 		&Def{
 			Name: "regexp_replace", Kind: Scalar, MinArgs: 3, MaxArgs: 3,
 			Validate: mathValidateArgs(mathString, mathString, mathString),
-			Scalar: func(_ Env, args []any) (any, error) {
-				if mathHasNil(args) {
-					return nil, nil
-				}
-				re, err := stringCompile(args[1])
-				if err != nil {
-					return nil, err
-				}
-				return re.ReplaceAllString(textOf(args[0]), textOf(args[2])), nil
-			},
+			Scalar: stringWithRegexp(func(re *regexp.Regexp, args []any) any {
+				return re.ReplaceAllString(textOf(args[0]), textOf(args[2]))
+			}),
 		},
 		&Def{
 			Name: "regexp_substr", Aliases: []string{"regexp_substring"},
 			Kind: Scalar, MinArgs: 2, MaxArgs: 2,
 			Validate: mathValidateArgs(mathString, mathString),
-			Scalar: func(_ Env, args []any) (any, error) {
-				if mathHasNil(args) {
-					return nil, nil
-				}
-				re, err := stringCompile(args[1])
-				if err != nil {
-					return nil, err
-				}
-				return re.FindString(textOf(args[0])), nil
-			},
+			Scalar: stringWithRegexp(func(re *regexp.Regexp, args []any) any {
+				return re.FindString(textOf(args[0]))
+			}),
 		},
 		&Def{
 			Name: "substring", Kind: Scalar, MinArgs: 2, MaxArgs: 3,
@@ -138,6 +124,21 @@ func stringMap(name string, f func(string) string) *Def {
 			}
 			return f(textOf(args[0])), nil
 		},
+	}
+}
+
+// stringWithRegexp builds a regular expression function whose pattern is
+// args[1]: nil when any argument is nil, otherwise f of the compiled pattern.
+func stringWithRegexp(f func(re *regexp.Regexp, args []any) any) ScalarFunc {
+	return func(_ Env, args []any) (any, error) {
+		if mathHasNil(args) {
+			return nil, nil
+		}
+		re, err := stringCompile(args[1])
+		if err != nil {
+			return nil, err
+		}
+		return f(re, args), nil
 	}
 }
 

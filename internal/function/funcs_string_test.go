@@ -173,12 +173,7 @@ func TestStringValidate(t *testing.T) {
 	neg := &ast.IntegerLit{Val: -1}
 	s := &ast.StringLit{Val: "x"}
 	f := &ast.FieldRef{Name: "x"}
-	tests := []struct {
-		name    string
-		fn      string
-		args    []ast.Expr
-		wantErr bool
-	}{
+	tests := []validateCase{
 		{"concat number literal", "concat", []ast.Expr{s, i}, true},
 		{"concat fields", "concat", []ast.Expr{f, s}, false},
 		{"lower number", "lower", []ast.Expr{i}, true},
@@ -190,15 +185,8 @@ func TestStringValidate(t *testing.T) {
 		{"split_value string index", "split_value", []ast.Expr{f, s, s}, true},
 		{"format", "format", []ast.Expr{f, i}, false},
 	}
+	runValidateCases(t, tests)
 	reg := Builtins()
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			d, _ := reg.Lookup(tt.fn)
-			if err := d.Validate(tt.args); (err != nil) != tt.wantErr {
-				t.Fatalf("validate err = %v, wantErr %v", err, tt.wantErr)
-			}
-		})
-	}
 	for _, n := range []string{"regexp_substr", "regexp_substring"} {
 		if _, ok := reg.Lookup(n); !ok {
 			t.Fatalf("%s not registered", n)

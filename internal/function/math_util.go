@@ -120,15 +120,42 @@ func mathToFloat(v any) (float64, error) {
 
 // mathToInt converts an int64, or a float64 without fractional part, to int64.
 func mathToInt(v any) (int64, error) {
+	n, ok, err := mathIntegral(v)
+	if !ok {
+		return 0, fmt.Errorf("cannot convert %s to int", value.Describe(v))
+	}
+	return n, err
+}
+
+// mathIntegral converts an int64, or a float64 without fractional part, to
+// int64; ok is false for any other value, err is set for a float out of the
+// int64 range.
+func mathIntegral(v any) (n int64, ok bool, err error) {
 	switch x := v.(type) {
 	case int64:
-		return x, nil
+		return x, true, nil
 	case float64:
 		if value.IsIntegral(x) {
-			return value.FloatToInt(x)
+			n, err := value.FloatToInt(x)
+			return n, true, err
 		}
 	}
-	return 0, fmt.Errorf("cannot convert %s to int", value.Describe(v))
+	return 0, false, nil
+}
+
+// mathFloatAndInt converts args[0] to float64 and args[1] to int64, the
+// (number, digits) pair of trunc and format; intErr says what the second
+// argument is in its conversion error.
+func mathFloatAndInt(args []any, intErr string) (float64, int64, error) {
+	x, err := mathToFloat(args[0])
+	if err != nil {
+		return 0, 0, err
+	}
+	d, err := mathToInt(args[1])
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s: %w", intErr, err)
+	}
+	return x, d, nil
 }
 
 // mathFloatResult maps NaN (a domain error) and an infinity (an overflow:

@@ -112,13 +112,9 @@ func stringFormat(_ Env, args []any) (any, error) {
 	if mathHasNil(args) {
 		return nil, nil
 	}
-	x, err := mathToFloat(args[0])
+	x, d, err := mathFloatAndInt(args, "format decimal places")
 	if err != nil {
 		return nil, err
-	}
-	d, err := mathToInt(args[1])
-	if err != nil {
-		return nil, fmt.Errorf("format decimal places: %w", err)
 	}
 	d = max(0, min(d, stringFormatMaxDecimals))
 	if len(args) > 2 {

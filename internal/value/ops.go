@@ -222,20 +222,20 @@ func order(l, r any) (int, bool, error) {
 	case int64:
 		switch rv := r.(type) {
 		case int64:
-			return cmpInt(lv, rv), true, nil
+			return cmpNumber(lv, rv), true, nil
 		case float64:
-			return cmpFloat(float64(lv), rv), true, nil
+			return cmpNumber(float64(lv), rv), true, nil
 		case time.Time:
-			return cmpInt(lv, rv.UnixMilli()), true, nil
+			return cmpNumber(lv, rv.UnixMilli()), true, nil
 		}
 	case float64:
 		switch rv := r.(type) {
 		case int64:
-			return cmpFloat(lv, float64(rv)), true, nil
+			return cmpNumber(lv, float64(rv)), true, nil
 		case float64:
-			return cmpFloat(lv, rv), true, nil
+			return cmpNumber(lv, rv), true, nil
 		case time.Time:
-			return cmpFloat(lv, float64(rv.UnixMilli())), true, nil
+			return cmpNumber(lv, float64(rv.UnixMilli())), true, nil
 		}
 	case string:
 		switch rv := r.(type) {
@@ -272,17 +272,9 @@ func order(l, r any) (int, bool, error) {
 	return 0, false, nil
 }
 
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpFloat(a, b float64) int {
+// cmpNumber orders two numbers of one type; a NaN compares equal to
+// anything (unlike cmp.Compare, which orders it first).
+func cmpNumber[T int64 | float64](a, b T) int {
 	switch {
 	case a < b:
 		return -1
