@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/server/servertest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 func call(t *testing.T, method, url, body string, header map[string]string) (int, string, http.Header) {
@@ -55,13 +56,7 @@ func memoryRule(t *testing.T, d *servertest.Daemon) {
 	before := d.Memory.Subscribers()
 	mustCall(t, "POST", d.URL+"/streams", `{"sql":"CREATE STREAM demo (v BIGINT) WITH (DATASOURCE=\"in\", TYPE=\"memory\", FORMAT=\"json\")"}`, 201)
 	mustCall(t, "POST", d.URL+"/rules", `{"id":"r1","sql":"SELECT v * 2 AS w FROM demo","actions":[{"nop":{}}]}`, 201)
-	deadline := time.Now().Add(10 * time.Second)
-	for d.Memory.Subscribers() <= before {
-		if time.Now().After(deadline) {
-			t.Fatal("rule r1 did not subscribe to topic in within 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, "rule r1 to subscribe to topic in", func() bool { return d.Memory.Subscribers() > before })
 }
 
 // tapEvents opens the tap of rule id and returns a function reading the
