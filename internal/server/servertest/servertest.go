@@ -11,11 +11,13 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -165,4 +167,43 @@ func (d *Daemon) Publish(t testing.TB, topic string, row map[string]any) {
 	if err := d.Memory.Publish(context.Background(), membus.Message{Topic: topic, Data: row}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Request sends a request to url with body (none when empty) and exactly
+// the headers given, and returns the response, its body read and closed,
+// with that body.
+func Request(t testing.TB, method, url, body string, header map[string]string) (*http.Response, string) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(b)
+}
+
+// RequestJSON is Request with a JSON body: Content-Type application/json
+// when body is not empty, no other header.
+func RequestJSON(t testing.TB, method, url, body string) (*http.Response, string) {
+	t.Helper()
+	var header map[string]string
+	if body != "" {
+		header = map[string]string{"Content-Type": "application/json"}
+	}
+	return Request(t, method, url, body, header)
 }
