@@ -2,14 +2,10 @@ package server_test
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/rsa"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/auth"
+	"github.com/rekuiper/rekuiper/internal/auth/authtest"
 	"github.com/rekuiper/rekuiper/internal/server"
 	"github.com/rekuiper/rekuiper/internal/server/servertest"
 )
@@ -134,20 +131,8 @@ func TestOriginAndCORS(t *testing.T) {
 // private key.
 func keyPair(t testing.TB, etc, name string) *rsa.PrivateKey {
 	t.Helper()
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(etc, "mgmt"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(etc, "mgmt", name), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	k := authtest.NewKey(t)
+	authtest.WritePublic(t, filepath.Join(etc, "mgmt"), name, k)
 	return k
 }
 

@@ -7,10 +7,6 @@ package servertest
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/pem"
 	"io"
 	"log/slog"
 	"net/http"
@@ -22,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/rekuiper/rekuiper/internal/auth"
+	"github.com/rekuiper/rekuiper/internal/auth/authtest"
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/connector/membus"
@@ -141,18 +138,8 @@ func (d *Daemon) Close() {
 // returns a token it signed (for a daemon with authentication on).
 func (d *Daemon) Token(t testing.TB) string {
 	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
-	if err := os.WriteFile(filepath.Join(d.Etc, auth.KeyDir, "servertest.pub"), pub, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key := authtest.NewKey(t)
+	authtest.WritePublic(t, filepath.Join(d.Etc, auth.KeyDir), "servertest.pub", key)
 	token, err := auth.SignWithKey(key, auth.SignOptions{Issuer: "servertest.pub", Subject: "tester"})
 	if err != nil {
 		t.Fatal(err)
