@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/rekuiper/rekuiper/internal/auth/authtest"
 )
 
 // fakeNow is a settable clock.
@@ -26,26 +27,6 @@ type fakeNow struct {
 
 func (f *fakeNow) Now() time.Time      { f.mu.Lock(); defer f.mu.Unlock(); return f.t }
 func (f *fakeNow) Add(d time.Duration) { f.mu.Lock(); f.t = f.t.Add(d); f.mu.Unlock() }
-
-func newKey(t *testing.T) *rsa.PrivateKey {
-	t.Helper()
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-func writePublic(t *testing.T, dir, name string, k *rsa.PrivateKey) {
-	t.Helper()
-	der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func sign(t *testing.T, k *rsa.PrivateKey, c jwt.Claims) string {
 	t.Helper()
@@ -58,8 +39,8 @@ func sign(t *testing.T, k *rsa.PrivateKey, c jwt.Claims) string {
 
 func TestVerify(t *testing.T) {
 	dir := t.TempDir()
-	key, other := newKey(t), newKey(t)
-	writePublic(t, dir, "admin.pub", key)
+	key, other := authtest.NewKey(t), authtest.NewKey(t)
+	authtest.WritePublic(t, dir, "admin.pub", key)
 	clk := &fakeNow{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	v := NewVerifier(dir, clk.Now)
 	now := clk.Now()
@@ -117,8 +98,8 @@ func TestVerify(t *testing.T) {
 
 func TestVerifyCacheBounds(t *testing.T) {
 	dir := t.TempDir()
-	key := newKey(t)
-	writePublic(t, dir, "k.pub", key)
+	key := authtest.NewKey(t)
+	authtest.WritePublic(t, dir, "k.pub", key)
 	clk := &fakeNow{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	v := NewVerifier(dir, clk.Now)
 	short := sign(t, key, jwt.RegisteredClaims{Issuer: "k.pub", Audience: jwt.ClaimStrings{"eKuiper"}, ExpiresAt: jwt.NewNumericDate(clk.Now().Add(3 * time.Second))})
@@ -146,8 +127,8 @@ func TestVerifyCacheBounds(t *testing.T) {
 
 func TestSignAndMiddleware(t *testing.T) {
 	dir := t.TempDir()
-	key := newKey(t)
-	writePublic(t, dir, "cli.pub", key)
+	key := authtest.NewKey(t)
+	authtest.WritePublic(t, dir, "cli.pub", key)
 	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
 	now := time.Now()
 	tok, err := Sign(pemKey, SignOptions{Issuer: "cli.pub", Subject: "alice", Expires: now.Add(time.Minute), Now: now})
@@ -197,17 +178,8 @@ func TestSignAndMiddleware(t *testing.T) {
 // token was verified before: the header parsed and a cache lookup.
 func BenchmarkVerifyCached(b *testing.B) {
 	dir := b.TempDir()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		b.Fatal(err)
-	}
-	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "k.pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600); err != nil {
-		b.Fatal(err)
-	}
+	key := authtest.NewKey(b)
+	authtest.WritePublic(b, dir, "k.pub", key)
 	tok, err := SignWithKey(key, SignOptions{Issuer: "k.pub", Expires: time.Now().Add(time.Hour)})
 	if err != nil {
 		b.Fatal(err)
@@ -229,17 +201,8 @@ func BenchmarkVerifyCached(b *testing.B) {
 // read and parsed, and the RS256 signature checked.
 func BenchmarkVerifyUncached(b *testing.B) {
 	dir := b.TempDir()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		b.Fatal(err)
-	}
-	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "k.pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600); err != nil {
-		b.Fatal(err)
-	}
+	key := authtest.NewKey(b)
+	authtest.WritePublic(b, dir, "k.pub", key)
 	tok, err := SignWithKey(key, SignOptions{Issuer: "k.pub", Expires: time.Now().Add(time.Hour)})
 	if err != nil {
 		b.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/server/servertest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // cpuTime is the CPU time (user + system) this process has used.
@@ -98,10 +99,21 @@ func benchRulePage(b *testing.B, page bool) {
 			get("/rules/r1/metrics/history")
 		})
 	}
-	time.Sleep(time.Second) // settle: connections open, rule warm
+	// Settle before measuring: the rule has sent a result out and, with
+	// the page, the page's tap is open.
+	testwait.Until(b, "the rule's first result (and the page's tap)", func() bool {
+		st, err := d.Rules.Status("r1")
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, _ := st.Metrics["sink_nop_0_0_records_out_total"].(int64)
+		return n > 0 && (!page || d.Taps.Watching("r1"))
+	})
 	b.ResetTimer()
 	start, wall := cpuTime(b), time.Now()
 	for b.Loop() {
+		// Pacing, not a wait: an iteration is one second of wall time,
+		// over which the CPU the daemon used is measured.
 		time.Sleep(time.Second)
 	}
 	used, elapsed := cpuTime(b)-start, time.Since(wall)

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // firefoxPage is one tab of a headless Firefox driven through WebDriver
@@ -337,16 +339,13 @@ func (p *firefoxPage) tryEval(expr string) (string, error) {
 // waitFor polls the expression until it is true.
 func (p *firefoxPage) waitFor(what, expr string) {
 	p.t.Helper()
-	deadline := time.Now().Add(pollTimeout)
-	for {
-		v, err := p.tryEval(expr)
-		if err == nil && v == "true" {
-			return
-		}
-		if time.Now().After(deadline) {
-			p.failed("wait for "+what, fmt.Errorf("still %s %v after %s", v, err, pollTimeout))
-		}
-		time.Sleep(100 * time.Millisecond)
+	var v string
+	var err error
+	if !testwait.Poll(pollTimeout, func() bool {
+		v, err = p.tryEval(expr)
+		return err == nil && v == "true"
+	}) {
+		p.failed("wait for "+what, fmt.Errorf("still %s %v after %s", v, err, pollTimeout))
 	}
 }
 

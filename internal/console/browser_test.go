@@ -21,6 +21,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/server/servertest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // browser is a headless Chromium page whose console errors and uncaught
@@ -299,12 +300,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 
 	// The page opened the tap; rows published now reach it.
 	b.waitFor("the tap to connect", `document.querySelector("#tap-info")?.textContent === "Listening…"`)
-	for !d.Taps.Watching("r1") {
-		if err := b.ctx.Err(); err != nil {
-			t.Fatal("the rule page never opened its tap")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Within(t, pollTimeout, "the rule page to open its tap", func() bool { return d.Taps.Watching("r1") })
 	d.Publish(t, "in", map[string]any{"v": int64(2)})
 	d.Publish(t, "in", map[string]any{"v": int64(5)})
 	b.waitFor("live output", `[...document.querySelectorAll("#tap-rows li")].map(li => li.textContent).join() === '[{"w":10}],[{"w":4}]'`)
@@ -377,12 +373,7 @@ func TestConsoleSignIn(t *testing.T) {
 	resp.Body.Close()
 
 	b.run("open the rule", chromedp.Navigate(d.URL+"/console/#/rules/r1"), visible("#tap-info"))
-	for !d.Taps.Watching("r1") {
-		if b.ctx.Err() != nil {
-			t.Fatal("the signed-in rule page never opened its tap")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Within(t, pollTimeout, "the signed-in rule page to open its tap", func() bool { return d.Taps.Watching("r1") })
 	d.Publish(t, "in", map[string]any{"v": int64(7)})
 	b.waitFor("live output with the token", `document.querySelector("#tap-rows li")?.textContent === '[{"v":7}]'`)
 	b.screenshot("signed-in-rule")

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/server/servertest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // TestFirefoxMainFlow is TestConsoleEndToEnd's user in Firefox: sign in,
@@ -48,12 +48,8 @@ func TestFirefoxMainFlow(t *testing.T) {
 	p.setValue("#act-0-topic", "out")
 	p.click(`#rule-form button[type="submit"]`)
 	p.waitFor("the rule page, running", `location.hash === "#/rules/r1" && document.querySelector("#rule-state")?.textContent === "running"`)
-	deadline := time.Now().Add(pollTimeout)
-	for !d.Taps.Watching("r1") {
-		if time.Now().After(deadline) {
-			p.failed("open the tap", fmt.Errorf("the rule page never opened its tap"))
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testwait.Poll(pollTimeout, func() bool { return d.Taps.Watching("r1") }) {
+		p.failed("open the tap", fmt.Errorf("the rule page never opened its tap"))
 	}
 	d.Publish(t, "in", map[string]any{"v": int64(3)})
 	p.waitFor("live output", `document.querySelector("#tap-rows li")?.textContent === '[{"w":6}]'`)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/daemon"
+	"github.com/rekuiper/rekuiper/internal/server/servertest"
 	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
@@ -69,27 +70,8 @@ func startKuiperd(t *testing.T, env ...string) *kuiperd {
 // status and body.
 func (d *kuiperd) do(method, path, body string) (int, string) {
 	d.t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, d.url+path, rd)
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
+	resp, b := servertest.RequestJSON(d.t, method, d.url+path, body)
+	return resp.StatusCode, b
 }
 
 func (d *kuiperd) must(method, path, body string, want int) string {

@@ -6,11 +6,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/procs"
 	"github.com/rekuiper/rekuiper/internal/server/servertest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // newCheckedServer serves the REST API over the daemon's real engine with
@@ -72,20 +72,17 @@ func TestCreateDoesNotPingBrokers(t *testing.T) {
 	})
 	// Wait until the source reported a failed connection attempt: the rule
 	// must still be running then.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		code, body := s.do("GET", "/v2/rules/r1/status", "")
+	var body string
+	if !testwait.Poll(testwait.Limit, func() bool {
+		var code int
+		code, body = s.do("GET", "/v2/rules/r1/status", "")
 		if code != 200 || !strings.Contains(body, `"status":"running"`) {
 			t.Fatalf("status: %d %s", code, body)
 		}
-		if strings.Contains(body, `"source_s1_0_connection_last_disconnected_message":"`) &&
-			!strings.Contains(body, `"source_s1_0_connection_last_disconnected_message":""`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the source never reported the broker down: %s", body)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return strings.Contains(body, `"source_s1_0_connection_last_disconnected_message":"`) &&
+			!strings.Contains(body, `"source_s1_0_connection_last_disconnected_message":""`)
+	}) {
+		t.Fatalf("the source never reported the broker down: %s", body)
 	}
 }
 

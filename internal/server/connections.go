@@ -13,7 +13,6 @@ import (
 	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
 	"github.com/rekuiper/rekuiper/internal/rule"
-	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/sql/parser"
 	"github.com/rekuiper/rekuiper/internal/value"
 )
@@ -64,17 +63,7 @@ func selects(sel string, c catalog.Connection) bool {
 // connectionRefs counts the rules whose actions, or whose streams' confKeys,
 // carry a connectionSelector naming c.
 func (s *Server) connectionRefs(c catalog.Connection) []string {
-	var ids []string
-	for _, st := range s.rules.List() {
-		def, err := s.rules.Def(st.ID)
-		if err != nil {
-			continue
-		}
-		if s.ruleSelects(def, c) {
-			ids = append(ids, st.ID)
-		}
-	}
-	return ids
+	return s.rulesWhere(func(def *rule.Def) bool { return s.ruleSelects(def, c) })
 }
 
 func (s *Server) ruleSelects(def *rule.Def, c catalog.Connection) bool {
@@ -90,32 +79,12 @@ func (s *Server) ruleSelects(def *rule.Def, c catalog.Connection) bool {
 	if err != nil {
 		return false
 	}
-	names := []string{stmt.From.Name}
-	for _, j := range stmt.Joins {
-		names = append(names, j.Name)
-	}
-	for _, n := range names {
-		st, err := s.cat.Stream(n)
+	for _, n := range streamsRead(stmt) {
+		cs, err := s.streamDef(n)
 		if err != nil {
 			continue
 		}
-		parsed, err := parser.ParseStatement(st.SQL)
-		if err != nil {
-			continue
-		}
-		cs, ok := parsed.(*ast.CreateStreamStmt)
-		if !ok {
-			continue
-		}
-		typ, _ := cs.Option("TYPE")
-		if typ == "" {
-			typ = "mqtt"
-		}
-		key, _ := cs.Option("CONF_KEY")
-		if key == "" {
-			key = "default"
-		}
-		if s.confKeySelects(catalog.ConfSource, strings.ToLower(typ), key, c) {
+		if typ, key := streamConf(cs); s.confKeySelects(catalog.ConfSource, typ, key, c) {
 			return true
 		}
 	}

@@ -9,13 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" driver, to create the sink's table
 
 	"github.com/rekuiper/rekuiper/internal/broker"
 	"github.com/rekuiper/rekuiper/internal/connector/redis/redistest"
 	"github.com/rekuiper/rekuiper/internal/server/servertest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // newEngineServer serves the REST API over the daemon's real engine, so
@@ -54,17 +54,11 @@ func (s *testServer) connection(id string) connectionJSON {
 // stop in the background.
 func (s *testServer) waitConnection(id string, what string, ok func(connectionJSON) bool) connectionJSON {
 	s.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c := s.connection(id)
-		if ok(c) {
-			return c
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("connection %s never %s: %+v", id, what, c)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var c connectionJSON
+	if !testwait.Poll(testwait.Limit, func() bool { c = s.connection(id); return ok(c) }) {
+		s.t.Fatalf("connection %s never %s: %+v", id, what, c)
 	}
+	return c
 }
 
 func (s *testServer) must(method, path, body string, status int) {
@@ -235,9 +229,8 @@ func TestSourceConnectionStatus(t *testing.T) {
 // waitStatus polls GET /v2/rules/{id}/status until ok accepts it.
 func (s *testServer) waitStatus(id, what string, ok func(map[string]any) bool) map[string]any {
 	s.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
 	var st map[string]any
-	for time.Now().Before(deadline) {
+	if !testwait.Poll(testwait.Limit, func() bool {
 		code, body := s.do("GET", "/v2/rules/"+id+"/status", "")
 		if code != 200 {
 			s.t.Fatalf("status of %s: %d %s", id, code, body)
@@ -246,11 +239,9 @@ func (s *testServer) waitStatus(id, what string, ok func(map[string]any) bool) m
 		if err := json.Unmarshal([]byte(body), &st); err != nil {
 			s.t.Fatal(err)
 		}
-		if ok(st) {
-			return st
-		}
-		time.Sleep(20 * time.Millisecond)
+		return ok(st)
+	}) {
+		s.t.Fatalf("rule %s never %s: %v", id, what, st)
 	}
-	s.t.Fatalf("rule %s never %s: %v", id, what, st)
-	return nil
+	return st
 }

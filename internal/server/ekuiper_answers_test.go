@@ -4,34 +4,21 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/rekuiper/rekuiper/internal/procs"
+	"github.com/rekuiper/rekuiper/internal/server/servertest"
 )
 
 // rawDo sends a request and returns the status and the body exactly as
 // sent, trailing newline included.
 func (s *testServer) rawDo(method, path, body string) (int, string) {
 	s.t.Helper()
-	req, err := http.NewRequest(method, s.url+path, strings.NewReader(body))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
+	resp, b := servertest.Request(s.t, method, s.url+path, body, map[string]string{"Content-Type": "application/json"})
+	return resp.StatusCode, b
 }
 
 // ekuiperBody is an error body as eKuiper writes it.

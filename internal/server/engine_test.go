@@ -5,10 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/server/servertest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // engineServer (newEngineEtc) is the REST API over the whole daemon
@@ -36,18 +36,15 @@ func newEngineEtc(t *testing.T, etcFiles map[string]string) *engineServer {
 // deadline (a liveness bound, not a speed assertion).
 func (e *engineServer) waitFile(path string, n int) []string {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
 	var lines []string
-	for time.Now().Before(deadline) {
+	if !testwait.Poll(testwait.Limit, func() bool {
 		b, _ := os.ReadFile(filepath.Join(e.data, path))
 		lines = strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-		if len(b) > 0 && len(lines) >= n {
-			return lines
-		}
-		time.Sleep(10 * time.Millisecond)
+		return len(b) > 0 && len(lines) >= n
+	}) {
+		e.t.Fatalf("%s: %d lines %q, want %d", path, len(lines), lines, n)
 	}
-	e.t.Fatalf("%s: %d lines %q, want %d", path, len(lines), lines, n)
-	return nil
+	return lines
 }
 
 const simulatorYAML = "default:\n  interval: 1000\n  loop: true\n  data:\n    - temperature: 20\n      humidity: 50\n"

@@ -2,15 +2,10 @@ package server_test
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/rsa"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
-	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,43 +13,18 @@ import (
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/auth"
+	"github.com/rekuiper/rekuiper/internal/auth/authtest"
 	"github.com/rekuiper/rekuiper/internal/server"
+	"github.com/rekuiper/rekuiper/internal/server/servertest"
 )
 
 // send makes a request with the given headers and returns the response
 // (body read) and its body; error answers must have the one JSON shape.
 func (s *testServer) send(method, path, body string, header map[string]string) (*http.Response, string) {
 	s.t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, s.url+path, rd)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if resp.StatusCode >= 400 {
-		var shape struct {
-			Error   int    `json:"error"`
-			Message string `json:"message"`
-		}
-		if err := json.Unmarshal(b, &shape); err != nil || shape.Error == 0 || shape.Message == "" {
-			s.t.Errorf("%s %s: error body %q is not {error, message}", method, path, b)
-		}
-	}
-	return resp, string(b)
+	resp, b := servertest.Request(s.t, method, s.url+path, body, header)
+	s.checkErrorBody(method, path, resp, b)
+	return resp, b
 }
 
 const streamBody = `{"sql":"CREATE STREAM s () WITH (TYPE=\"memory\", DATASOURCE=\"t\")"}`
@@ -161,20 +131,8 @@ func TestOriginAndCORS(t *testing.T) {
 // private key.
 func keyPair(t testing.TB, etc, name string) *rsa.PrivateKey {
 	t.Helper()
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(etc, "mgmt"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(etc, "mgmt", name), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	k := authtest.NewKey(t)
+	authtest.WritePublic(t, filepath.Join(etc, "mgmt"), name, k)
 	return k
 }
 

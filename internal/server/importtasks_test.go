@@ -4,33 +4,32 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rekuiper/rekuiper/internal/connector/connection"
 	"github.com/rekuiper/rekuiper/internal/server"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // waitTask polls GET /async/task/{id} until the task leaves "running".
 func waitTask(t *testing.T, s *testServer, id string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		code, body := s.do("GET", "/async/task/"+id, "")
+	var task map[string]any
+	var body string
+	if !testwait.Poll(testwait.Limit, func() bool {
+		var code int
+		code, body = s.do("GET", "/async/task/"+id, "")
 		if code != 200 {
 			t.Fatalf("task %s: %d %s", id, code, body)
 		}
-		var task map[string]any
+		task = nil
 		if err := json.Unmarshal([]byte(body), &task); err != nil {
 			t.Fatal(err)
 		}
-		if task["status"] != "running" {
-			return task
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s still running: %s", id, body)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return task["status"] != "running"
+	}) {
+		t.Fatalf("task %s still running: %s", id, body)
 	}
+	return task
 }
 
 func startAsyncImport(t *testing.T, s *testServer, query, content string) string {

@@ -7,11 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/rekuiper/rekuiper/internal/broker"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 const readingSchema = `{"type":"object","required":["id"],"properties":{"id":{"type":"string"},"t":{"type":"number"}}}`
@@ -69,14 +69,13 @@ func TestJSONSchemaEndToEnd(t *testing.T) {
 	}
 	// Until the rule's subscription is in place, a message finds no
 	// subscriber: prime it with valid records until one comes out.
-	deadline := time.Now().Add(20 * time.Second)
-	for len(lines()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no record came through the stream")
+	testwait.Until(t, "a record through the stream", func() bool {
+		if len(lines()) > 0 {
+			return true
 		}
 		publish(`{"id":"prime","t":0}`)
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false
+	})
 	publish(`{"t":2}`)
 	publish(`{"id":"b","t":3}`)
 	s.waitStatus("r1", "past the record b", func(st map[string]any) bool {

@@ -7,7 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // TestMemoryLookupOverREST drives a memory lookup table through the REST
@@ -27,7 +28,7 @@ func TestMemoryLookupOverREST(t *testing.T) {
 		{"lookup table", "POST", "/tables", ddl(`CREATE TABLE devices () WITH (DATASOURCE="dim", TYPE="memory", KIND="lookup", KEY="id")`), 201, ""},
 		{"feed rule", "POST", "/rules", `{"id":"feed","sql":"SELECT * FROM dimfeed","actions":[{"memory":{"topic":"dim"}}]}`, 201, ""},
 	})
-	waitFor(t, "the feed rule published both rows", func() bool {
+	testwait.Until(t, "the feed rule published both rows", func() bool {
 		_, body := s.do("GET", "/rules/feed/status", "")
 		m := sinkOut.FindStringSubmatch(body)
 		if m == nil {
@@ -72,7 +73,7 @@ func waitJoined(t *testing.T, dir string) {
 	t.Helper()
 	out := filepath.Join(dir, "joined.txt")
 	var text string
-	waitFor(t, "joined rows for both devices", func() bool {
+	testwait.Until(t, "joined rows for both devices", func() bool {
 		b, _ := os.ReadFile(out)
 		text = string(b)
 		return strings.Contains(text, `{"k":1,"name":"pump"}`) && strings.Contains(text, `{"k":2,"name":"fan"}`)
@@ -83,14 +84,3 @@ func waitJoined(t *testing.T, dir string) {
 }
 
 var sinkOut = regexp.MustCompile(`"sink_memory_0_0_records_out_total": (\d+)`)
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}

@@ -13,6 +13,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
+	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/sql/parser"
 )
 
@@ -55,12 +56,17 @@ func (s *Server) listRules(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) createRule(w http.ResponseWriter, r *http.Request) error {
+// ruleBody decodes the rule JSON of a request's body.
+func (s *Server) ruleBody(r *http.Request) (*rule.Def, error) {
 	b, err := readBody(r)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	def, err := s.rules.ParseDef(b)
+	return s.rules.ParseDef(b)
+}
+
+func (s *Server) createRule(w http.ResponseWriter, r *http.Request) error {
+	def, err := s.ruleBody(r)
 	if err != nil {
 		return err
 	}
@@ -273,11 +279,7 @@ func (s *Server) ruleScanTables(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) validateRule(w http.ResponseWriter, r *http.Request) error {
-	b, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	def, err := s.rules.ParseDef(b)
+	def, err := s.ruleBody(r)
 	if err != nil {
 		return err
 	}
@@ -417,4 +419,39 @@ func (s *Server) bulk(start bool) handlerFunc {
 		}
 		return writeJSON(w, http.StatusOK, out)
 	}
+}
+
+// rulesWhere lists, in the order of s.rules.List, the rules whose stored
+// definition match accepts; a rule whose definition cannot be read is left
+// out.
+func (s *Server) rulesWhere(match func(*rule.Def) bool) []string {
+	var ids []string
+	for _, st := range s.rules.List() {
+		if def, err := s.rules.Def(st.ID); err == nil && match(def) {
+			ids = append(ids, st.ID)
+		}
+	}
+	return ids
+}
+
+// rulesWhoseSQL is rulesWhere over the rules' parsed SELECT; a rule with
+// no SQL, or SQL that does not parse, is left out.
+func (s *Server) rulesWhoseSQL(match func(*ast.SelectStmt) bool) []string {
+	return s.rulesWhere(func(def *rule.Def) bool {
+		if def.SQL == "" {
+			return false
+		}
+		stmt, err := parser.ParseSelect(def.SQL)
+		return err == nil && match(stmt)
+	})
+}
+
+// streamsRead names the stream or table stmt reads FROM, then those it
+// joins, in the statement's order.
+func streamsRead(stmt *ast.SelectStmt) []string {
+	names := []string{stmt.From.Name}
+	for _, j := range stmt.Joins {
+		names = append(names, j.Name)
+	}
+	return names
 }

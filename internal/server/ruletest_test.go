@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 // events connects to a rule test's event stream and returns its data
@@ -115,15 +117,9 @@ func TestRuleTest(t *testing.T) {
 		t.Fatalf("join event %s", got)
 	}
 	leave()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		// start answers 409 while the run exists (started), 404 after.
-		if code, _ := s.do("POST", "/ruletest/t2/start", ""); code == 404 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the run outlived its last listener")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// start answers 409 while the run exists (started), 404 after.
+	testwait.Until(t, "the run to end with its last listener", func() bool {
+		code, _ := s.do("POST", "/ruletest/t2/start", "")
+		return code == 404
+	})
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 type scanTableRow struct {
@@ -43,7 +45,7 @@ func TestRuleScanTables(t *testing.T) {
 		{"rule without join", "POST", "/rules", `{"id":"plain","sql":"SELECT * FROM sensors","actions":[{"nop":{}}]}`, 201, ""},
 	})
 	var rows []scanTableRow
-	waitFor(t, "the table's rows", func() bool {
+	testwait.Until(t, "the table's rows", func() bool {
 		var ok bool
 		rows, ok = e.scanTables("j")
 		return ok && len(rows) == 2
@@ -77,7 +79,7 @@ func TestRuleScanTablesWhileUpdating(t *testing.T) {
 		{"feed rule", "POST", "/rules", `{"id":"f","sql":"SELECT * FROM feed","actions":[{"memory":{"topic":"dims"}}]}`, 201, ""},
 	})
 	seen := map[float64]bool{}
-	waitFor(t, "every fed id in the table", func() bool {
+	testwait.Until(t, "every fed id in the table", func() bool {
 		rows, ok := e.scanTables("j")
 		if !ok {
 			return false

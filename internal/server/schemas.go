@@ -7,9 +7,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/schema"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/sql/parser"
@@ -59,14 +61,23 @@ func (s *Server) listSchemas(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, names)
 }
 
-func (s *Server) describeSchema(w http.ResponseWriter, r *http.Request) error {
-	typ, name := r.PathValue("type"), r.PathValue("name")
+// schemaAt is the schema of the path's type and name, the name checked
+// first.
+func (s *Server) schemaAt(r *http.Request) (typ, name string, e schema.Entry, err error) {
+	typ, name = r.PathValue("type"), r.PathValue("name")
 	if err := schema.ValidateName(name); err != nil {
-		return schemaErr(err)
+		return typ, name, e, schemaErr(err)
 	}
-	e, err := s.schemas.Get(typ, name)
+	if e, err = s.schemas.Get(typ, name); err != nil {
+		return typ, name, e, schemaErr(err)
+	}
+	return typ, name, e, nil
+}
+
+func (s *Server) describeSchema(w http.ResponseWriter, r *http.Request) error {
+	_, _, e, err := s.schemaAt(r)
 	if err != nil {
-		return schemaErr(err)
+		return err
 	}
 	v := map[string]any{"type": e.Type, "name": e.Name, "content": e.Content, "file": e.File}
 	if e.Version != "" {
@@ -126,13 +137,9 @@ func (s *Server) updateSchema(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteSchema(w http.ResponseWriter, r *http.Request) error {
-	typ, name := r.PathValue("type"), r.PathValue("name")
-	if err := schema.ValidateName(name); err != nil {
-		return schemaErr(err)
-	}
-	e, err := s.schemas.Get(typ, name)
+	typ, name, e, err := s.schemaAt(r)
 	if err != nil {
-		return schemaErr(err)
+		return err
 	}
 	if e.FromFile != "" {
 		return badRequest("%v: %s schema %s comes from %s; remove the file", schema.ErrReadOnly, typ, name, e.FromFile)
@@ -240,18 +247,14 @@ func (s *Server) schemaUsers(typ, name string) []string {
 			}
 		}
 	}
-	for _, st := range s.rules.List() {
-		def, err := s.rules.Def(st.ID)
-		if err != nil {
-			continue
-		}
-		for _, a := range def.Actions {
+	for _, id := range s.rulesWhere(func(def *rule.Def) bool {
+		return slices.ContainsFunc(def.Actions, func(a rule.Action) bool {
 			f, _ := a.Props["format"].(string)
-			if id, ok := a.Props["schemaId"].(string); ok && uses(f, id) {
-				refs = append(refs, "rule "+st.ID)
-				break
-			}
-		}
+			id, ok := a.Props["schemaId"].(string)
+			return ok && uses(f, id)
+		})
+	}) {
+		refs = append(refs, "rule "+id)
 	}
 	return refs
 }

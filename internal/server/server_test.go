@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/rulemgr/rulemgrtest"
 	"github.com/rekuiper/rekuiper/internal/server"
+	"github.com/rekuiper/rekuiper/internal/server/servertest"
 )
 
 // faultyStore fails every write while fail is set, as a full disk would.
@@ -110,41 +110,34 @@ func newServerWith(t *testing.T, etc string, edit func(*server.Options)) *testSe
 	return &testServer{t: t, url: srv.URL, data: dir, cat: cat, store: fs, runner: runner, mgr: mgr}
 }
 
+// do sends a request (a JSON body when body is not empty) and returns the
+// status and body; an error answer must have the one JSON shape.
 func (s *testServer) do(method, path, body string) (int, string) {
 	s.t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, s.url+path, rd)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		s.t.Fatal(err)
-	}
+	resp, b := servertest.RequestJSON(s.t, method, s.url+path, body)
+	s.checkErrorBody(method, path, resp, b)
 	if resp.StatusCode >= 400 {
-		var shape struct {
-			Error   int    `json:"error"`
-			Message string `json:"message"`
-		}
-		if err := json.Unmarshal(b, &shape); err != nil || shape.Error == 0 || shape.Message == "" {
-			s.t.Errorf("%s %s: error body %q is not {error, message}", method, path, b)
-		}
 		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 			s.t.Errorf("%s %s: error content type %q", method, path, ct)
 		}
 	}
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, b
+}
+
+// checkErrorBody fails the test unless an error answer (400 and up) has
+// the one JSON error shape, {error, message}.
+func (s *testServer) checkErrorBody(method, path string, resp *http.Response, b string) {
+	s.t.Helper()
+	if resp.StatusCode < 400 {
+		return
+	}
+	var shape struct {
+		Error   int    `json:"error"`
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal([]byte(b), &shape); err != nil || shape.Error == 0 || shape.Message == "" {
+		s.t.Errorf("%s %s: error body %q is not {error, message}", method, path, b)
+	}
 }
 
 // step is one REST call and what its answer must be: the status, and a

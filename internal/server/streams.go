@@ -247,21 +247,7 @@ func (s *Server) checkStream(r *http.Request, cs *ast.CreateStreamStmt) error {
 
 // rulesReading lists the rules whose SQL reads the stream or table name.
 func (s *Server) rulesReading(name string) []string {
-	var ids []string
-	for _, st := range s.rules.List() {
-		def, err := s.rules.Def(st.ID)
-		if err != nil || def.SQL == "" {
-			continue
-		}
-		stmt, err := parser.ParseSelect(def.SQL)
-		if err != nil {
-			continue
-		}
-		if stmt.From.Name == name || slices.ContainsFunc(stmt.Joins, func(j ast.Join) bool { return j.Name == name }) {
-			ids = append(ids, st.ID)
-		}
-	}
-	return ids
+	return s.rulesWhoseSQL(func(stmt *ast.SelectStmt) bool { return slices.Contains(streamsRead(stmt), name) })
 }
 
 func (s *Server) describeStream(k streamKind) handlerFunc {

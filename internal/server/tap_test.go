@@ -4,45 +4,20 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/server/servertest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
-
-func call(t *testing.T, method, url, body string, header map[string]string) (int, string, http.Header) {
-	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), resp.Header
-}
 
 func mustCall(t *testing.T, method, url, body string, want int) string {
 	t.Helper()
-	code, b, _ := call(t, method, url, body, nil)
-	if code != want {
-		t.Fatalf("%s %s: %d %s, want %d", method, url, code, b, want)
+	resp, b := servertest.RequestJSON(t, method, url, body)
+	if resp.StatusCode != want {
+		t.Fatalf("%s %s: %d %s, want %d", method, url, resp.StatusCode, b, want)
 	}
 	return b
 }
@@ -55,13 +30,7 @@ func memoryRule(t *testing.T, d *servertest.Daemon) {
 	before := d.Memory.Subscribers()
 	mustCall(t, "POST", d.URL+"/streams", `{"sql":"CREATE STREAM demo (v BIGINT) WITH (DATASOURCE=\"in\", TYPE=\"memory\", FORMAT=\"json\")"}`, 201)
 	mustCall(t, "POST", d.URL+"/rules", `{"id":"r1","sql":"SELECT v * 2 AS w FROM demo","actions":[{"nop":{}}]}`, 201)
-	deadline := time.Now().Add(10 * time.Second)
-	for d.Memory.Subscribers() <= before {
-		if time.Now().After(deadline) {
-			t.Fatal("rule r1 did not subscribe to topic in within 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, "rule r1 to subscribe to topic in", func() bool { return d.Memory.Subscribers() > before })
 }
 
 // tapEvents opens the tap of rule id and returns a function reading the
@@ -123,17 +92,17 @@ func TestRuleTapStreamsEmissions(t *testing.T) {
 
 func TestRuleTapUnknownRule(t *testing.T) {
 	d := servertest.Start(t, servertest.Options{})
-	code, body, _ := call(t, "GET", d.URL+"/rules/nope/tap", "", nil)
-	if code != 404 || !strings.Contains(body, "nope") {
-		t.Fatalf("got %d %s, want 404 naming the rule", code, body)
+	resp, body := servertest.RequestJSON(t, "GET", d.URL+"/rules/nope/tap", "")
+	if resp.StatusCode != 404 || !strings.Contains(body, "nope") {
+		t.Fatalf("got %d %s, want 404 naming the rule", resp.StatusCode, body)
 	}
 }
 
 func TestMetricsHistoryRoutes(t *testing.T) {
 	d := servertest.Start(t, servertest.Options{})
 	memoryRule(t, d)
-	if code, _, _ := call(t, "GET", d.URL+"/rules/nope/metrics/history", "", nil); code != 404 {
-		t.Fatalf("unknown rule: %d, want 404", code)
+	if resp, _ := servertest.RequestJSON(t, "GET", d.URL+"/rules/nope/metrics/history", ""); resp.StatusCode != 404 {
+		t.Fatalf("unknown rule: %d, want 404", resp.StatusCode)
 	}
 	var empty struct {
 		Interval int              `json:"interval"`

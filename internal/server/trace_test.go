@@ -3,11 +3,13 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/connector/membus"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 	"github.com/rekuiper/rekuiper/internal/tracing"
 )
 
@@ -36,20 +38,35 @@ func (e *engineServer) traceChain(id string) ([]string, *tracing.LocalSpan) {
 
 // traceOf waits for a trace of rule r1 whose record (the root span's data)
 // is data, and returns its id.
-func (e *engineServer) traceOf(ctx context.Context, data string) string {
+func (e *engineServer) traceOf(data string) string {
 	e.t.Helper()
-	for ctx.Err() == nil {
+	var found string
+	testwait.Until(e.t, "a trace of record "+data, func() bool {
 		for _, id := range e.traceIDs("") {
 			var root tracing.LocalSpan
 			_, body := e.do("GET", "/trace/"+id, "")
 			if json.Unmarshal([]byte(body), &root) == nil && root.Attribute["data"] == data {
-				return id
+				found = id
+				return true
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	e.t.Fatalf("no trace of record %s", data)
-	return ""
+		return false
+	})
+	return found
+}
+
+// waitChain waits until the span chain of trace id (traceChain) holds a
+// span whose name ok accepts: a span is stored when it ends, so the
+// operators' spans come after the source's.
+func (e *engineServer) waitChain(id, what string, ok func(name string) bool) ([]string, *tracing.LocalSpan) {
+	e.t.Helper()
+	var names []string
+	var last *tracing.LocalSpan
+	testwait.Until(e.t, what, func() bool {
+		names, last = e.traceChain(id)
+		return slices.ContainsFunc(names, ok)
+	})
+	return names, last
 }
 
 func (e *engineServer) traceIDs(query string) []string {
@@ -98,22 +115,21 @@ func TestTraceRoutes(t *testing.T) {
 	}
 	// Publish until the stream delivers (the first messages may go out
 	// before it subscribed), then let the sink's output show it went out.
-	for len(e.traceIDs("")) == 0 {
+	testwait.Until(t, "a trace of a published record", func() bool {
+		if len(e.traceIDs("")) > 0 {
+			return true
+		}
 		publish(10)
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	})
 	if ids := e.traceIDs("?limit=1"); len(ids) != 1 {
 		t.Fatalf("limit 1: %v", ids)
 	}
-	passed := e.traceOf(ctx, `{"a":10}`)
-	var names []string
-	var last *tracing.LocalSpan
-	for ctx.Err() == nil {
-		if names, last = e.traceChain(passed); strings.HasPrefix(last.Name, "memory") {
-			break
-		}
-		time.Sleep(10 * time.Millisecond) // the sink's span ends after its write
-	}
+	passed := e.traceOf(`{"a":10}`)
+	// The sink's span ends after its write.
+	names, last := e.waitChain(passed, "the sink's span of the passing record", func(name string) bool {
+		return strings.HasPrefix(name, "memory")
+	})
 	chain := strings.Join(names, ">")
 	t.Logf("spans of a passing record: %s", chain)
 	if !strings.HasPrefix(chain, "demo>") || !strings.Contains(chain, "_filter>") || !strings.Contains(chain, "_project>") {
@@ -124,8 +140,13 @@ func TestTraceRoutes(t *testing.T) {
 	}
 
 	publish(4)
-	dropped := e.traceOf(ctx, `{"a":4}`)
-	if names, _ := e.traceChain(dropped); !strings.HasSuffix(names[len(names)-1], "_filter") {
+	dropped := e.traceOf(`{"a":4}`)
+	// The root span ends before the filter's: wait for the filter's span,
+	// then check that nothing follows it.
+	names, _ = e.waitChain(dropped, "the filter's span of the dropped record", func(name string) bool {
+		return strings.HasSuffix(name, "_filter")
+	})
+	if !strings.HasSuffix(names[len(names)-1], "_filter") {
 		t.Errorf("dropped record's spans %v, want them to end at the filter", names)
 	}
 

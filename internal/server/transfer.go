@@ -82,9 +82,8 @@ func (s *Server) ruleset(ids []string) (Ruleset, error) {
 			return rs, err
 		}
 		if stmt, err := parser.ParseSelect(def.SQL); err == nil {
-			wanted[stmt.From.Name] = true
-			for _, j := range stmt.Joins {
-				wanted[j.Name] = true
+			for _, n := range streamsRead(stmt) {
+				wanted[n] = true
 			}
 		}
 	}
@@ -565,11 +564,7 @@ func (s *Server) checkImport(d *DataExport, partial bool) (*importResult, []cata
 			res.fail("rules", id, fmt.Errorf("%w: parse sql: %v", rule.ErrInvalid, err))
 			continue
 		}
-		names := []string{stmt.From.Name}
-		for _, j := range stmt.Joins {
-			names = append(names, j.Name)
-		}
-		for _, n := range names {
+		for _, n := range streamsRead(stmt) {
 			if known[n] {
 				continue
 			}

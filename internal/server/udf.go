@@ -12,7 +12,6 @@ import (
 	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/jsudf"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
-	"github.com/rekuiper/rekuiper/internal/sql/parser"
 )
 
 // jsFunctionBody is eKuiper's JavaScript function shape, in requests and in
@@ -142,21 +141,7 @@ func (s *Server) deleteJSFunction(w http.ResponseWriter, r *http.Request) error 
 // rulesCalling lists the rules whose SQL calls the function name (ignoring
 // case, as SQL does).
 func (s *Server) rulesCalling(name string) []string {
-	var ids []string
-	for _, st := range s.rules.List() {
-		def, err := s.rules.Def(st.ID)
-		if err != nil || def.SQL == "" {
-			continue
-		}
-		stmt, err := parser.ParseSelect(def.SQL)
-		if err != nil {
-			continue
-		}
-		if callsFunction(stmt, name) {
-			ids = append(ids, st.ID)
-		}
-	}
-	return ids
+	return s.rulesWhoseSQL(func(stmt *ast.SelectStmt) bool { return callsFunction(stmt, name) })
 }
 
 func callsFunction(stmt *ast.SelectStmt, name string) bool {

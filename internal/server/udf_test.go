@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rekuiper/rekuiper/internal/server/servertest"
+	"github.com/rekuiper/rekuiper/internal/testwait"
 )
 
 func jsBody(t *testing.T, id, script string, isAgg bool) string {
@@ -75,19 +76,19 @@ func TestJavaScriptFunctionInRules(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(s.data, name))
 		return string(b)
 	}
-	waitFor(t, "scalar results", func() bool {
+	testwait.Until(t, "scalar results", func() bool {
 		out := read("scalar.txt")
 		return strings.Contains(out, `{"a":1,"l":{"half":0.5,"seen":true,"tag":"a=1"}}`) &&
 			strings.Contains(out, `{"a":2,"l":{"half":1,"seen":true,"tag":"a=2"}}`)
 	})
 	// Rows 1 and 3 keep coming after row 2 timed out more than once.
-	waitFor(t, "spin rule outlives its time-outs", func() bool {
+	testwait.Until(t, "spin rule outlives its time-outs", func() bool {
 		return strings.Count(read("spin.txt"), `"s":30`) >= 3
 	})
 	if out := read("spin.txt"); strings.Contains(out, `"a":2,"s"`) {
 		t.Fatalf("a row whose call timed out got a value: %s", out)
 	}
-	waitFor(t, "throw rule keeps running", func() bool {
+	testwait.Until(t, "throw rule keeps running", func() bool {
 		return strings.Count(read("throw.txt"), `"t":2`) >= 3
 	})
 	if out := read("throw.txt"); strings.Contains(out, `"a":3,"t"`) {
@@ -99,7 +100,7 @@ func TestJavaScriptFunctionInRules(t *testing.T) {
 			t.Fatalf("rule %s: %s", id, body)
 		}
 	}
-	waitFor(t, "aggregate over count windows", func() bool {
+	testwait.Until(t, "aggregate over count windows", func() bool {
 		return strings.Count(read("agg.txt"), `{"n":3,"sp":2}`) >= 2
 	})
 	s.run([]step{
@@ -183,7 +184,7 @@ func TestJavaScriptFunctionAfterRestart(t *testing.T) {
 		{"rule", "POST", "/rules", `{"id":"r","sql":"SELECT triple(a) AS t FROM nums","actions":[{"file":{"path":"out.txt"}}]}`, 201, ""},
 	})
 	out := filepath.Join(s.data, "out.txt")
-	waitFor(t, "output before the restart", func() bool {
+	testwait.Until(t, "output before the restart", func() bool {
 		b, _ := os.ReadFile(out)
 		return strings.Contains(string(b), `{"t":15}`)
 	})
@@ -193,7 +194,7 @@ func TestJavaScriptFunctionAfterRestart(t *testing.T) {
 	}
 	s, stop = startEngine(t, dir)
 	t.Cleanup(stop)
-	waitFor(t, "output after the restart", func() bool {
+	testwait.Until(t, "output after the restart", func() bool {
 		b, _ := os.ReadFile(out)
 		return strings.Contains(string(b), `{"t":15}`)
 	})

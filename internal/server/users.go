@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/sql/parser"
 )
@@ -95,18 +96,12 @@ func (s *Server) confKeyUsers(c catalog.ConfCategory, typ, key string) *users {
 		}
 		s.addReaders(u)
 	case catalog.ConfSink:
-		for _, st := range s.rules.List() {
-			def, err := s.rules.Def(st.ID)
-			if err != nil {
-				continue
-			}
-			for _, a := range def.Actions {
-				if id, ok := a.Props["resourceId"].(string); ok && strings.EqualFold(a.Type, typ) && id == key {
-					u.rules = append(u.rules, st.ID)
-					break
-				}
-			}
-		}
+		u.rules = s.rulesWhere(func(def *rule.Def) bool {
+			return slices.ContainsFunc(def.Actions, func(a rule.Action) bool {
+				id, ok := a.Props["resourceId"].(string)
+				return ok && strings.EqualFold(a.Type, typ) && id == key
+			})
+		})
 	}
 	return u
 }

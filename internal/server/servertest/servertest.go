@@ -7,19 +7,18 @@ package servertest
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/pem"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/rekuiper/rekuiper/internal/auth"
+	"github.com/rekuiper/rekuiper/internal/auth/authtest"
 	"github.com/rekuiper/rekuiper/internal/catalog"
 	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/connector/membus"
@@ -139,18 +138,8 @@ func (d *Daemon) Close() {
 // returns a token it signed (for a daemon with authentication on).
 func (d *Daemon) Token(t testing.TB) string {
 	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
-	if err := os.WriteFile(filepath.Join(d.Etc, auth.KeyDir, "servertest.pub"), pub, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key := authtest.NewKey(t)
+	authtest.WritePublic(t, filepath.Join(d.Etc, auth.KeyDir), "servertest.pub", key)
 	token, err := auth.SignWithKey(key, auth.SignOptions{Issuer: "servertest.pub", Subject: "tester"})
 	if err != nil {
 		t.Fatal(err)
@@ -165,4 +154,43 @@ func (d *Daemon) Publish(t testing.TB, topic string, row map[string]any) {
 	if err := d.Memory.Publish(context.Background(), membus.Message{Topic: topic, Data: row}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Request sends a request to url with body (none when empty) and exactly
+// the headers given, and returns the response, its body read and closed,
+// with that body.
+func Request(t testing.TB, method, url, body string, header map[string]string) (*http.Response, string) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(b)
+}
+
+// RequestJSON is Request with a JSON body: Content-Type application/json
+// when body is not empty, no other header.
+func RequestJSON(t testing.TB, method, url, body string) (*http.Response, string) {
+	t.Helper()
+	var header map[string]string
+	if body != "" {
+		header = map[string]string{"Content-Type": "application/json"}
+	}
+	return Request(t, method, url, body, header)
 }
