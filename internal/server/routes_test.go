@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rekuiper/rekuiper/internal/server/servertest"
 )
 
 func TestBatch(t *testing.T) {
@@ -207,14 +209,7 @@ func postForm(t *testing.T, url string, parts ...formFile) (int, string) {
 		io.WriteString(w, p.content) //nolint:errcheck // a buffer
 	}
 	mw.Close()
-	resp, err := http.Post(url+"/config/uploads", mw.FormDataContentType(), &buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
+	resp, b := servertest.Request(t, http.MethodPost, url+"/config/uploads", buf.String(),
+		map[string]string{"Content-Type": mw.FormDataContentType()})
+	return resp.StatusCode, b
 }
