@@ -260,16 +260,7 @@ func TestClusterPartitionedRule(t *testing.T) {
 	})
 	k.produce(t, partBase+3_600_000, true, keyed)
 	want1 := partDevices * partWindows
-	var split, single []string
-	testwait.Within(t, 30*time.Second, "phase 1 windows written by both runs", func() bool {
-		split, single = k.rows(t, "out_split"), k.rows(t, "out_whole")
-		return len(split) >= want1 && len(single) >= want1
-	})
-	slices.Sort(split)
-	slices.Sort(single)
-	if len(single) != want1 || !slices.Equal(split, single) {
-		t.Fatalf("phase 1: split run wrote %d windows, single node %d (want %d); equal: %v", len(split), len(single), want1, slices.Equal(split, single))
-	}
+	_, single := sameWindows(t, k, 30*time.Second, "phase 1", want1, false)
 	checkWindows(t, single, partBase)
 
 	// kill -9 the node that runs task agg#p0: its tasks move. Its tasks
@@ -299,20 +290,39 @@ func TestClusterPartitionedRule(t *testing.T) {
 	k.produce(t, partBase+7_200_000, true, keyed)
 	// Phase 2: the flush windows of phase 1 and the data windows.
 	want := want1 + partDevices + partDevices*partWindows
-	testwait.Within(t, 60*time.Second, "phase 2 windows written by both runs", func() bool {
-		split, single = k.rows(t, "out_split"), k.rows(t, "out_whole")
-		return len(distinct(split)) >= want && len(single) >= want
-	})
-	slices.Sort(single)
-	got := distinct(split)
-	if len(single) != want || !slices.Equal(got, single) {
-		t.Fatalf("after the kill: split run wrote %d distinct windows (%d in all), single node %d (want %d)", len(got), len(split), len(single), want)
-	}
+	split, _ := sameWindows(t, k, 60*time.Second, "phase 2", want, true)
 	// The moved tasks resumed from their checkpoints in the shared
 	// database: nothing they had written before is written again.
-	if len(split) != len(got) {
-		t.Fatalf("after the kill: %d windows written twice by the moved tasks (want 0: they resume from their shared checkpoints)", len(split)-len(got))
+	if len(split) != want {
+		t.Fatalf("after the kill: %d windows written twice by the moved tasks (want 0: they resume from their shared checkpoints)", len(split)-want)
 	}
+}
+
+// sameWindows waits up to within until the split run (out_split) and the
+// single node (out_whole) have both written want windows, and fails unless
+// they wrote the same windows. After a kill the split run may write a
+// window twice: with rewrites, its distinct windows are compared. It
+// returns the split run's rows, every one written, and the single node's,
+// sorted.
+func sameWindows(t *testing.T, k *partKafka, within time.Duration, phase string, want int, rewrites bool) (split, single []string) {
+	t.Helper()
+	windows := func(rows []string) []string {
+		if rewrites {
+			return distinct(rows)
+		}
+		return rows
+	}
+	testwait.Within(t, within, phase+" windows written by both runs", func() bool {
+		split, single = k.rows(t, "out_split"), k.rows(t, "out_whole")
+		return len(windows(split)) >= want && len(single) >= want
+	})
+	slices.Sort(split)
+	slices.Sort(single)
+	if got := windows(split); len(single) != want || !slices.Equal(got, single) {
+		t.Fatalf("%s: split run wrote %d distinct windows (%d in all), single node %d (want %d); only split: %v; only single: %v",
+			phase, len(distinct(split)), len(split), len(single), want, minus(got, single), minus(single, got))
+	}
+	return split, single
 }
 
 // waitCheckpoints waits until each task n runs has completed more

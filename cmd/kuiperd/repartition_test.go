@@ -81,16 +81,7 @@ func TestClusterRepartitionedRule(t *testing.T) {
 	})
 	k.produce(t, partBase+3_600_000, true, unkeyed)
 	want := partDevices * partWindows
-	var split, single []string
-	testwait.Within(t, 60*time.Second, "the windows written by both runs", func() bool {
-		split, single = k.rows(t, "out_split"), k.rows(t, "out_whole")
-		return len(split) >= want && len(single) >= want
-	})
-	slices.Sort(split)
-	slices.Sort(single)
-	if len(single) != want || !slices.Equal(split, single) {
-		t.Fatalf("split run wrote %d windows, single node %d (want %d); equal: %v\nsplit:  %v\nsingle: %v", len(split), len(single), want, slices.Equal(split, single), split, single)
-	}
+	_, single := sameWindows(t, k, 60*time.Second, "phase 1", want, false)
 	checkWindows(t, single, partBase)
 
 	// kill -9 a node once its tasks completed two more checkpoints: its
@@ -116,15 +107,7 @@ func TestClusterRepartitionedRule(t *testing.T) {
 	})
 	k.produce(t, partBase+7_200_000, true, unkeyed)
 	want = partDevices*partWindows*2 + partDevices
-	testwait.Within(t, 60*time.Second, "phase 2 windows written by both runs", func() bool {
-		split, single = k.rows(t, "out_split"), k.rows(t, "out_whole")
-		return len(distinct(split)) >= want && len(single) >= want
-	})
-	slices.Sort(single)
-	if got := distinct(split); len(single) != want || !slices.Equal(got, single) {
-		t.Fatalf("after the kill: split run wrote %d distinct windows (%d in all), single node %d (want %d); only split: %v; only single: %v",
-			len(got), len(split), len(single), want, minus(got, single), minus(single, got))
-	}
+	split, _ := sameWindows(t, k, 60*time.Second, "phase 2", want, true)
 	if len(split) != want {
 		t.Fatalf("after the kill: %d windows written twice (want 0 at qos 2)", len(split)-want)
 	}
