@@ -33,10 +33,10 @@ type firefoxPage struct {
 	dir  string // artefacts
 	shot int
 
-	mu      sync.Mutex
+	mu      sync.Mutex // guards nextID and pending
 	nextID  int
 	pending map[int]chan bidiReply
-	errs    []string
+	pageErrors
 }
 
 type bidiReply struct {
@@ -146,7 +146,7 @@ func newFirefox(t *testing.T) *firefoxPage {
 		_, _ = p.send(closeCtx, "browser.close", map[string]any{})
 		conn.Close(websocket.StatusNormalClosure, "")
 	})
-	t.Cleanup(p.checkErrors) // runs first, while the page is still open
+	t.Cleanup(func() { p.report(t, "firefox") }) // runs first, while the page is still open
 
 	p.must("session.new", map[string]any{"capabilities": map[string]any{}})
 	p.must("session.subscribe", map[string]any{"events": []string{"log.entryAdded"}})
@@ -229,20 +229,6 @@ func (p *firefoxPage) event(r bidiReply) {
 		where = fmt.Sprintf(" at %s:%d", f.URL, f.LineNumber)
 	}
 	p.fail("%s %s%s: %s", e.Type, e.Method, where, e.Text)
-}
-
-func (p *firefoxPage) fail(format string, args ...any) {
-	p.mu.Lock()
-	p.errs = append(p.errs, fmt.Sprintf(format, args...))
-	p.mu.Unlock()
-}
-
-func (p *firefoxPage) checkErrors() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, e := range p.errs {
-		p.t.Errorf("firefox: %s", e)
-	}
 }
 
 // send runs one BiDi command and returns its result.

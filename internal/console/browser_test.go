@@ -27,12 +27,33 @@ import (
 // browser is a headless Chromium page whose console errors and uncaught
 // exceptions fail the test.
 type browser struct {
-	t    *testing.T
-	ctx  context.Context
-	mu   sync.Mutex
-	errs []string
+	t   *testing.T
+	ctx context.Context
+	pageErrors
 	shot int
 	dir  string
+}
+
+// pageErrors collects the errors a page reports (console errors, uncaught
+// exceptions) while the test drives it; report fails the test with each.
+type pageErrors struct {
+	mu   sync.Mutex
+	errs []string
+}
+
+func (e *pageErrors) fail(format string, args ...any) {
+	e.mu.Lock()
+	e.errs = append(e.errs, fmt.Sprintf(format, args...))
+	e.mu.Unlock()
+}
+
+// report fails t with each error collected, naming the browser.
+func (e *pageErrors) report(t *testing.T, browser string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, err := range e.errs {
+		t.Errorf("%s: %s", browser, err)
+	}
 }
 
 // chromium finds Debian's chromium; a machine without it fails the test
@@ -113,22 +134,8 @@ func newBrowser(t *testing.T) *browser {
 		cancelCtx()
 		cancelAlloc()
 	})
-	t.Cleanup(b.checkErrors) // runs first: before the browser closes
+	t.Cleanup(func() { b.report(t, "browser") }) // runs first: before the browser closes
 	return b
-}
-
-func (b *browser) fail(format string, args ...any) {
-	b.mu.Lock()
-	b.errs = append(b.errs, fmt.Sprintf(format, args...))
-	b.mu.Unlock()
-}
-
-func (b *browser) checkErrors() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, e := range b.errs {
-		b.t.Errorf("browser: %s", e)
-	}
 }
 
 // run runs steps; a failure saves a screenshot and stops the test.
