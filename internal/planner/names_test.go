@@ -2,7 +2,6 @@ package planner_test
 
 import (
 	"errors"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -10,8 +9,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/planner"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 	"github.com/rekuiper/rekuiper/internal/sql/parser"
-	"github.com/rekuiper/rekuiper/internal/sql/scanner"
-	"github.com/rekuiper/rekuiper/internal/sql/token"
+	"github.com/rekuiper/rekuiper/internal/sql/sqltest"
 )
 
 var testDefs = []string{
@@ -23,26 +21,28 @@ var testDefs = []string{
 
 func plan(t *testing.T, sql string) error {
 	t.Helper()
-	defs := map[string]*ast.CreateStreamStmt{}
-	for _, d := range testDefs {
+	_, err := build(t, sql, testDefs)
+	return err
+}
+
+// build plans sql over the streams and tables defs create.
+func build(t *testing.T, sql string, defs []string) (*planner.Plan, error) {
+	t.Helper()
+	streams := map[string]*ast.CreateStreamStmt{}
+	for _, d := range defs {
 		st, err := parser.ParseStatement(d)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cs := st.(*ast.CreateStreamStmt)
-		defs[cs.Name] = cs
+		streams[cs.Name] = cs
 	}
 	stmt, err := parser.ParseSelect(sql)
 	if err != nil {
 		t.Fatalf("parse %s: %v", sql, err)
 	}
-	_, err = planner.Build(stmt, defs, planner.Options{}, function.Builtins(), nil)
-	return err
+	return planner.Build(stmt, streams, planner.Options{}, function.Builtins(), nil)
 }
-
-// errorMarker is the expectation written inline: /* ERROR "message part" */
-// just before the token the error must be reported at.
-var errorMarker = regexp.MustCompile(`/\* ERROR "([^"]*)" \*/`)
 
 func TestUnknownAndAmbiguousFields(t *testing.T) {
 	tests := []string{
@@ -83,38 +83,17 @@ func TestUnknownAndAmbiguousFields(t *testing.T) {
 	}
 	for _, src := range tests {
 		t.Run(src, func(t *testing.T) {
-			m := errorMarker.FindStringSubmatchIndex(src)
-			if m == nil {
-				t.Fatalf("no ERROR marker in %q", src)
-			}
-			wantMsg := src[m[2]:m[3]]
-			wantPos := tokenAfter(src, m[1])
+			want := sqltest.Marker(t, src)
 			err := plan(t, src)
 			var perr *planner.Error
 			if !errors.As(err, &perr) {
 				t.Fatalf("got error %v (%T), want *planner.Error", err, err)
 			}
-			if !strings.Contains(perr.Msg, wantMsg) {
-				t.Errorf("message %q does not contain %q", perr.Msg, wantMsg)
-			}
-			if perr.Pos != wantPos {
-				t.Errorf("error at %v (offset %d), want %v (offset %d): %v", perr.Pos, perr.Pos.Offset, wantPos, wantPos.Offset, perr)
-			}
-			if !strings.HasPrefix(err.Error(), wantPos.String()+": ") {
-				t.Errorf("error %q does not start with its position %s", err, wantPos)
+			want.Check(t, perr.Msg, perr.Pos, perr)
+			if !strings.HasPrefix(err.Error(), want.Pos.String()+": ") {
+				t.Errorf("error %q does not start with its position %s", err, want.Pos)
 			}
 		})
-	}
-}
-
-// tokenAfter returns the position of the first token at or after offset.
-func tokenAfter(src string, offset int) token.Pos {
-	sc := scanner.New(src)
-	for {
-		it := sc.Scan()
-		if it.Pos.Offset >= offset || it.Tok == token.EOF {
-			return it.Pos
-		}
 	}
 }
 

@@ -2,17 +2,10 @@ package parser
 
 import (
 	"errors"
-	"regexp"
-	"strings"
 	"testing"
 
-	"github.com/rekuiper/rekuiper/internal/sql/scanner"
-	"github.com/rekuiper/rekuiper/internal/sql/token"
+	"github.com/rekuiper/rekuiper/internal/sql/sqltest"
 )
-
-// errorMarker is the inline expectation: /* ERROR "message part" */ placed
-// just before the token where the error must be reported.
-var errorMarker = regexp.MustCompile(`/\* ERROR "([^"]*)" \*/`)
 
 // TestErrors parses inputs that carry an ERROR marker and checks the error's
 // message and that its position is the first token after the marker.
@@ -87,35 +80,14 @@ func TestErrors(t *testing.T) {
 	}
 	for _, src := range tests {
 		t.Run(src, func(t *testing.T) {
-			m := errorMarker.FindStringSubmatchIndex(src)
-			if m == nil {
-				t.Fatalf("no ERROR marker in %q", src)
-			}
-			wantMsg := src[m[2]:m[3]]
-			wantPos := tokenAfter(src, m[1])
+			want := sqltest.Marker(t, src)
 			_, err := ParseStatement(src)
 			var perr *Error
 			if !errors.As(err, &perr) {
 				t.Fatalf("got error %v (%T), want *Error", err, err)
 			}
-			if !strings.Contains(perr.Msg, wantMsg) {
-				t.Errorf("message %q does not contain %q", perr.Msg, wantMsg)
-			}
-			if perr.Pos != wantPos {
-				t.Errorf("error at %v (offset %d), want %v (offset %d): %v", perr.Pos, perr.Pos.Offset, wantPos, wantPos.Offset, perr)
-			}
+			want.Check(t, perr.Msg, perr.Pos, perr)
 		})
-	}
-}
-
-// tokenAfter returns the position of the first token at or after offset.
-func tokenAfter(src string, offset int) token.Pos {
-	sc := scanner.New(src)
-	for {
-		it := sc.Scan()
-		if it.Pos.Offset >= offset || it.Tok == token.EOF {
-			return it.Pos
-		}
 	}
 }
 
