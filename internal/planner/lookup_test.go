@@ -4,32 +4,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/operator"
 	"github.com/rekuiper/rekuiper/internal/planner"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
-	"github.com/rekuiper/rekuiper/internal/sql/parser"
 )
 
 func lookupPlan(t *testing.T, sql string) (*planner.Plan, error) {
 	t.Helper()
-	defs := map[string]*ast.CreateStreamStmt{}
-	for _, d := range append(testDefs,
+	return build(t, sql, append(testDefs,
 		`CREATE TABLE lk () WITH (DATASOURCE="0", TYPE="redis", KIND="lookup")`,
 		`CREATE TABLE lk2 () WITH (DATASOURCE="devices", TYPE="sql", KIND="lookup")`,
-	) {
-		st, err := parser.ParseStatement(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs := st.(*ast.CreateStreamStmt)
-		defs[cs.Name] = cs
-	}
-	stmt, err := parser.ParseSelect(sql)
-	if err != nil {
-		t.Fatalf("parse %s: %v", sql, err)
-	}
-	return planner.Build(stmt, defs, planner.Options{}, function.Builtins(), nil)
+	))
 }
 
 func lookupOps(p *planner.Plan) (lookups []*operator.LookupJoin, joins int) {
