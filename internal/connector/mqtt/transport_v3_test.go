@@ -381,6 +381,20 @@ func TestV3KeepaliveWhileHandlerBlocked(t *testing.T) {
 // connectDiscard connects a v3 transport to a broker that discards what it
 // receives after CONNACK.
 func connectDiscard(tb testing.TB) *v3 {
+	return connectServed(tb, func(_ net.Conn, r *bufio.Reader) {
+		buf := make([]byte, 64<<10)
+		for {
+			if _, err := r.Read(buf); err != nil {
+				return
+			}
+		}
+	})
+}
+
+// connectServed connects a v3 transport to a broker that answers its
+// CONNECT with a CONNACK and then leaves the connection to serve.
+func connectServed(tb testing.TB, serve func(c net.Conn, r *bufio.Reader)) *v3 {
+	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
@@ -397,12 +411,7 @@ func connectDiscard(tb testing.TB) *v3 {
 			return
 		}
 		_, _ = c.Write([]byte{pktConnack << 4, 2, 0, 0})
-		buf := make([]byte, 64<<10)
-		for {
-			if _, err := r.Read(buf); err != nil {
-				return
-			}
-		}
+		serve(c, r)
 	}()
 	cfg := connConfig{server: &url.URL{Scheme: "tcp", Host: ln.Addr().String()}, version: 4}
 	tr := newV3(cfg, "cid", func(inbound) {}, 5*time.Second)
@@ -441,19 +450,8 @@ func BenchmarkV3PublishQoS0(b *testing.B) {
 }
 
 func BenchmarkV3PublishQoS1(b *testing.B) {
-	bk := newFakeBroker(b)
-	tr := newV3(bk.config(4), "cid", func(inbound) {}, 5*time.Second)
-	go func() {
-		c, err := bk.ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		r := bufio.NewReader(c)
-		if _, _, _, err := readPacket(r, nil); err != nil {
-			return
-		}
-		_, _ = c.Write([]byte{pktConnack << 4, 2, 0, 0})
+	// The broker acks each QoS 1 publish.
+	tr := connectServed(b, func(c net.Conn, r *bufio.Reader) {
 		w := bufio.NewWriter(c)
 		for {
 			_, flags, body, err := readPacket(r, nil)
@@ -468,11 +466,7 @@ func BenchmarkV3PublishQoS1(b *testing.B) {
 				_ = w.Flush()
 			}
 		}
-	}()
-	if err := tr.connect(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(tr.close)
+	})
 	o := outbound{topic: "bench/out", qos: 1, payload: []byte(`{"seq":1,"deviceId":"d1","temperature":51.5}`)}
 	b.ReportAllocs()
 	var last pending
