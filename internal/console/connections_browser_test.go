@@ -2,31 +2,19 @@ package console_test
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
+	"github.com/rekuiper/rekuiper/internal/connector/connectortest"
 	"github.com/rekuiper/rekuiper/internal/server/servertest"
 )
 
 // acceptConfirms makes window.confirm answer yes, as a user confirming a
 // delete does.
 var acceptConfirms = script(`window.confirm = () => true`)
-
-// closedPort is a local address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
 
 // TestConsoleConnections: a named connection and a config key are
 // created, tested, edited and deleted through forms generated from the
@@ -39,7 +27,7 @@ func TestConsoleConnections(t *testing.T) {
 	if v := b.attr("#conn-p-password", "type"); v != "password" {
 		t.Errorf("the secret password field is a %q input, want password", v)
 	}
-	dead := "tcp://" + closedPort(t)
+	dead := "tcp://" + connectortest.ClosedAddr(t)
 	b.run("test a connection to nothing", setValue("#conn-id", "c1"), setValue("#conn-p-server", dead), setValue("#conn-p-password", "pw"), click("#conn-form .test-conn"))
 	b.waitFor("the refusal", `document.querySelector("#conn-form .test-result.error")?.textContent.includes("connection refused")`)
 	b.screenshot("connection-test-failed")

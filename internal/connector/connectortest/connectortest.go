@@ -1,11 +1,13 @@
 // Package connectortest holds what the connector test kits (mqtttest,
-// redistest, pgtest) and connector tests share: a free loopback port, and
-// a server binary started on such ports and waited for until it listens.
+// redistest, pgtest) and connector tests share: a free loopback port, an
+// address that refuses connections, and a server binary started on such
+// ports and waited for until it listens.
 package connectortest
 
 import (
 	"fmt"
 	"os/exec"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +24,13 @@ func FreePort(t testing.TB) int {
 		t.Fatal(err)
 	}
 	return port
+}
+
+// ClosedAddr returns a loopback host:port nothing listens on (it was free a
+// moment ago): a peer that refuses connections.
+func ClosedAddr(t testing.TB) string {
+	t.Helper()
+	return "127.0.0.1:" + strconv.Itoa(FreePort(t))
 }
 
 // Proc is a server process started by StartProc.

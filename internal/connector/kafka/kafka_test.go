@@ -129,17 +129,6 @@ func (k *cluster) consume(t *testing.T, topic string, n, markers int, timeout ti
 	return out
 }
 
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
 func topicName(t *testing.T) string {
 	return strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()) + fmt.Sprint(time.Now().UnixNano())
 }
@@ -198,7 +187,7 @@ func TestSourceConformance(t *testing.T) {
 			k.createTopic(t, p.topic, 1)
 			return map[string]any{"brokers": k.addr(), "datasource": p.topic}
 		},
-		UnreachableProps: map[string]any{"brokers": closedAddr(t), "datasource": "x", "connectTimeout": "500ms"},
+		UnreachableProps: map[string]any{"brokers": connectortest.ClosedAddr(t), "datasource": "x", "connectTimeout": "500ms"},
 		Invalid: append(invalid(map[string]any{"brokers": "127.0.0.1:1", "datasource": "t"}),
 			conformancetest.InvalidCase{Name: "group and partition", Props: map[string]any{"brokers": "127.0.0.1:1", "datasource": "t", "groupID": "g", "partition": 1}, WantErr: "exclude each other"},
 			conformancetest.InvalidCase{Name: "no topic", Props: map[string]any{"brokers": "127.0.0.1:1"}, WantErr: `"datasource" is required`},
@@ -217,7 +206,7 @@ func TestSinkConformance(t *testing.T) {
 			k.createTopic(t, r.topic, 1)
 			return map[string]any{"brokers": k.addr(), "topic": r.topic, "requiredACKs": -1}
 		},
-		UnreachableProps: map[string]any{"brokers": closedAddr(t), "topic": "x", "connectTimeout": "500ms"},
+		UnreachableProps: map[string]any{"brokers": connectortest.ClosedAddr(t), "topic": "x", "connectTimeout": "500ms"},
 		Invalid: append(invalid(map[string]any{"brokers": "127.0.0.1:1", "topic": "t"}),
 			conformancetest.InvalidCase{Name: "bad acks", Props: map[string]any{"brokers": "127.0.0.1:1", "topic": "t", "requiredACKs": 2}, WantErr: "not one of 0, 1, -1"},
 			conformancetest.InvalidCase{Name: "bad compression", Props: map[string]any{"brokers": "127.0.0.1:1", "topic": "t", "compression": "brotli"}, WantErr: "not one of"},

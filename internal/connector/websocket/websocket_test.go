@@ -146,16 +146,6 @@ func (r *remote) Produce(t *testing.T, payloads [][]byte) {
 	}
 }
 
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func invalid(pathProp string) []conformancetest.InvalidCase {
 	return []conformancetest.InvalidCase{
 		{Name: "no path", Props: map[string]any{"addr": "127.0.0.1:1"}, WantErr: `"` + pathProp + `" is required`},
@@ -172,7 +162,7 @@ func TestClientSourceConformance(t *testing.T) {
 		Props: func(*testing.T) map[string]any {
 			return map[string]any{"addr": r.addr, "datasource": "/feed"}
 		},
-		UnreachableProps: map[string]any{"addr": closedAddr(t), "datasource": "/feed"},
+		UnreachableProps: map[string]any{"addr": connectortest.ClosedAddr(t), "datasource": "/feed"},
 		Invalid:          invalid("datasource"),
 	}, r)
 }
@@ -184,7 +174,7 @@ func TestClientSinkConformance(t *testing.T) {
 		Props: func(*testing.T) map[string]any {
 			return map[string]any{"addr": r.addr, "path": "out"}
 		},
-		UnreachableProps: map[string]any{"addr": closedAddr(t), "path": "/out"},
+		UnreachableProps: map[string]any{"addr": connectortest.ClosedAddr(t), "path": "/out"},
 		Invalid:          invalid("path"),
 	}, r)
 }
