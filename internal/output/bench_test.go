@@ -3,10 +3,7 @@ package output
 import "testing"
 
 func benchShape(b *testing.B, props map[string]any) {
-	s, err := NewShaper(props)
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := mustShaper(b, props)
 	rows := []map[string]any{{"deviceId": "dev-0042", "temperature": 23.57, "humidity": int64(61), "ok": true}}
 	b.ReportAllocs()
 	for b.Loop() {

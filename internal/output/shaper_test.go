@@ -9,6 +9,16 @@ import (
 
 type mrow = map[string]any
 
+// mustShaper makes the Shaper of props; an error fails the test.
+func mustShaper(t testing.TB, props map[string]any) *Shaper {
+	t.Helper()
+	s, err := NewShaper(props)
+	if err != nil {
+		t.Fatalf("NewShaper(%v): %v", props, err)
+	}
+	return s
+}
+
 func TestShape(t *testing.T) {
 	two := []mrow{{"id": int64(1), "name": "dev1", "temp": 20.5}, {"id": int64(2), "name": "dev2", "temp": 21.0}}
 	tests := []struct {
@@ -80,10 +90,7 @@ func TestShape(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewShaper(tt.props)
-			if err != nil {
-				t.Fatalf("NewShaper: %v", err)
-			}
+			s := mustShaper(t, tt.props)
 			msgs, err := s.Shape(tt.rows)
 			if err != nil {
 				t.Fatalf("Shape: %v", err)
@@ -108,10 +115,7 @@ func TestShape(t *testing.T) {
 
 func TestShapeDoesNotModifyInput(t *testing.T) {
 	rows := []mrow{{"a": int64(1), "b": int64(2)}}
-	s, err := NewShaper(map[string]any{"excludeFields": []any{"b"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustShaper(t, map[string]any{"excludeFields": []any{"b"}})
 	msgs, err := s.Shape(rows)
 	if err != nil {
 		t.Fatal(err)
@@ -155,10 +159,7 @@ func TestShapeErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := NewShaper(tt.props)
-			if err != nil {
-				t.Fatalf("NewShaper: %v", err)
-			}
+			s := mustShaper(t, tt.props)
 			msgs, err := s.Shape(tt.rows)
 			if err == nil {
 				t.Fatalf("Shape = %v, want error %q", msgs, tt.want)

@@ -46,10 +46,7 @@ func TestShapeSlotsMatchesShape(t *testing.T) {
 	for pname, p := range props {
 		for ename, e := range emissions {
 			t.Run(pname+"/"+ename, func(t *testing.T) {
-				s, err := NewShaper(p)
-				if err != nil {
-					t.Fatal(err)
-				}
+				s := mustShaper(t, p)
 				if !s.SlotsOK() {
 					t.Fatal("SlotsOK is false")
 				}
@@ -91,10 +88,7 @@ func TestSlotsOK(t *testing.T) {
 		{"dataField": "id", "fields": []any{"id"}},
 		{"format": "delimited"},
 	} {
-		s, err := NewShaper(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := mustShaper(t, p)
 		if s.SlotsOK() {
 			t.Errorf("%v: SlotsOK is true", p)
 		}
@@ -104,13 +98,10 @@ func TestSlotsOK(t *testing.T) {
 // TestShapeSlotsError checks that a value JSON cannot hold fails the
 // emission with an error, as Shape does.
 func TestShapeSlotsError(t *testing.T) {
-	s, err := NewShaper(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustShaper(t, nil)
 	rows := slot.NewSlotPool(slot.NewColumns([]string{"x"})).Get(1).Rows()
 	rows.Add()[0] = 1.0 / zero()
-	err = s.ShapeSlots(rows, func(*api.SinkMessage) error {
+	err := s.ShapeSlots(rows, func(*api.SinkMessage) error {
 		t.Error("a message was written")
 		return nil
 	})
