@@ -199,19 +199,9 @@ func TestRuleRestartWithoutStateNumbersAfterCommitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	// lastCommitted reads the rule's sink bookkeeping while the rule is
-	// stopped (a producer with its transactional id fences the rule's).
-	lastCommitted := func() uint64 {
-		t.Helper()
-		s := newSink(t, map[string]any{"brokers": e.k.addr(), "topic": e.out, "transactionalID": "rekuiper-fresh-kafka_0"})
-		connectT(t, s)
-		defer s.Close(ctx)
-		n, err := s.LastCommitted(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	// The rule's sink bookkeeping, read while the rule is stopped (a
+	// producer with its transactional id fences the rule's).
+	ruleSink := map[string]any{"brokers": e.k.addr(), "topic": e.out, "transactionalID": "rekuiper-fresh-kafka_0"}
 	run := e.start(t, def)
 	e.input(t, 1, 10)
 	e.results(t, 10, 0)
@@ -219,7 +209,7 @@ func TestRuleRestartWithoutStateNumbersAfterCommitted(t *testing.T) {
 	if err := run.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	before := lastCommitted()
+	before := lastCommitted(t, ruleSink)
 	if err := e.store.Delete("fresh"); err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +224,7 @@ func TestRuleRestartWithoutStateNumbersAfterCommitted(t *testing.T) {
 	if err := run.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if after := lastCommitted(); after <= before {
+	if after := lastCommitted(t, ruleSink); after <= before {
 		t.Errorf("sink's last committed checkpoint %d after the restart, %d before: numbering went back", after, before)
 	}
 	e.k.produce(t, e.out, &kgo.Record{Value: []byte("marker")})
