@@ -42,22 +42,7 @@ func TestSink(t *testing.T) {
 			for k, v := range tc.props {
 				props[k] = v
 			}
-			s, err := registry(t).NewSink(Type, props, connector.Deps{Clock: clock.NewVirtual(0), DataDir: dataDir})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx := context.Background()
-			if err := s.Connect(ctx); err != nil {
-				t.Fatal(err)
-			}
-			for _, m := range tc.msgs {
-				if err := s.Write(ctx, m); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := s.Close(ctx); err != nil {
-				t.Fatal(err)
-			}
+			writeSink(t, props, dataDir, tc.msgs...)
 			got, err := os.ReadFile(filepath.Join(dataDir, "out", "result.txt"))
 			if tc.want == "" {
 				if !os.IsNotExist(err) {
@@ -146,6 +131,28 @@ func TestSinkRolling(t *testing.T) {
 	}
 }
 
+// writeSink writes msgs through a new sink of props over dataDir, from
+// Connect to Close: one run of a rule.
+func writeSink(t *testing.T, props map[string]any, dataDir string, msgs ...*api.SinkMessage) {
+	t.Helper()
+	s, err := registry(t).NewSink(Type, props, connector.Deps{Clock: clock.NewVirtual(0), DataDir: dataDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if err := s.Write(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestSinkConfigErrors(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -219,20 +226,7 @@ func TestSinkAppendsToExistingFile(t *testing.T) {
 			props := map[string]any{"path": "out.csv", "fileType": "csv", "hasHeader": true, "delimiter": ";"}
 			// Two sinks one after the other: a rule stopped and started again.
 			for _, p := range []string{"1;x", "2;y"} {
-				s, err := registry(t).NewSink(Type, props, connector.Deps{Clock: clock.NewVirtual(0), DataDir: dataDir})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ctx := context.Background()
-				if err := s.Connect(ctx); err != nil {
-					t.Fatal(err)
-				}
-				if err := s.Write(ctx, row(p)); err != nil {
-					t.Fatal(err)
-				}
-				if err := s.Close(ctx); err != nil {
-					t.Fatal(err)
-				}
+				writeSink(t, props, dataDir, row(p))
 			}
 			got, err := os.ReadFile(path)
 			if err != nil {
