@@ -61,11 +61,7 @@ func (c *Compiler) compileBinary(n *ast.BinaryExpr) (Expr, error) {
 	case token.LIKE, token.NOTLIKE:
 		return c.compileLike(n)
 	}
-	lhs, err := c.Compile(n.LHS)
-	if err != nil {
-		return nil, err
-	}
-	rhs, err := c.Compile(n.RHS)
+	lhs, rhs, err := c.compilePair(n.LHS, n.RHS)
 	if err != nil {
 		return nil, err
 	}
@@ -96,14 +92,7 @@ func (c *Compiler) compileBinary(n *ast.BinaryExpr) (Expr, error) {
 	}
 	if op, ok := arithOps[n.Op]; ok {
 		return func(ctx *Ctx) (any, error) {
-			l, err := lhs(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if err := containerOperand(l, n.Op); err != nil {
-				return nil, err
-			}
-			r, err := rhs(ctx)
+			l, r, err := operands(ctx, lhs, rhs, n.Op)
 			if err != nil {
 				return nil, err
 			}
@@ -112,14 +101,7 @@ func (c *Compiler) compileBinary(n *ast.BinaryExpr) (Expr, error) {
 	}
 	if op, ok := cmpOps[n.Op]; ok {
 		return func(ctx *Ctx) (any, error) {
-			l, err := lhs(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if err := containerOperand(l, n.Op); err != nil {
-				return nil, err
-			}
-			r, err := rhs(ctx)
+			l, r, err := operands(ctx, lhs, rhs, n.Op)
 			if err != nil {
 				return nil, err
 			}
@@ -127,6 +109,48 @@ func (c *Compiler) compileBinary(n *ast.BinaryExpr) (Expr, error) {
 		}, nil
 	}
 	return nil, errAt(n, "unsupported operator %s", n.Op)
+}
+
+// compilePair compiles a and b, in that order.
+func (c *Compiler) compilePair(a, b ast.Expr) (Expr, Expr, error) {
+	x, err := c.Compile(a)
+	if err != nil {
+		return nil, nil, err
+	}
+	y, err := c.Compile(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return x, y, nil
+}
+
+// evalPair evaluates a, then b.
+func evalPair(ctx *Ctx, a, b Expr) (any, any, error) {
+	x, err := a(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	y, err := b(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return x, y, nil
+}
+
+// operands evaluates the sides of an arithmetic or comparison operator op,
+// left first: an object or array on the left is refused (containerOperand)
+// before the right side is evaluated.
+func operands(ctx *Ctx, lhs, rhs Expr, op token.Token) (l, r any, err error) {
+	if l, err = lhs(ctx); err != nil {
+		return nil, nil, err
+	}
+	if err = containerOperand(l, op); err != nil {
+		return nil, nil, err
+	}
+	if r, err = rhs(ctx); err != nil {
+		return nil, nil, err
+	}
+	return l, r, nil
 }
 
 // containerOperand refuses an object or array left of an arithmetic or
@@ -157,11 +181,7 @@ func (c *Compiler) compileBetween(n *ast.BinaryExpr) (Expr, error) {
 	if !ok {
 		return nil, errAt(n.RHS, "expected lo AND hi after BETWEEN, found %s", n.RHS)
 	}
-	x, err := c.Compile(n.LHS)
-	if err != nil {
-		return nil, err
-	}
-	lo, err := c.Compile(rng.Lo)
+	x, lo, err := c.compilePair(n.LHS, rng.Lo)
 	if err != nil {
 		return nil, err
 	}
@@ -171,11 +191,7 @@ func (c *Compiler) compileBetween(n *ast.BinaryExpr) (Expr, error) {
 	}
 	not := n.Op == token.NOTBETWEEN
 	return func(ctx *Ctx) (any, error) {
-		v, err := x(ctx)
-		if err != nil {
-			return nil, err
-		}
-		l, err := lo(ctx)
+		v, l, err := evalPair(ctx, x, lo)
 		if err != nil {
 			return nil, err
 		}
@@ -199,21 +215,13 @@ func (c *Compiler) compileBetween(n *ast.BinaryExpr) (Expr, error) {
 }
 
 func (c *Compiler) compileIn(n *ast.BinaryExpr) (Expr, error) {
-	x, err := c.Compile(n.LHS)
-	if err != nil {
-		return nil, err
-	}
-	set, err := c.Compile(n.RHS)
+	x, set, err := c.compilePair(n.LHS, n.RHS)
 	if err != nil {
 		return nil, err
 	}
 	not := n.Op == token.NOTIN
 	return func(ctx *Ctx) (any, error) {
-		v, err := x(ctx)
-		if err != nil {
-			return nil, err
-		}
-		s, err := set(ctx)
+		v, s, err := evalPair(ctx, x, set)
 		if err != nil {
 			return nil, err
 		}
@@ -273,11 +281,7 @@ func (c *Compiler) compileLike(n *ast.BinaryExpr) (Expr, error) {
 		return nil, err
 	}
 	return func(ctx *Ctx) (any, error) {
-		v, err := x(ctx)
-		if err != nil {
-			return nil, err
-		}
-		p, err := pat(ctx)
+		v, p, err := evalPair(ctx, x, pat)
 		if err != nil {
 			return nil, err
 		}

@@ -358,11 +358,7 @@ func (c *Compiler) compileCase(n *ast.CaseExpr) (Expr, error) {
 }
 
 func (c *Compiler) compileIndex(n *ast.IndexExpr) (Expr, error) {
-	x, err := c.Compile(n.X)
-	if err != nil {
-		return nil, err
-	}
-	idx, err := c.Compile(n.Index)
+	x, idx, err := c.compilePair(n.X, n.Index)
 	if err != nil {
 		return nil, err
 	}

@@ -53,29 +53,31 @@ func objectArg(args []any, msg string) (m map[string]any, isNil bool, err error)
 	return m, false, nil
 }
 
-func objectKeys(_ Env, args []any) (any, error) {
-	m, isNil, err := objectArg(args, "the argument should be map[string]interface{}, got %v")
-	if isNil || err != nil {
-		return nil, err
+// objectList builds a function listing elem(k, v) for every key k (in
+// ascending order) and value v of the object args[0]; msg is the error for
+// a non-object. A nil object gives nil, and so does an empty one when
+// emptyNil is set.
+func objectList(msg string, emptyNil bool, elem func(k string, v any) any) ScalarFunc {
+	return func(_ Env, args []any) (any, error) {
+		m, isNil, err := objectArg(args, msg)
+		if isNil || err != nil || (emptyNil && len(m) == 0) {
+			return nil, err
+		}
+		out := make([]any, 0, len(m))
+		for _, k := range objectSortedKeys(m) {
+			out = append(out, elem(k, m[k]))
+		}
+		return out, nil
 	}
-	out := make([]any, 0, len(m))
-	for _, k := range objectSortedKeys(m) {
-		out = append(out, k)
-	}
-	return out, nil
 }
 
-func objectValues(_ Env, args []any) (any, error) {
-	m, isNil, err := objectArg(args, "the argument should be map[string]interface{}, got %v")
-	if isNil || err != nil {
-		return nil, err
-	}
-	out := make([]any, 0, len(m))
-	for _, k := range objectSortedKeys(m) {
-		out = append(out, m[k])
-	}
-	return out, nil
-}
+// objectKeys lists the keys.
+var objectKeys = objectList("the argument should be map[string]interface{}, got %v", false,
+	func(k string, _ any) any { return k })
+
+// objectValues lists the values, in the order of their keys.
+var objectValues = objectList("the argument should be map[string]interface{}, got %v", false,
+	func(_ string, v any) any { return v })
 
 // objectFromLists pairs a key array with a value array of the same length;
 // empty arrays give nil.
@@ -195,17 +197,8 @@ func objectZip(_ Env, args []any) (any, error) {
 }
 
 // objectItems lists [[key, value], ...]; an empty object gives nil.
-func objectItems(_ Env, args []any) (any, error) {
-	m, isNil, err := objectArg(args, "first argument should be map[string]interface{}, got %v")
-	if isNil || err != nil || len(m) == 0 {
-		return nil, err
-	}
-	out := make([]any, 0, len(m))
-	for _, k := range objectSortedKeys(m) {
-		out = append(out, []any{k, m[k]})
-	}
-	return out, nil
-}
+var objectItems = objectList("first argument should be map[string]interface{}, got %v", true,
+	func(k string, v any) any { return []any{k, v} })
 
 // objectKeyList reads erase's second argument: a key or an array of keys.
 // An element that is no string is the key its text names, as eKuiper
@@ -345,14 +338,5 @@ func objectSize(_ Env, args []any) (any, error) {
 
 // objectToKVPairs lists [{"key": k, "value": v}, ...]; an empty object
 // gives nil.
-func objectToKVPairs(_ Env, args []any) (any, error) {
-	m, isNil, err := objectArg(args, "the first argument should be map[string]interface{}, got %v")
-	if isNil || err != nil || len(m) == 0 {
-		return nil, err
-	}
-	out := make([]any, 0, len(m))
-	for _, k := range objectSortedKeys(m) {
-		out = append(out, map[string]any{"key": k, "value": m[k]})
-	}
-	return out, nil
-}
+var objectToKVPairs = objectList("the first argument should be map[string]interface{}, got %v", true,
+	func(k string, v any) any { return map[string]any{"key": k, "value": v} })

@@ -5,8 +5,6 @@
 // creates on its own copy (see Tuple.Clone).
 package row
 
-import "sort"
-
 // Row is what expressions are evaluated against.
 type Row interface {
 	// Value looks up a column. stream "" matches any stream of the row.
@@ -254,14 +252,4 @@ func (g *Group) SetAlias(name string, v any) {
 		g.aliases = make(map[string]any, 4)
 	}
 	g.aliases[name] = v
-}
-
-// SortedKeys returns the keys of m in order (for deterministic output).
-func SortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -123,46 +123,50 @@ func (r *Reader) fail(what string) {
 // Uvarint reads an unsigned varint.
 func (r *Reader) Uvarint() uint64 {
 	v, n := binary.Uvarint(r.buf)
-	if n <= 0 {
-		r.fail("bad uvarint")
-		return 0
-	}
-	r.buf = r.buf[n:]
+	r.skipVarint(n, "bad uvarint")
 	return v
 }
 
 // Varint reads a signed varint.
 func (r *Reader) Varint() int64 {
 	v, n := binary.Varint(r.buf)
+	r.skipVarint(n, "bad varint")
+	return v
+}
+
+// skipVarint moves past the n bytes binary.Uvarint or binary.Varint read. An
+// n <= 0 (input too short, or more than 64 bits) is corrupt: what names it
+// in the error; the value they return with it is 0.
+func (r *Reader) skipVarint(n int, what string) {
 	if n <= 0 {
-		r.fail("bad varint")
-		return 0
+		r.fail(what)
+		return
 	}
 	r.buf = r.buf[n:]
-	return v
+}
+
+// take returns the next n bytes of the input (not a copy) and moves past
+// them; with fewer left it fails with what and reports false.
+func (r *Reader) take(n uint64, what string) ([]byte, bool) {
+	if n > uint64(len(r.buf)) {
+		r.fail(what)
+		return nil, false
+	}
+	b := r.buf[:n]
+	r.buf = r.buf[n:]
+	return b, true
 }
 
 // String reads a length-prefixed string.
 func (r *Reader) String() string {
-	n := r.Uvarint()
-	if n > uint64(len(r.buf)) {
-		r.fail("string longer than input")
-		return ""
-	}
-	s := string(r.buf[:n])
-	r.buf = r.buf[n:]
-	return s
+	b, _ := r.take(r.Uvarint(), "string longer than input")
+	return string(b)
 }
 
-// Bytes reads n raw bytes (a copy).
+// Bytes reads n raw bytes (a copy). A negative n is more than the input.
 func (r *Reader) Bytes(n int) []byte {
-	if n < 0 || n > len(r.buf) {
-		r.fail("bytes longer than input")
-		return nil
-	}
-	b := append([]byte(nil), r.buf[:n]...)
-	r.buf = r.buf[n:]
-	return b
+	b, _ := r.take(uint64(n), "bytes longer than input")
+	return append([]byte(nil), b...)
 }
 
 // Byte reads one byte.
@@ -199,13 +203,11 @@ func (r *Reader) Value() any {
 	case tagInt:
 		return r.Varint()
 	case tagFloat:
-		if len(r.buf) < 8 {
-			r.fail("short float")
+		b, ok := r.take(8, "short float")
+		if !ok {
 			return nil
 		}
-		f := math.Float64frombits(binary.LittleEndian.Uint64(r.buf))
-		r.buf = r.buf[8:]
-		return f
+		return math.Float64frombits(binary.LittleEndian.Uint64(b))
 	case tagString:
 		return r.String()
 	case tagFalse:
@@ -213,14 +215,11 @@ func (r *Reader) Value() any {
 	case tagTrue:
 		return true
 	case tagBytes:
-		n := r.Uvarint()
-		if n > uint64(len(r.buf)) {
-			r.fail("bytes longer than input")
+		b, ok := r.take(r.Uvarint(), "bytes longer than input")
+		if !ok {
 			return nil
 		}
-		b := append([]byte(nil), r.buf[:n]...)
-		r.buf = r.buf[n:]
-		return b
+		return append([]byte(nil), b...)
 	case tagTime:
 		ns := r.Varint()
 		loc := time.UTC
