@@ -30,8 +30,9 @@ type Config struct {
 
 	// Paths are the folders the daemon uses, resolved by Load.
 	Paths Paths `yaml:"-" json:"-"`
-	// Warnings lists what Load accepted but did not understand: unknown keys
-	// in the file and environment overrides naming unknown keys.
+	// Warnings lists what Load accepted but adjusted or fell back on: a
+	// missing kuiper.yaml, values raised to their minimum. (Keys that name
+	// no setting are errors, not warnings.)
 	Warnings []string `yaml:"-" json:"-"`
 }
 

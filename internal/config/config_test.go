@@ -145,18 +145,15 @@ func TestLoadFile(t *testing.T) {
 			t.Errorf("sink %+v", cfg.Sink)
 		}
 	})
-	t.Run("unknown keys warn with line", func(t *testing.T) {
-		base := writeConfig(t, "basic:\n  restPort: 9082\n  bogus: 1\nextra:\n  a: b\n")
-		cfg, err := Load(LoadOptions{BaseDir: base})
-		if err != nil {
-			t.Fatal(err)
+	t.Run("unknown keys refused with line", func(t *testing.T) {
+		_, err := Load(LoadOptions{BaseDir: writeConfig(t, "basic:\n  restPort: 9082\n  bogus: 1\nextra:\n  a: b\n")})
+		if err == nil {
+			t.Fatal("no error")
 		}
-		joined := strings.Join(cfg.Warnings, "\n")
-		if len(cfg.Warnings) != 2 || !strings.Contains(joined, `kuiper.yaml:3: unknown key "basic.bogus"`) || !strings.Contains(joined, `kuiper.yaml:4: unknown key "extra"`) {
-			t.Errorf("warnings %q", cfg.Warnings)
-		}
-		if cfg.Basic.RestPort != 9082 {
-			t.Errorf("restPort %d", cfg.Basic.RestPort)
+		for _, want := range []string{`kuiper.yaml:3: unknown key "basic.bogus"`, `kuiper.yaml:4: unknown key "extra"`} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
 		}
 	})
 	t.Run("empty file", func(t *testing.T) {
@@ -282,39 +279,28 @@ func TestEnvOverrides(t *testing.T) {
 			t.Fatalf("cfg %v err %v", cfg, err)
 		}
 	})
-	// An override that names no key is a warning; one whose value does not
-	// fit its key is an error. Either names the variable.
-	for _, c := range []struct {
-		env  string
-		fail bool
-	}{
-		{"KUIPER__BASIC__NOSUCH=1", false},
-		{"KUIPER__NOSUCH__KEY=1", false},
-		{"KUIPER__BASIC=1", false},
-		{"KUIPER__BASIC__RESTPORT__DEEPER=1", false},
-		{"KUIPER__BASIC____RESTPORT=1", false},
-		{"KUIPER__BASIC__RESTPORT=abc", true},
-		{"KUIPER__BASIC__PROMETHEUS=maybe", true},
-		{"KUIPER__RULE__LATETOLERANCE=soon", true},
-		{"KUIPER__RULE__RESTARTSTRATEGY__MULTIPLIER=x", true},
-		{"KUIPER__RULE__CRONDATETIMERANGE=nope", true},
+	// An override that names no key, names a section or whose value does
+	// not fit its key is an error naming the variable.
+	for _, c := range []struct{ env, want string }{
+		{"KUIPER__BASIC__NOSUCH=1", `unknown key "basic.nosuch"`},
+		{"KUIPER__NOSUCH__KEY=1", `unknown key "nosuch.key"`},
+		{"KUIPER__BASIC=1", "basic is a section, not a key"},
+		{"KUIPER__BASIC__RESTPORT__DEEPER=1", `unknown key "basic.restPort.deeper"`},
+		{"KUIPER__BASIC____RESTPORT=1", "empty key segment (did you mean basic.restPort?)"},
+		{"KUIPER__BASIC__RESTPORT=abc", "want an integer"},
+		{"KUIPER__BASIC__PROMETHEUS=maybe", "want true or false"},
+		{"KUIPER__RULE__LATETOLERANCE=soon", "invalid duration"},
+		{"KUIPER__RULE__RESTARTSTRATEGY__MULTIPLIER=x", "want a number"},
+		{"KUIPER__RULE__CRONDATETIMERANGE=nope", "want a JSON array"},
 	} {
 		name, _, _ := strings.Cut(c.env, "=")
-		kind := "warn "
-		if c.fail {
-			kind = "error "
-		}
-		t.Run(kind+name, func(t *testing.T) {
-			cfg, err := Load(LoadOptions{EtcDir: shippedEtc, Environ: []string{c.env}})
-			switch {
-			case c.fail:
-				if err == nil || !strings.Contains(err.Error(), name) {
-					t.Errorf("error %v does not name %s", err, name)
-				}
-			case err != nil:
-				t.Fatal(err)
-			case len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], name):
-				t.Errorf("warnings %q", cfg.Warnings)
+		t.Run("error "+name, func(t *testing.T) {
+			_, err := Load(LoadOptions{EtcDir: shippedEtc, Environ: []string{c.env}})
+			if err == nil || !strings.Contains(err.Error(), "environment variable "+name) {
+				t.Fatalf("error %v does not name %s", err, name)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %q does not say %q", err, c.want)
 			}
 		})
 	}

@@ -115,22 +115,23 @@ func ResolvePaths(opts LoadOptions) Paths {
 // Load resolves the folders, reads <etc>/kuiper.yaml over the defaults,
 // applies KUIPER__SECTION__KEY overrides from opts.Environ and validates the
 // result. A missing kuiper.yaml is not an error (defaults apply, with a
-// warning); bad YAML is an error naming the file and line; unknown keys are
-// warnings in Config.Warnings; an override whose value does not fit the key's
-// type is an error naming the variable.
+// warning). Bad YAML is an error naming the file and line; a key of the file
+// that names no setting is an error naming file:line, and an override that
+// names no setting or whose value does not fit the key's type is one naming
+// the variable, each with the closest known key when one is close; all of
+// them are reported in one error.
 func Load(opts LoadOptions) (*Config, error) {
 	cfg := Default()
 	cfg.Paths = ResolvePaths(opts)
 	file := cfg.Paths.ConfigFile()
-	missing, warns, err := decodeFileAndEnv(file, cfg, "KUIPER", opts.Environ)
+	missing, err := decodeFileAndEnv(file, cfg, "KUIPER", opts.Environ)
 	if err != nil {
 		return nil, fmt.Errorf("load config: %w", err)
 	}
 	if missing {
 		cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s not found, using defaults", file))
 	}
-	cfg.Warnings = append(cfg.Warnings, warns...)
-	warns, err = cfg.Validate()
+	warns, err := cfg.Validate()
 	if err != nil {
 		return nil, fmt.Errorf("load config: %w", err)
 	}
@@ -141,46 +142,47 @@ func Load(opts LoadOptions) (*Config, error) {
 
 // decodeFileAndEnv decodes file over the values already in dst (a pointer
 // to a struct), unless it does not exist (missing), then applies the
-// environment overrides <prefix>__KEY[__SUB]. The warnings are the
-// file's, then the environment's.
-func decodeFileAndEnv(file string, dst any, prefix string, environ []string) (missing bool, warns []string, err error) {
+// environment overrides <prefix>__KEY[__SUB]. Keys that name no field of
+// dst, in the file or the environment, are errors; the error reports every
+// problem of the file and of the environment.
+func decodeFileAndEnv(file string, dst any, prefix string, environ []string) (missing bool, err error) {
+	known := knownKeys(structType(dst))
+	var fileErr error
 	data, err := os.ReadFile(file)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		missing = true
 	case err != nil:
-		return false, nil, err
+		return false, err
 	default:
-		if warns, err = decodeInto(file, data, dst); err != nil {
-			return false, nil, err
-		}
+		fileErr = decodeInto(file, data, dst, known)
 	}
-	envWarns, err := applyEnvToStruct(dst, prefix, environ)
-	if err != nil {
-		return false, nil, err
+	if err := errors.Join(fileErr, applyEnvToStruct(dst, prefix, environ, known)); err != nil {
+		return false, err
 	}
-	return missing, append(warns, envWarns...), nil
+	return missing, nil
 }
 
 // decodeInto decodes YAML data over the values already in dst (a pointer to
-// a struct), matching keys case-insensitively and reporting unknown keys.
-func decodeInto(file string, data []byte, dst any) ([]string, error) {
+// a struct), matching keys case-insensitively; a key that names no field is
+// an error naming file:line and the closest of known.
+func decodeInto(file string, data []byte, dst any, known []string) error {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, fmt.Errorf("parse %s: %w", file, err)
+		return fmt.Errorf("parse %s: %w", file, err)
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
-		return nil, nil // empty or comments only
+		return nil // empty or comments only
 	}
 	doc := root.Content[0]
 	if doc.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("parse %s: line %d: top level must be a mapping", file, doc.Line)
+		return fmt.Errorf("parse %s: line %d: top level must be a mapping", file, doc.Line)
 	}
-	warns := canonicalizeKeys(doc, structType(dst), "", file)
+	errs := canonicalizeKeys(doc, structType(dst), "", file, known)
 	if err := doc.Decode(dst); err != nil {
-		return nil, fmt.Errorf("parse %s: %w", file, err)
+		errs = append(errs, fmt.Errorf("parse %s: %w", file, err))
 	}
-	return warns, nil
+	return errors.Join(errs...)
 }
 
 // Validate checks ranges and enumerations. It returns warnings for values
@@ -323,13 +325,15 @@ type ClientBasic struct {
 
 // LoadClient reads etc/client.yaml (defaults 127.0.0.1:9081 when missing)
 // and applies CLIENT__BASIC__HOST / CLIENT__BASIC__PORT style overrides.
+// As for kuiper.yaml, a key or variable that names no setting is an error:
+// a typo'd host must not send the CLI's commands to another daemon. There
+// are no warnings (the result is kept for callers).
 func LoadClient(file string, environ []string) (*ClientConfig, []string, error) {
 	cfg := &ClientConfig{Basic: ClientBasic{Host: "127.0.0.1", Port: 9081}}
-	_, warns, err := decodeFileAndEnv(file, cfg, filePrefix(file), environ)
-	if err != nil {
+	if _, err := decodeFileAndEnv(file, cfg, filePrefix(file), environ); err != nil {
 		return nil, nil, fmt.Errorf("load client config: %w", err)
 	}
-	return cfg, warns, nil
+	return cfg, nil, nil
 }
 
 // filePrefix is the environment prefix of a YAML file: its upper-cased base

@@ -2,8 +2,10 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -52,13 +54,14 @@ func fieldByKey(t reflect.Type, key string) (int, string, bool) {
 }
 
 // canonicalizeKeys rewrites the mapping keys under n to the exact YAML names
-// of type t's fields, so that keys match case-insensitively, and returns a
-// warning for every key that names no field.
-func canonicalizeKeys(n *yaml.Node, t reflect.Type, path, file string) []string {
+// of type t's fields, so that keys match case-insensitively, and returns an
+// error naming file:line and the closest of known for every key that names
+// no field.
+func canonicalizeKeys(n *yaml.Node, t reflect.Type, path, file string, known []string) []error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	var warns []string
+	var errs []error
 	switch {
 	case isDuration(t):
 	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
@@ -66,56 +69,62 @@ func canonicalizeKeys(n *yaml.Node, t reflect.Type, path, file string) []string 
 			k, v := n.Content[i], n.Content[i+1]
 			idx, name, ok := fieldByKey(t, k.Value)
 			if !ok {
-				warns = append(warns, fmt.Sprintf("%s:%d: unknown key %q ignored", file, k.Line, path+k.Value))
+				errs = append(errs, unknownKey(fmt.Sprintf("%s:%d", file, k.Line), path+k.Value, known))
 				continue
 			}
 			k.Value = name
-			warns = append(warns, canonicalizeKeys(v, t.Field(idx).Type, path+name+".", file)...)
+			errs = append(errs, canonicalizeKeys(v, t.Field(idx).Type, path+name+".", file, known)...)
 		}
 	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
 		for i, e := range n.Content {
-			warns = append(warns, canonicalizeKeys(e, t.Elem(), fmt.Sprintf("%s%d.", path, i), file)...)
+			errs = append(errs, canonicalizeKeys(e, t.Elem(), fmt.Sprintf("%s%d.", path, i), file, known)...)
 		}
 	}
-	return warns
+	return errs
 }
 
 // applyEnvToStruct applies every <prefix>__KEY__SUBKEY=value variable of
 // environ to the struct dst points to. Key segments match YAML names
 // case-insensitively; a free-form map field takes the remaining segments as
-// lower-cased nested keys. Unknown keys are warnings; a value that does not
-// parse as the field's type is an error naming the variable.
-func applyEnvToStruct(dst any, prefix string, environ []string) ([]string, error) {
-	var warns []string
+// lower-cased nested keys. A variable that names no key (with the closest
+// of known), names a section, or whose value does not parse as the field's
+// type is an error naming the variable; all of them are reported.
+func applyEnvToStruct(dst any, prefix string, environ []string, known []string) error {
+	var errs []error
 	for _, kv := range environ {
 		name, val, ok := strings.Cut(kv, "=")
 		rest, found := strings.CutPrefix(name, prefix+"__")
 		if !ok || !found {
 			continue
 		}
-		w, err := applyOneEnv(reflect.ValueOf(dst).Elem(), name, strings.Split(rest, "__"), val)
-		if err != nil {
-			return nil, err
-		}
-		if w != "" {
-			warns = append(warns, w)
+		if err := applyOneEnv(reflect.ValueOf(dst).Elem(), name, strings.Split(rest, "__"), val, known); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	return warns, nil
+	return errors.Join(errs...)
 }
 
-func applyOneEnv(v reflect.Value, name string, segs []string, val string) (string, error) {
-	path := ""
-	for i, seg := range segs {
-		if seg == "" {
-			return fmt.Sprintf("environment variable %s: empty key segment, ignored", name), nil
+func applyOneEnv(v reflect.Value, name string, segs []string, val string, known []string) error {
+	where := "environment variable " + name
+	if slices.Contains(segs, "") {
+		meant := slices.DeleteFunc(slices.Clone(segs), func(s string) bool { return s == "" })
+		if hint := suggestKey(strings.ToLower(strings.Join(meant, ".")), known); hint != "" {
+			return fmt.Errorf("%s: empty key segment (did you mean %s?)", where, hint)
 		}
+		return fmt.Errorf("%s: empty key segment", where)
+	}
+	// unknown names the key of segs from the i-th segment on.
+	path := ""
+	unknown := func(i int) error {
+		return unknownKey(where, path+strings.ToLower(strings.Join(segs[i:], ".")), known)
+	}
+	for i, seg := range segs {
 		if isDuration(v.Type()) || (v.Kind() != reflect.Struct && v.Kind() != reflect.Map) {
-			return fmt.Sprintf("environment variable %s: unknown key %s, ignored", name, path+strings.ToLower(seg)), nil
+			return unknown(i)
 		}
 		if v.Kind() == reflect.Map {
 			if v.Type() != reflect.TypeFor[map[string]any]() {
-				return fmt.Sprintf("environment variable %s: key %s cannot be overridden, ignored", name, strings.TrimSuffix(path, ".")), nil
+				return fmt.Errorf("%s: key %s cannot be overridden", where, strings.TrimSuffix(path, "."))
 			}
 			if v.IsNil() {
 				v.Set(reflect.ValueOf(map[string]any{}))
@@ -125,25 +134,25 @@ func applyOneEnv(v reflect.Value, name string, segs []string, val string) (strin
 				lower[j] = strings.ToLower(s)
 			}
 			if w := setMapPath(v.Interface().(map[string]any), lower, val, false); w != "" {
-				return fmt.Sprintf("environment variable %s: %s, ignored", name, w), nil
+				return fmt.Errorf("%s: %s", where, w)
 			}
-			return "", nil
+			return nil
 		}
 		idx, key, ok := fieldByKey(v.Type(), seg)
 		if !ok {
-			return fmt.Sprintf("environment variable %s: unknown key %s, ignored", name, path+strings.ToLower(seg)), nil
+			return unknown(i)
 		}
 		v = v.Field(idx)
 		path += key + "."
 	}
 	path = strings.TrimSuffix(path, ".")
 	if v.Kind() == reflect.Struct && !isDuration(v.Type()) {
-		return fmt.Sprintf("environment variable %s: %s is a section, not a key, ignored", name, path), nil
+		return fmt.Errorf("%s: %s is a section, not a key", where, path)
 	}
 	if err := setLeaf(v, val); err != nil {
-		return "", fmt.Errorf("environment variable %s (%s): %w", name, path, err)
+		return fmt.Errorf("%s (%s): %w", where, path, err)
 	}
-	return "", nil
+	return nil
 }
 
 // setLeaf parses s into v according to v's type.
