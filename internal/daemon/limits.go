@@ -59,13 +59,14 @@ type limitCollector struct {
 	pool    *netlimit.Pool
 	streams func() (open int, refused int64)
 
-	open, idle, accepted, evicted, refused, streamsOpen, streamsRefused *prometheus.Desc
+	max, open, idle, accepted, evicted, refused, streamsOpen, streamsRefused *prometheus.Desc
 }
 
 func newLimitCollector(pool *netlimit.Pool, streams func() (int, int64)) *limitCollector {
 	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
 	return &limitCollector{
 		pool: pool, streams: streams,
+		max:            d("rekuiper_connections_max", "The connection budget: limits.maxConnections, kept below the open-files limit by limits.fileDescriptorReserve."),
 		open:           d("rekuiper_connections_open", "Open client connections of the REST, push and Prometheus servers."),
 		idle:           d("rekuiper_connections_idle", "Open client connections carrying no request."),
 		accepted:       d("rekuiper_connections_accepted_total", "Client connections accepted."),
@@ -77,7 +78,7 @@ func newLimitCollector(pool *netlimit.Pool, streams func() (int, int64)) *limitC
 }
 
 func (c *limitCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.open, c.idle, c.accepted, c.evicted, c.refused, c.streamsOpen, c.streamsRefused} {
+	for _, d := range []*prometheus.Desc{c.max, c.open, c.idle, c.accepted, c.evicted, c.refused, c.streamsOpen, c.streamsRefused} {
 		ch <- d
 	}
 }
@@ -85,6 +86,7 @@ func (c *limitCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *limitCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.pool.Stats()
 	open, refused := c.streams()
+	ch <- prometheus.MustNewConstMetric(c.max, prometheus.GaugeValue, float64(c.pool.Limits().MaxConnections))
 	ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, float64(s.Open))
 	ch <- prometheus.MustNewConstMetric(c.idle, prometheus.GaugeValue, float64(s.Idle))
 	ch <- prometheus.MustNewConstMetric(c.accepted, prometheus.CounterValue, float64(s.Accepted))

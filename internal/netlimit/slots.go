@@ -48,10 +48,10 @@ func (s *Slots) Acquire(key string) (release func(), err error) {
 	switch {
 	case s.n >= s.total:
 		s.refused.Add(1)
-		return nil, fmt.Errorf("%w: %d %s open, the most %s allows", ErrBusy, s.n, s.what, s.totalKey)
+		return nil, fmt.Errorf("%w: %d %s open, as many as %s allows", ErrBusy, s.n, s.what, s.totalKey)
 	case s.byKey[key] >= s.perKey:
 		s.refused.Add(1)
-		return nil, fmt.Errorf("%w: %d %s open for %q, the most %s allows", ErrTooMany, s.byKey[key], s.what, key, s.perKeyKey)
+		return nil, fmt.Errorf("%w: %d %s open for %s, as many as %s allows", ErrTooMany, s.byKey[key], s.what, key, s.perKeyKey)
 	}
 	s.n++
 	s.byKey[key]++
