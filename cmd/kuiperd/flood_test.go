@@ -130,6 +130,8 @@ type flood struct {
 	t     *testing.T
 	addr  string
 	token string
+	// from is the local IP requests are sent from (empty: any).
+	from string
 }
 
 // do sends one request on a connection of its own (with the token when
@@ -143,7 +145,11 @@ func (f *flood) do(method, path, body string, authed bool) (int, string) {
 	if authed {
 		req.Header.Set("Authorization", "Bearer "+f.token)
 	}
-	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 20 * time.Second}
+	tr := &http.Transport{DisableKeepAlives: true}
+	if f.from != "" {
+		tr.DialContext = (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(f.from)}}).DialContext
+	}
+	hc := &http.Client{Transport: tr, Timeout: 20 * time.Second}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, err.Error()

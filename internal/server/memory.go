@@ -44,7 +44,7 @@ func (s *Server) memoryEvents(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("topic %q: %v", filter, err)
 	}
 	defer sub.Close()
-	es, err := s.startEventStream(w, r, "memory topic "+filter)
+	es, err := s.startEventStream(w, r, "memory topic "+filter, nil)
 	if err != nil {
 		return fmt.Errorf("memory events: %w", err)
 	}

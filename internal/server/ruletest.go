@@ -102,7 +102,7 @@ func (s *Server) ruleTestEvents(w http.ResponseWriter, r *http.Request) error {
 	defer leave()
 	// The stream lives as long as the run, past the server's write
 	// timeout; the run's lifetime and the stream limits bound it.
-	es, err := s.startEventStream(w, r, "rule test "+r.PathValue("id"))
+	es, err := s.startEventStream(w, r, "rule test "+r.PathValue("id"), nil)
 	if err != nil {
 		return err
 	}

@@ -3,9 +3,13 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/rekuiper/rekuiper/internal/netlimit"
+	"github.com/rekuiper/rekuiper/internal/tap"
 )
 
 // tapRing bounds the emissions a /rules/{id}/tap client may fall behind by.
@@ -31,14 +35,22 @@ func (s *Server) ruleTap(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("rule tap: %w", errNoRoute)
 	}
 	id := r.PathValue("id")
-	if _, err := s.rules.Status(id); err != nil {
-		return err
+	var sub *tap.Sub
+	es, err := s.startEventStream(w, r, "rule "+id, func() error {
+		if _, err := s.rules.Status(id); err != nil {
+			return err
+		}
+		sub = s.opts.Taps.Subscribe(id, tapRing)
+		return nil
+	})
+	if sub != nil {
+		defer sub.Close()
 	}
-	sub := s.opts.Taps.Subscribe(id, tapRing)
-	defer sub.Close()
-	es, err := s.startEventStream(w, r, "rule "+id)
 	if err != nil {
-		return fmt.Errorf("rule tap: %w", err)
+		if errors.Is(err, netlimit.ErrBusy) || errors.Is(err, netlimit.ErrTooMany) {
+			return fmt.Errorf("rule tap: %w", err)
+		}
+		return err
 	}
 	return es.serve(sub.Ready(), func() error {
 		emissions, dropped := sub.Take()
@@ -59,20 +71,31 @@ type tapEvent struct {
 
 // startEventStream takes an event-stream slot for key (a rule, a test
 // run, a memory topic: limits.maxEventStreams and
-// limits.maxEventStreamsPerRule), lifts the write deadline (a stream
-// outlives the server's write timeout; the controller reaches the
-// connection through the audit log's wrapper), sends the event-stream
-// headers and flushes them, so that the client sees the stream open at
-// once. The stream's context ends after limits.eventStreamLifetime; done
-// releases the slot and the context.
-func (s *Server) startEventStream(w http.ResponseWriter, r *http.Request, key string) (es *eventStream, err error) {
+// limits.maxEventStreamsPerRule), then calls check (the route's own
+// checks, which may cost more than a refusal: a flood of streams past
+// the limits is refused before any of it). It then lifts the write
+// deadline (a stream outlives the server's write timeout; the controller
+// reaches the connection through the audit log's wrapper), sends the
+// event-stream headers and flushes them, so that the client sees the
+// stream open at once. The stream's context ends after
+// limits.eventStreamLifetime; done releases the slot and the context.
+func (s *Server) startEventStream(w http.ResponseWriter, r *http.Request, key string, check func() error) (es *eventStream, err error) {
 	release, err := s.streams.Acquire(key)
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
+	if check != nil {
+		if err := check(); err != nil {
+			return nil, err
+		}
+	}
 	rc := http.NewResponseController(w)
 	if err := rc.SetWriteDeadline(time.Time{}); err != nil {
-		release()
 		return nil, fmt.Errorf("response cannot stream: %w", err)
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
