@@ -65,15 +65,20 @@ func runShell(ctx context.Context, c *client.Client, stdin io.Reader, stdout io.
 	reader.Add(1)
 	go func() {
 		defer reader.Done()
-		err := c.Events(evCtx, "/memory/events?topic="+url.QueryEscape(topic), func(event, data string) {
-			if event == "dropped" {
-				out.printf("kuiper: %s results dropped (the shell fell behind)\n", data)
+		// The daemon ends an event stream after limits.eventStreamLifetime
+		// or a quiet limits.eventStreamIdleTimeout: open the next one.
+		for evCtx.Err() == nil {
+			err := c.Events(evCtx, "/memory/events?topic="+url.QueryEscape(topic), func(event, data string) {
+				if event == "dropped" {
+					out.printf("kuiper: %s results dropped (the shell fell behind)\n", data)
+					return
+				}
+				out.printf("%s\n", data)
+			})
+			if err != nil && evCtx.Err() == nil {
+				failed <- err
 				return
 			}
-			out.printf("%s\n", data)
-		})
-		if err != nil && evCtx.Err() == nil {
-			failed <- err
 		}
 	}()
 	defer func() {

@@ -32,7 +32,7 @@ type secDaemon struct {
 }
 
 // newBase makes a daemon folder with the shipped etc/kuiper.yaml.
-func newBase(t *testing.T) string {
+func newBase(t testing.TB) string {
 	t.Helper()
 	base := t.TempDir()
 	shipped, err := os.ReadFile(filepath.Join("..", "..", "etc", "kuiper.yaml"))
@@ -241,7 +241,7 @@ func testDefaults(t *testing.T, bin string) {
 }
 
 // writeKey writes a new RSA key's public half as <base>/etc/mgmt/<name>.
-func writeKey(t *testing.T, base, name string) *rsa.PrivateKey {
+func writeKey(t testing.TB, base, name string) *rsa.PrivateKey {
 	t.Helper()
 	k, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {

@@ -23,6 +23,8 @@ type Config struct {
 	OpenTelemetry OpenTelemetry `yaml:"openTelemetry" json:"openTelemetry"`
 	Connection    Connection    `yaml:"connection" json:"connection"`
 	Cluster       Cluster       `yaml:"cluster" json:"cluster"`
+	// Limits caps what network clients may hold open (a rekuiper section).
+	Limits Limits `yaml:"limits" json:"limits"`
 	// Security is kept as free-form properties (TLS and decryption options);
 	// no component of the engine reads it yet.
 	Security map[string]any `yaml:"security" json:"security,omitempty"`
@@ -368,5 +370,6 @@ func Default() *Config {
 		},
 		Connection: Connection{BackoffMaxElapsedDuration: Duration(3 * time.Minute)},
 		Cluster:    Cluster{LeaseTime: Duration(10 * time.Second)},
+		Limits:     DefaultLimits(),
 	}
 }

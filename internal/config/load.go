@@ -249,6 +249,7 @@ func (c *Config) Validate() ([]string, error) {
 	errs = append(errs, c.unsupported()...)
 	errs = append(errs, c.Sink.validate("sink")...)
 	errs = append(errs, c.OpenTelemetry.validate()...)
+	errs = append(errs, c.Limits.validate()...)
 	for _, s := range []struct{ key, typ string }{{"store.type", c.Store.Type}, {"store.extStateType", c.Store.ExtStateType}} {
 		if !strings.EqualFold(s.typ, "sqlite") {
 			bad("%s %q: only sqlite is supported", s.key, s.typ)

@@ -37,6 +37,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/jsudf"
 	"github.com/rekuiper/rekuiper/internal/metrics"
+	"github.com/rekuiper/rekuiper/internal/netlimit"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/server"
@@ -76,6 +77,8 @@ type Daemon struct {
 	opts    Options
 	logger  *slog.Logger
 	restTLS *tls.Config
+	// pool is the connection budget of every server of the daemon.
+	pool *netlimit.Pool
 
 	store   catalog.Store
 	catalog *catalog.Catalog
@@ -152,7 +155,8 @@ func New(ctx context.Context, cfg *config.Config, o Options) (d *Daemon, err err
 	// only once rules run, after New.
 	lease := func(id string) (string, int64, error) { return d.placer.Lease(id) }
 	role := newClusterRole(d.store, cfg, nodeID, lease, d.logger)
-	if d.parts, err = newEngineParts(cfg, d.catalog, d.logger, nodeID, o.Extend, role); err != nil {
+	d.pool = newConnectionPool(cfg, d.logger)
+	if d.parts, err = newEngineParts(cfg, d.catalog, d.logger, nodeID, o.Extend, role, d.pool); err != nil {
 		return nil, fmt.Errorf("start engine: %w", err)
 	}
 	d.tasks = newTasks(d.store, d.catalog, d.parts.engine, nodeID, defaults, d.logger)

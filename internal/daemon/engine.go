@@ -18,6 +18,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/engine"
 	"github.com/rekuiper/rekuiper/internal/function"
 	"github.com/rekuiper/rekuiper/internal/jsudf"
+	"github.com/rekuiper/rekuiper/internal/netlimit"
 	"github.com/rekuiper/rekuiper/internal/payload"
 	"github.com/rekuiper/rekuiper/internal/schema"
 	"github.com/rekuiper/rekuiper/internal/stream"
@@ -58,7 +59,7 @@ type clusterRole struct {
 // newEngineParts builds the registries (every built-in connector, MQTT
 // included, then what extend adds), the shared push endpoint server, the
 // tracing and the engine. On error, what it built is released.
-func newEngineParts(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger, nodeID string, extend Extend, role *clusterRole) (p *engineParts, err error) {
+func newEngineParts(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logger, nodeID string, extend Extend, role *clusterRole, pool *netlimit.Pool) (p *engineParts, err error) {
 	p = &engineParts{connections: connection.NewRegistry(clock.Wall{}), memory: membus.New(), taps: tap.NewHub()}
 	defer func() {
 		if err != nil {
@@ -85,7 +86,7 @@ func newEngineParts(cfg *config.Config, cat *catalog.Catalog, logger *slog.Logge
 	if err != nil {
 		return p, err
 	}
-	if p.push, err = newPushServer(cfg, logger); err != nil {
+	if p.push, err = newPushServer(cfg, pool, logger); err != nil {
 		return p, err
 	}
 	if p.tracing, err = tracing.New(cfg.OpenTelemetry, tracing.Options{Logger: logger, Clock: clock.Wall{}}); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/metrics"
+	"github.com/rekuiper/rekuiper/internal/netlimit"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 )
 
@@ -48,25 +49,26 @@ func pprofHandler() http.Handler {
 // servePrometheus exposes rule metrics at /metrics: on the REST port when
 // basic.prometheusPort equals basic.restPort (the handler is returned for
 // the caller to mount), else on a server of its own.
-func servePrometheus(cfg *config.Config, mgr *rulemgr.Manager, logger *slog.Logger) (func(), http.Handler, error) {
+func servePrometheus(cfg *config.Config, mgr *rulemgr.Manager, limits prometheus.Collector, pool *netlimit.Pool, logger *slog.Logger) (func(), http.Handler, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		metrics.NewCollector(mgr),
+		limits,
 	)
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	if cfg.Basic.PrometheusPort == cfg.Basic.RestPort {
 		return func() {}, h, nil
 	}
 	addr := net.JoinHostPort(cfg.Basic.RestIP, strconv.Itoa(cfg.Basic.PrometheusPort))
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listen(pool, addr, "prometheus", true)
 	if err != nil {
 		return nil, nil, fmt.Errorf("prometheus: listen on %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", h)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
+	srv := httpServer(cfg, pool, mux, logger)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("prometheus server failed", "err", err)
@@ -106,7 +108,7 @@ func (d *Daemon) serveObservability() (func(), error) {
 		}
 	}
 	if cfg.Basic.Prometheus {
-		stopMetrics, h, err := servePrometheus(cfg, d.rules, logger)
+		stopMetrics, h, err := servePrometheus(cfg, d.rules, newLimitCollector(d.pool, d.api.EventStreams), d.pool, logger)
 		if err != nil {
 			return nil, err
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/rekuiper/rekuiper/internal/certs"
 	"github.com/rekuiper/rekuiper/internal/config"
 	"github.com/rekuiper/rekuiper/internal/connector"
+	"github.com/rekuiper/rekuiper/internal/netlimit"
 )
 
 // pushServer is the shared server of the push endpoints (httppush,
@@ -29,6 +30,8 @@ type pushServer struct {
 	addr string
 	tls  *tls.Config
 	log  *slog.Logger
+	cfg  *config.Config
+	pool *netlimit.Pool
 
 	mu     sync.Mutex
 	srv    *http.Server
@@ -39,11 +42,13 @@ var _ connector.HTTPMux = (*pushServer)(nil)
 
 // newPushServer checks the TLS files now, so a bad pair stops the daemon
 // at start rather than the first push stream.
-func newPushServer(cfg *config.Config, logger *slog.Logger) (*pushServer, error) {
+func newPushServer(cfg *config.Config, pool *netlimit.Pool, logger *slog.Logger) (*pushServer, error) {
 	p := &pushServer{
 		Mux:  connector.NewMux(),
 		addr: net.JoinHostPort(cfg.Source.HTTPServerIP, strconv.Itoa(cfg.Source.HTTPServerPort)),
 		log:  logger,
+		cfg:  cfg,
+		pool: pool,
 	}
 	if f := cfg.Source.HTTPServerTLS; f.Certfile != "" {
 		r, err := certs.NewReloader(f.Certfile, f.Keyfile, logger)
@@ -72,11 +77,12 @@ func (p *pushServer) start() error {
 	if p.srv != nil {
 		return nil
 	}
-	ln, err := net.Listen("tcp", p.addr)
+	ln, err := listen(p.pool, p.addr, "push endpoint server", p.tls != nil)
 	if err != nil {
 		return fmt.Errorf("push endpoint server: listen on %s: %w", p.addr, err)
 	}
-	srv := &http.Server{Handler: p.Mux, TLSConfig: p.tls, ReadHeaderTimeout: 30 * time.Second}
+	srv := httpServer(p.cfg, p.pool, p.Mux, p.log)
+	srv.TLSConfig = p.tls
 	go func() {
 		var err error
 		if p.tls != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rekuiper/rekuiper/internal/certs/certstest"
 	"github.com/rekuiper/rekuiper/internal/config"
+	"github.com/rekuiper/rekuiper/internal/netlimit"
 	"github.com/rekuiper/rekuiper/internal/procs"
 )
 
@@ -39,7 +40,7 @@ func TestPushServerListensOnDemand(t *testing.T) {
 				client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pair.Pool}}}
 				scheme = "https"
 			}
-			p, err := newPushServer(cfg, slog.New(slog.DiscardHandler))
+			p, err := newPushServer(cfg, testPool(), slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +78,7 @@ func TestPushServerErrors(t *testing.T) {
 		cfg, _ := pushConfig(t)
 		missing := filepath.Join(t.TempDir(), "none.crt")
 		cfg.Source.HTTPServerTLS = config.TLSFiles{Certfile: missing, Keyfile: missing}
-		_, err := newPushServer(cfg, slog.New(slog.DiscardHandler))
+		_, err := newPushServer(cfg, testPool(), slog.New(slog.DiscardHandler))
 		if err == nil || !strings.Contains(err.Error(), "source.httpServerTls") || !strings.Contains(err.Error(), "none.crt") {
 			t.Errorf("error %v", err)
 		}
@@ -89,7 +90,7 @@ func TestPushServerErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ln.Close()
-		p, err := newPushServer(cfg, slog.New(slog.DiscardHandler))
+		p, err := newPushServer(cfg, testPool(), slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,4 +104,9 @@ func TestPushServerErrors(t *testing.T) {
 			t.Errorf("after the port was freed: %v", err)
 		}
 	})
+}
+
+// testPool is a connection budget that never gets in the way.
+func testPool() *netlimit.Pool {
+	return netlimit.NewPool(netlimit.Limits{MaxConnections: 1000, MaxPerAddress: 1000})
 }

@@ -91,7 +91,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	defer stopCluster()
 
 	addr := net.JoinHostPort(cfg.Basic.RestIP, strconv.Itoa(cfg.Basic.RestPort))
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listen(d.pool, addr, "rest api", d.restTLS != nil)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
@@ -142,15 +142,9 @@ func (d *Daemon) Serve(ctx context.Context) error {
 
 // restServer is the REST API's HTTP server, with its timeouts.
 func (d *Daemon) restServer() *http.Server {
-	srv := &http.Server{
-		Handler:           d.api,
-		ReadHeaderTimeout: 30 * time.Second,
-		ReadTimeout:       5 * time.Minute,
-		WriteTimeout:      5 * time.Minute,
-		IdleTimeout:       60 * time.Second,
-		ErrorLog:          newHTTPErrorLog(d.logger),
-		TLSConfig:         d.restTLS,
-	}
+	srv := httpServer(d.cfg, d.pool, d.api, d.logger)
+	srv.WriteTimeout = 5 * time.Minute // event streams lift it
+	srv.TLSConfig = d.restTLS
 	// Shutdown waits for open requests: end the rule test event streams.
 	srv.RegisterOnShutdown(d.api.Close)
 	return srv

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/rekuiper/rekuiper/internal/auth"
+	"github.com/rekuiper/rekuiper/internal/netlimit"
 )
 
 // Errors of the request guard, mapped by statusOf.
@@ -46,6 +47,12 @@ func (s *Server) serveGuarded(w http.ResponseWriter, r *http.Request) string {
 	}
 	if s.guard.verifier != nil && !auth.IsOpenPath(r.URL.Path) {
 		claims, err := s.guard.verifier.Verify(r.Header.Get("Authorization"))
+		if err != nil && !s.unauthenticated.Allow(netlimit.AddrOf(r.RemoteAddr)) {
+			// A valid token always gets in; guesses are rationed.
+			lim := s.opts.Config.Limits
+			err = fmt.Errorf("%w: too many requests without a valid token from this address (limits.unauthenticatedRate %v a second, limits.unauthenticatedBurst %d)",
+				netlimit.ErrTooMany, lim.UnauthenticatedRate, lim.UnauthenticatedBurst)
+		}
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="kuiper"`)
 			s.renderError(w, r, err)

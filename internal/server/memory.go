@@ -44,12 +44,11 @@ func (s *Server) memoryEvents(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("topic %q: %v", filter, err)
 	}
 	defer sub.Close()
-	rc, err := startEventStream(w)
+	es, err := s.startEventStream(w, r, "memory topic "+filter, nil)
 	if err != nil {
 		return fmt.Errorf("memory events: %w", err)
 	}
-
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := context.WithCancel(es.ctx)
 	defer cancel()
 	q := &tapQueue{wake: make(chan struct{}, 1)}
 	go func() {
@@ -65,7 +64,7 @@ func (s *Server) memoryEvents(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}()
-	return serveEvents(ctx, w, rc, q.wake, func() error {
+	return es.serve(q.wake, func() error {
 		rows, dropped := q.take()
 		if dropped > 0 {
 			fmt.Fprintf(w, "event: dropped\ndata: %s\n\n", strconv.Itoa(dropped))

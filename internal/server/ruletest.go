@@ -100,27 +100,27 @@ func (s *Server) ruleTestEvents(w http.ResponseWriter, r *http.Request) error {
 		return trialErr(err)
 	}
 	defer leave()
-	rc := http.NewResponseController(w)
 	// The stream lives as long as the run, past the server's write
-	// timeout; the run's lifetime bounds it.
-	_ = rc.SetWriteDeadline(time.Time{})
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	w.WriteHeader(http.StatusOK)
-	if err := rc.Flush(); err != nil {
-		return nil //nolint:nilerr // the client is gone; the answer has started
+	// timeout; the run's lifetime and the stream limits bound it.
+	es, err := s.startEventStream(w, r, "rule test "+r.PathValue("id"), nil)
+	if err != nil {
+		return err
 	}
+	defer es.done()
+	idle := time.NewTimer(es.idle)
+	defer idle.Stop()
 	var buf bytes.Buffer
 	for {
 		select {
-		case <-r.Context().Done():
+		case <-es.ctx.Done():
+			return nil
+		case <-idle.C:
 			return nil
 		case p, ok := <-payloads:
 			if !ok {
 				return nil
 			}
+			idle.Reset(es.idle)
 			buf.Reset()
 			for _, line := range bytes.Split(bytes.TrimRight(p, "\n"), []byte("\n")) {
 				buf.WriteString("data: ")
@@ -131,7 +131,7 @@ func (s *Server) ruleTestEvents(w http.ResponseWriter, r *http.Request) error {
 			if _, err := w.Write(buf.Bytes()); err != nil {
 				return nil //nolint:nilerr // the client is gone
 			}
-			if err := rc.Flush(); err != nil {
+			if err := es.rc.Flush(); err != nil {
 				return nil //nolint:nilerr // the client is gone
 			}
 		}

@@ -35,6 +35,7 @@ import (
 	access "github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/jsudf"
 	"github.com/rekuiper/rekuiper/internal/metrics"
+	"github.com/rekuiper/rekuiper/internal/netlimit"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/rulemgr"
 	"github.com/rekuiper/rekuiper/internal/schema"
@@ -121,6 +122,11 @@ type Server struct {
 	trials *trial.Manager
 	// imports are the latest data import's answer and the async imports.
 	imports *imports
+	// streams caps the open event streams (limits.maxEventStreams);
+	// unauthenticated bounds the requests without a valid token per
+	// address, nil when authentication is off.
+	streams         *netlimit.Slots
+	unauthenticated *netlimit.Rate
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -164,11 +170,25 @@ func New(opts Options) *Server {
 	for _, o := range opts.Config.Basic.CORS {
 		s.guard.cors[strings.TrimSuffix(o, "/")] = true
 	}
+	lim := opts.Config.Limits
+	if lim == (config.Limits{}) { // a configuration built by hand
+		lim = config.DefaultLimits()
+		opts.Config.Limits = lim
+	}
+	s.streams = netlimit.NewSlots("event streams", lim.MaxEventStreams, "limits.maxEventStreams",
+		lim.MaxEventStreamsPerRule, "limits.maxEventStreamsPerRule")
 	if opts.Config.Basic.Authentication {
 		s.guard.verifier = auth.NewVerifier(filepath.Join(opts.Config.Paths.Etc, auth.KeyDir), opts.Clock.Now)
+		s.unauthenticated = netlimit.NewRate(lim.UnauthenticatedRate, lim.UnauthenticatedBurst, opts.Clock.Now)
 	}
 	s.routes()
 	return s
+}
+
+// EventStreams returns the number of event streams open now and of those
+// refused by the limits so far.
+func (s *Server) EventStreams() (open int, refused int64) {
+	return s.streams.Open(), s.streams.Refused()
 }
 
 // Routes returns the route patterns ("METHOD /path/{var}") in the order
@@ -360,8 +380,10 @@ func statusOf(err error) int {
 		return http.StatusForbidden
 	case errors.Is(err, errMediaType):
 		return http.StatusUnsupportedMediaType
-	case errors.Is(err, rulemgr.ErrClosed), errors.Is(err, catalog.ErrClosed):
+	case errors.Is(err, rulemgr.ErrClosed), errors.Is(err, catalog.ErrClosed), errors.Is(err, netlimit.ErrBusy):
 		return http.StatusServiceUnavailable
+	case errors.Is(err, netlimit.ErrTooMany):
+		return http.StatusTooManyRequests
 	default:
 		return http.StatusInternalServerError
 	}
@@ -389,7 +411,11 @@ func (s *Server) renderError(w http.ResponseWriter, r *http.Request, err error) 
 	if errors.As(err, &re) && re.code != 0 {
 		code, msg = re.code, rule.MaskText(re.msg)
 	}
-	if status >= 500 {
+	if errors.Is(err, netlimit.ErrBusy) || errors.Is(err, netlimit.ErrTooMany) {
+		// A flood would fill the log: refusals are counted in metrics.
+		w.Header().Set("Retry-After", "1")
+		s.log.Debug("rest call refused", "method", r.Method, "path", r.URL.Path, "status", status, "err", msg)
+	} else if status >= 500 {
 		s.log.Error("rest call failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", msg)
 	} else {
 		s.log.Debug("rest call rejected", "method", r.Method, "path", r.URL.Path, "status", status, "err", msg)

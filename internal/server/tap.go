@@ -3,9 +3,13 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/rekuiper/rekuiper/internal/netlimit"
+	"github.com/rekuiper/rekuiper/internal/tap"
 )
 
 // tapRing bounds the emissions a /rules/{id}/tap client may fall behind by.
@@ -31,16 +35,24 @@ func (s *Server) ruleTap(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("rule tap: %w", errNoRoute)
 	}
 	id := r.PathValue("id")
-	if _, err := s.rules.Status(id); err != nil {
+	var sub *tap.Sub
+	es, err := s.startEventStream(w, r, "rule "+id, func() error {
+		if _, err := s.rules.Status(id); err != nil {
+			return err
+		}
+		sub = s.opts.Taps.Subscribe(id, tapRing)
+		return nil
+	})
+	if sub != nil {
+		defer sub.Close()
+	}
+	if err != nil {
+		if errors.Is(err, netlimit.ErrBusy) || errors.Is(err, netlimit.ErrTooMany) {
+			return fmt.Errorf("rule tap: %w", err)
+		}
 		return err
 	}
-	sub := s.opts.Taps.Subscribe(id, tapRing)
-	defer sub.Close()
-	rc, err := startEventStream(w)
-	if err != nil {
-		return fmt.Errorf("rule tap: %w", err)
-	}
-	return serveEvents(r.Context(), w, rc, sub.Ready(), func() error {
+	return es.serve(sub.Ready(), func() error {
 		emissions, dropped := sub.Take()
 		for _, rows := range emissions {
 			if err := writeEvent(w, tapEvent{Rows: rows, Dropped: dropped}); err != nil {
@@ -57,11 +69,31 @@ type tapEvent struct {
 	Dropped int64            `json:"dropped,omitempty"`
 }
 
-// startEventStream lifts the write deadline (a stream outlives the
-// server's write timeout; the controller reaches the connection through
-// the audit log's wrapper), sends the event-stream headers and flushes
-// them, so that the client sees the stream open at once.
-func startEventStream(w http.ResponseWriter) (*http.ResponseController, error) {
+// startEventStream takes an event-stream slot for key (a rule, a test
+// run, a memory topic: limits.maxEventStreams and
+// limits.maxEventStreamsPerRule), then calls check (the route's own
+// checks, which may cost more than a refusal: a flood of streams past
+// the limits is refused before any of it). It then lifts the write
+// deadline (a stream outlives the server's write timeout; the controller
+// reaches the connection through the audit log's wrapper), sends the
+// event-stream headers and flushes them, so that the client sees the
+// stream open at once. The stream's context ends after
+// limits.eventStreamLifetime; done releases the slot and the context.
+func (s *Server) startEventStream(w http.ResponseWriter, r *http.Request, key string, check func() error) (es *eventStream, err error) {
+	release, err := s.streams.Acquire(key)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
+	if check != nil {
+		if err := check(); err != nil {
+			return nil, err
+		}
+	}
 	rc := http.NewResponseController(w)
 	if err := rc.SetWriteDeadline(time.Time{}); err != nil {
 		return nil, fmt.Errorf("response cannot stream: %w", err)
@@ -70,7 +102,21 @@ func startEventStream(w http.ResponseWriter) (*http.ResponseController, error) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	rc.Flush() //nolint:errcheck // a gone client ends the stream at the next write
-	return rc, nil
+	lim := s.opts.Config.Limits
+	ctx, cancel := context.WithTimeout(r.Context(), lim.EventStreamLifetime.Std())
+	return &eventStream{
+		ctx: ctx, w: w, rc: rc, idle: lim.EventStreamIdleTimeout.Std(),
+		done: func() { cancel(); release() },
+	}, nil
+}
+
+// eventStream is an open event-stream answer.
+type eventStream struct {
+	ctx  context.Context
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	idle time.Duration
+	done func()
 }
 
 // writeEvent writes v as one event's JSON data line; a value that does not
@@ -84,26 +130,33 @@ func writeEvent(w http.ResponseWriter, v any) error {
 	return err
 }
 
-// serveEvents calls write each time ready fires and flushes what it wrote,
-// with a keepalive comment when idle, until ctx ends or a write fails
-// (the client left: not an error of the route).
-func serveEvents(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, ready <-chan struct{}, write func() error) error {
-	keepalive := time.NewTicker(sseKeepalive)
+// serve calls write each time ready fires and flushes what it wrote,
+// with a keepalive comment when idle, until the stream's context ends, no
+// event was sent for limits.eventStreamIdleTimeout, or a write fails (the
+// client left: not an error of the route). It releases the stream.
+func (es *eventStream) serve(ready <-chan struct{}, write func() error) error {
+	defer es.done()
+	keepalive := time.NewTicker(min(sseKeepalive, es.idle))
 	defer keepalive.Stop()
+	last := time.Now()
 	for {
 		select {
-		case <-ctx.Done():
+		case <-es.ctx.Done():
 			return nil
-		case <-keepalive.C:
-			if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil {
+		case now := <-keepalive.C:
+			if now.Sub(last) >= es.idle {
+				return nil
+			}
+			if _, err := fmt.Fprint(es.w, ": keepalive\n\n"); err != nil {
 				return nil
 			}
 		case <-ready:
 			if err := write(); err != nil {
 				return nil
 			}
+			last = time.Now()
 		}
-		if err := rc.Flush(); err != nil {
+		if err := es.rc.Flush(); err != nil {
 			return nil
 		}
 	}

@@ -107,8 +107,8 @@ function liveTap(ctx, sec, path) {
   let dropped = 0;
   let ctl = null;
   const start = () => {
-    ctl = new AbortController();
-    const stop = () => ctl.abort();
+    const mine = (ctl = new AbortController());
+    const stop = () => mine.abort();
     ctx.signal.addEventListener("abort", stop);
     api
       .stream(
@@ -120,8 +120,13 @@ function liveTap(ctx, sec, path) {
           out.prepend(h("li", {}, h("code", {}, JSON.stringify(ev.rows))));
           while (out.children.length > keepRows) out.lastChild.remove();
         },
-        ctl.signal,
+        mine.signal,
       )
+      .then(() => {
+        // The daemon ends a stream after limits.eventStreamLifetime, or
+        // limits.eventStreamIdleTimeout without an emission: listen again.
+        if (!mine.signal.aborted && !ctx.signal.aborted) start();
+      })
       .catch((err) => {
         if (err.name !== "AbortError") sec.append(errorBox(err));
       })
