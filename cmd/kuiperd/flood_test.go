@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rekuiper/rekuiper/internal/auth"
+	"github.com/rekuiper/rekuiper/internal/certs/certstest"
 	"github.com/rekuiper/rekuiper/internal/procs"
 	"github.com/rekuiper/rekuiper/internal/testwait"
 )
@@ -42,16 +44,8 @@ func TestFloodsLeaveTheAPIUp(t *testing.T) {
 	base := newBase(t)
 	key := writeKey(t, base, "ops.pub")
 	token := mustSign(t, key, auth.SignOptions{Issuer: "ops.pub", Subject: "ops", Expires: time.Now().Add(time.Hour)})
-	cmd := exec.Command(prlimit, append([]string{fmt.Sprintf("--nofile=%d:%d", floodFiles, floodFiles), bin}, folderArgs(base)...)...)
-	cmd.Env = daemonEnv("KUIPER__BASIC__AUTHENTICATION=true", "KUIPER__BASIC__PROMETHEUS=true", "KUIPER__BASIC__PROMETHEUSPORT=0",
+	url := startFlooded(t, prlimit, bin, base, "KUIPER__BASIC__AUTHENTICATION=true", "KUIPER__BASIC__PROMETHEUS=true", "KUIPER__BASIC__PROMETHEUSPORT=0",
 		"KUIPER__LIMITS__MAXCONNECTIONS=350", "KUIPER__LIMITS__FILEDESCRIPTORRESERVE=100", "KUIPER__LIMITS__UNAUTHENTICATEDBURST=20")
-	var errOut procs.SyncBuffer
-	cmd.Stderr = &errOut
-	out := &procs.SyncBuffer{}
-	url, err := launch(t, cmd, out)
-	if err != nil {
-		t.Fatalf("%v:\n%s%s", err, out.String(), errOut.String())
-	}
 	addr := strings.TrimPrefix(url, "http://")
 	f := &flood{t: t, addr: addr, token: token}
 	// The budget is limits.maxConnections (350) cut to the 400
@@ -78,19 +72,7 @@ func TestFloodsLeaveTheAPIUp(t *testing.T) {
 		f.apiAnswers(t)
 	})
 	t.Run("idle connections", func(t *testing.T) {
-		var conns []net.Conn
-		defer func() { closeAll(conns) }()
-		for range 3 * floodFiles {
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				continue // the backlog is full: the flood is as big as it gets
-			}
-			conns = append(conns, c)
-		}
-		t.Logf("%d idle connections opened", len(conns))
-		if len(conns) < floodFiles {
-			t.Fatalf("only %d connections opened, want more than the daemon's %d descriptors", len(conns), floodFiles)
-		}
+		defer closeAll(holdIdle(t, addr))
 		f.apiAnswers(t)
 	})
 	t.Run("unauthenticated requests", func(t *testing.T) {
@@ -125,6 +107,68 @@ func TestFloodsLeaveTheAPIUp(t *testing.T) {
 	})
 }
 
+// TestTLSFloodLeavesThePingUp holds more idle connections to the REST
+// API's TLS port than the daemon has descriptors, none of them starting
+// its handshake, and checks that /ping answers over TLS throughout.
+func TestTLSFloodLeavesThePingUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs kuiperd")
+	}
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Fatalf("prlimit (util-linux) is needed to lower the daemon's open-files limit: %v", err)
+	}
+	bin := buildDaemon(t)
+	pair := certstest.Write(t, t.TempDir(), "rest", "flood")
+	url := startFlooded(t, prlimit, bin, newBase(t), "KUIPER__LIMITS__FILEDESCRIPTORRESERVE=100",
+		"KUIPER__BASIC__RESTTLS__CERTFILE="+pair.Certfile, "KUIPER__BASIC__RESTTLS__KEYFILE="+pair.Keyfile)
+	addr := strings.TrimPrefix(url, "https://")
+	f := &flood{t: t, addr: addr, tls: &tls.Config{RootCAs: pair.Pool}}
+	conns := holdIdle(t, addr)
+	defer closeAll(conns)
+	for i := range 5 {
+		if status, body := f.do("GET", "/ping", "", false); status != 200 {
+			t.Fatalf("ping %d over TLS during the flood: %d %s", i, status, body)
+		}
+	}
+}
+
+// startFlooded runs bin over base under an open-files limit of
+// floodFiles (with prlimit) and returns its REST URL.
+func startFlooded(t *testing.T, prlimit, bin, base string, env ...string) string {
+	t.Helper()
+	cmd := exec.Command(prlimit, append([]string{fmt.Sprintf("--nofile=%d:%d", floodFiles, floodFiles), bin}, folderArgs(base)...)...)
+	cmd.Env = daemonEnv(env...)
+	var errOut procs.SyncBuffer
+	cmd.Stderr = &errOut
+	out := &procs.SyncBuffer{}
+	url, err := launch(t, cmd, out)
+	if err != nil {
+		t.Fatalf("%v:\n%s%s", err, out.String(), errOut.String())
+	}
+	return url
+}
+
+// holdIdle opens three times floodFiles connections to addr and sends
+// nothing on them; it fails the test when fewer than floodFiles opened.
+func holdIdle(t *testing.T, addr string) []net.Conn {
+	t.Helper()
+	var conns []net.Conn
+	for range 3 * floodFiles {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			continue // the backlog is full: the flood is as big as it gets
+		}
+		conns = append(conns, c)
+	}
+	t.Logf("%d idle connections opened", len(conns))
+	if len(conns) < floodFiles {
+		closeAll(conns)
+		t.Fatalf("only %d connections opened, want more than the daemon's %d descriptors", len(conns), floodFiles)
+	}
+	return conns
+}
+
 // flood is a client of the flooded daemon.
 type flood struct {
 	t     *testing.T
@@ -132,20 +176,26 @@ type flood struct {
 	token string
 	// from is the local IP requests are sent from (empty: any).
 	from string
+	// tls, when set, talks HTTPS with it.
+	tls *tls.Config
 }
 
 // do sends one request on a connection of its own (with the token when
 // authed) and returns the status and body; status 0 when the connection
 // failed.
 func (f *flood) do(method, path, body string, authed bool) (int, string) {
-	req, _ := http.NewRequest(method, "http://"+f.addr+path, strings.NewReader(body))
+	scheme := "http://"
+	if f.tls != nil {
+		scheme = "https://"
+	}
+	req, _ := http.NewRequest(method, scheme+f.addr+path, strings.NewReader(body))
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if authed {
 		req.Header.Set("Authorization", "Bearer "+f.token)
 	}
-	tr := &http.Transport{DisableKeepAlives: true}
+	tr := &http.Transport{DisableKeepAlives: true, TLSClientConfig: f.tls}
 	if f.from != "" {
 		tr.DialContext = (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(f.from)}}).DialContext
 	}
