@@ -55,18 +55,18 @@ func CheckPaths(g *guard.Guard, dataDir string, k connector.Kind, props map[stri
 			return err
 		}
 		if ds := str("datasource", ""); ds != "" {
-			// An absolute DATASOURCE is checked as the path it names, so
-			// that one outside the data folder is refused as such.
-			if filepath.IsAbs(ds) {
-				if err := g.Path("datasource", ds); err != nil {
-					return err
-				}
+			// Where it points first: an absolute DATASOURCE is checked as
+			// the path it names, a relative one inside path, so that one
+			// leading outside the data folder is refused as such.
+			p := ds
+			if !filepath.IsAbs(ds) {
+				p = filepath.Join(dir, ds)
+			}
+			if err := g.Path("datasource", p); err != nil {
+				return err
 			}
 			if strings.ContainsAny(ds, `/\`) || ds == "." || ds == ".." {
 				return fmt.Errorf("%w: datasource %q must be a file name inside path", ErrProps, ds)
-			}
-			if err := g.Path("datasource", filepath.Join(dir, ds)); err != nil {
-				return err
 			}
 		}
 		if mv := str("moveTo", ""); mv != "" {
