@@ -54,46 +54,36 @@ func (g *Guard) act(prop, p string, followLast bool, op func(r *os.Root, name st
 	return nil
 }
 
-// OpenFile is os.OpenFile for a client-named path.
-func (g *Guard) OpenFile(prop, p string, flag int, perm fs.FileMode) (*os.File, error) {
-	var f *os.File
-	err := g.act(prop, p, true, func(r *os.Root, name string) (err error) {
+// use is act for an operation with a result: plain on the path as given
+// without restriction, inRoot on the path below the root otherwise.
+func use[T any](g *Guard, prop, p string, followLast bool, plain func(string) (T, error), inRoot func(*os.Root, string) (T, error)) (T, error) {
+	var v T
+	err := g.act(prop, p, followLast, func(r *os.Root, name string) (err error) {
 		if r == nil {
-			f, err = os.OpenFile(name, flag, perm)
+			v, err = plain(name)
 		} else {
-			f, err = r.OpenFile(name, flag, perm)
+			v, err = inRoot(r, name)
 		}
 		return err
 	})
-	return f, err
+	return v, err
+}
+
+// OpenFile is os.OpenFile for a client-named path.
+func (g *Guard) OpenFile(prop, p string, flag int, perm fs.FileMode) (*os.File, error) {
+	return use(g, prop, p, true,
+		func(name string) (*os.File, error) { return os.OpenFile(name, flag, perm) },
+		func(r *os.Root, name string) (*os.File, error) { return r.OpenFile(name, flag, perm) })
 }
 
 // ReadFile is os.ReadFile for a client-named path.
 func (g *Guard) ReadFile(prop, p string) ([]byte, error) {
-	var b []byte
-	err := g.act(prop, p, true, func(r *os.Root, name string) (err error) {
-		if r == nil {
-			b, err = os.ReadFile(name)
-		} else {
-			b, err = r.ReadFile(name)
-		}
-		return err
-	})
-	return b, err
+	return use(g, prop, p, true, os.ReadFile, (*os.Root).ReadFile)
 }
 
 // Stat is os.Stat for a client-named path.
 func (g *Guard) Stat(prop, p string) (fs.FileInfo, error) {
-	var fi fs.FileInfo
-	err := g.act(prop, p, true, func(r *os.Root, name string) (err error) {
-		if r == nil {
-			fi, err = os.Stat(name)
-		} else {
-			fi, err = r.Stat(name)
-		}
-		return err
-	})
-	return fi, err
+	return use(g, prop, p, true, os.Stat, (*os.Root).Stat)
 }
 
 // ReadDir is os.ReadDir for a client-named folder.
