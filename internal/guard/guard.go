@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -37,12 +38,13 @@ type Policy struct {
 type Guard struct {
 	p     Policy
 	roots []string // absolute, symlinks resolved
+	hint  string   // why paths are confined, for the error
 }
 
 // New builds a Guard. Roots are made absolute and their symlinks resolved
 // (a root that does not exist yet is kept as given, made absolute).
 func New(p Policy) *Guard {
-	g := &Guard{p: p}
+	g := &Guard{p: p, hint: "basic.allowExternalFileAccess is false; "}
 	for _, r := range p.Roots {
 		if r == "" {
 			continue
@@ -51,8 +53,21 @@ func New(p Policy) *Guard {
 		if err != nil {
 			continue
 		}
-		g.roots = append(g.roots, resolveExisting(abs))
+		if real, err := realPath(abs, true); err == nil {
+			abs = real
+		}
+		g.roots = append(g.roots, abs)
 	}
+	return g
+}
+
+// In is a Guard confined to the folder root whatever the configuration
+// says: for the files the daemon keeps on a client's behalf below a folder
+// of its own (uploads), which never leave it. Its network policy refuses
+// private addresses.
+func In(root string) *Guard {
+	g := New(Policy{Roots: []string{root}})
+	g.hint = ""
 	return g
 }
 
@@ -72,24 +87,42 @@ func (g *Guard) Policy() Policy {
 // Path checks a path a client named for property prop ("path", "moveTo",
 // "file", ...). p must be absolute or is made absolute against the working
 // directory; callers resolve their own relative forms first. It resolves
-// ".." and the symlinks of every existing part of p and fails with an
-// error wrapping ErrOutside, naming prop and p, unless the result is inside
-// one of the roots (or external access is allowed).
+// ".." and the symlinks of every existing part of p, the last one
+// included, and fails with an error wrapping ErrOutside, naming prop and
+// p, unless the result is inside one of the roots (or external access is
+// allowed). Path is the check at create time; the file is opened, created,
+// moved or removed with the methods of fs.go, which resolve it again when
+// they use it.
 func (g *Guard) Path(prop, p string) error {
+	_, _, err := g.locate(prop, p, true)
+	return err
+}
+
+// locate resolves p (the last element too when followLast) and returns
+// the root it is in and its path relative to that root. With no
+// restriction it returns root "" and p as given.
+func (g *Guard) locate(prop, p string, followLast bool) (root, rel string, err error) {
 	if g == nil || g.p.AllowExternalFiles {
-		return nil
+		return "", p, nil
 	}
-	abs, err := filepath.Abs(p)
+	abs, err := absolute(p)
 	if err != nil {
-		return fmt.Errorf("%s %q: %w", prop, p, err)
+		return "", "", fmt.Errorf("%s %q: %w", prop, p, err)
 	}
-	real := resolveExisting(abs)
-	for _, root := range g.roots {
-		if within(root, real) {
-			return nil
+	real, err := realPath(abs, followLast)
+	if err != nil {
+		return "", "", fmt.Errorf("%s %q: %w", prop, p, err)
+	}
+	for _, r := range g.roots {
+		if within(r, real) {
+			rel, err := filepath.Rel(r, real)
+			if err != nil {
+				break
+			}
+			return r, rel, nil
 		}
 	}
-	return fmt.Errorf("%s %q is %w (basic.allowExternalFileAccess is false; allowed: %s)", prop, p, ErrOutside, strings.Join(g.p.Roots, ", "))
+	return "", "", fmt.Errorf("%s %q is %w (%sallowed: %s)", prop, p, ErrOutside, g.hint, strings.Join(g.p.Roots, ", "))
 }
 
 // within reports whether p is root or below it; both are clean and absolute.
@@ -101,28 +134,71 @@ func within(root, p string) bool {
 	return rel == "." || rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
-// resolveExisting resolves the symlinks of the longest existing prefix of
-// the clean absolute path p and appends the rest, so a path whose last
-// parts do not exist yet (a file a sink will create) still resolves through
-// a symlinked parent. A link loop or unreadable parent leaves that prefix
-// unresolved, which can only make the check stricter for it.
-func resolveExisting(p string) string {
-	p = filepath.Clean(p)
-	rest := ""
-	cur := p
-	for {
-		if real, err := filepath.EvalSymlinks(cur); err == nil {
-			return filepath.Join(real, rest)
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			if _, statErr := os.Lstat(cur); statErr == nil {
-				return filepath.Join(cur, rest)
-			}
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return p
-		}
-		rest = filepath.Join(filepath.Base(cur), rest)
-		cur = parent
+// absolute makes p absolute against the working directory without
+// cleaning it: ".." after a symbolic link must go up from the link's
+// target, as the system does, not from the link.
+func absolute(p string) (string, error) {
+	if filepath.IsAbs(p) {
+		return p, nil
 	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	return wd + string(filepath.Separator) + p, nil
+}
+
+// maxLinks bounds the symbolic links followed in one path (Linux's 40).
+const maxLinks = 40
+
+// errLinkLoop is a path with more than maxLinks symbolic links.
+var errLinkLoop = errors.New("too many levels of symbolic links")
+
+// realPath resolves the absolute path p element by element as the system
+// does: "." is skipped, ".." goes up from what was resolved so far, and a
+// symbolic link, dangling or not, is replaced by its target (relative to
+// the link's folder). The first element that does not exist (or cannot be
+// read) ends the walk and the rest is appended as written, so a file a
+// sink will create resolves through its symlinked folder. With followLast
+// false a last element that is a link is kept (remove and rename act on
+// the link itself).
+func realPath(p string, followLast bool) (string, error) {
+	sep := string(filepath.Separator)
+	vol := filepath.VolumeName(p)
+	elems := strings.Split(p[len(vol):], sep)
+	done := vol + sep
+	links := 0
+	for len(elems) > 0 {
+		e := elems[0]
+		elems = elems[1:]
+		switch e {
+		case "", ".":
+			continue
+		case "..":
+			done = filepath.Dir(done)
+			continue
+		}
+		next := filepath.Join(done, e)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return filepath.Join(append([]string{next}, elems...)...), nil
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 || !followLast && !slices.ContainsFunc(elems, func(s string) bool { return s != "" && s != "." }) {
+			done = next
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", errLinkLoop
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return "", err
+		}
+		if filepath.IsAbs(target) {
+			v := filepath.VolumeName(target)
+			done, target = v+sep, target[len(v):]
+		}
+		elems = append(strings.Split(target, sep), elems...)
+	}
+	return done, nil
 }

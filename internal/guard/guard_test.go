@@ -25,6 +25,11 @@ func TestName(t *testing.T) {
 			t.Errorf("Name(%q) = %v, want ErrName naming the stream", bad, err)
 		}
 	}
+	for _, bad := range []string{"a\xffb", "\xc3", "a\uFFFDb"} {
+		if err := Name("rule id", bad); !errors.Is(err, ErrName) || !strings.Contains(err.Error(), "is not valid UTF-8") {
+			t.Errorf("Name(%q) = %v, want 'is not valid UTF-8'", bad, err)
+		}
+	}
 }
 
 func TestPathElemStaysInFolder(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // ErrName marks an invalid name (test with errors.Is).
@@ -23,7 +24,9 @@ const MaxNameLen = 255
 // key, schema or upload: non-empty, at most MaxNameLen bytes, not "." or
 // "..", and without whitespace, control characters or any of / \ # ? %
 // (separators of file paths and URLs). Other punctuation (- _ . : @ and
-// the like) and non-ASCII letters are allowed, as eKuiper allows them.
+// the like) and non-ASCII letters are allowed, as eKuiper allows them; a
+// name must be valid UTF-8 and must not hold U+FFFD, the replacement
+// character a JSON decoder leaves for invalid bytes.
 // what names the kind of name in the error ("stream", "rule id", ...).
 func Name(what, name string) error {
 	switch {
@@ -33,9 +36,12 @@ func Name(what, name string) error {
 		return fmt.Errorf("%w: %s %.20q...: longer than %d bytes", ErrName, what, name, MaxNameLen)
 	case name == "." || name == "..":
 		return fmt.Errorf("%w: %s %q is not allowed", ErrName, what, name)
+	case !utf8.ValidString(name) || strings.ContainsRune(name, utf8.RuneError):
+		// U+FFFD is what a JSON decoder leaves of invalid UTF-8.
+		return fmt.Errorf("%w: %s %q is not valid UTF-8", ErrName, what, name)
 	}
 	for _, r := range name {
-		if unicode.IsSpace(r) || unicode.IsControl(r) || r == unicode.ReplacementChar || strings.ContainsRune(`/\#?%`, r) {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || strings.ContainsRune(`/\#?%`, r) {
 			return fmt.Errorf("%w: %s %q contains invalid characters: %q is not allowed", ErrName, what, name, r)
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/bufbuild/protocompile"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -95,7 +96,8 @@ func (r *Registry) WithOverlay(schemas []catalog.Schema) *Registry {
 }
 
 // ValidateName refuses names that are empty, too long, or could leave a
-// folder: path separators, "..", a leading dot, control characters.
+// folder: path separators, "..", a leading dot, control characters; and
+// names that are not valid UTF-8.
 func ValidateName(name string) error {
 	switch {
 	case name == "":
@@ -108,6 +110,9 @@ func ValidateName(name string) error {
 		return fmt.Errorf("%w: name %q starts with a dot", ErrInvalid, name)
 	case strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }):
 		return fmt.Errorf("%w: name %q contains a control character", ErrInvalid, name)
+	case !utf8.ValidString(name) || strings.ContainsRune(name, utf8.RuneError):
+		// U+FFFD is what a JSON decoder leaves of invalid UTF-8.
+		return fmt.Errorf("%w: name %q is not valid UTF-8", ErrInvalid, name)
 	}
 	return nil
 }

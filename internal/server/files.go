@@ -2,12 +2,14 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
 
 	"github.com/rekuiper/rekuiper/internal/connector"
 	"github.com/rekuiper/rekuiper/internal/connector/file"
+	access "github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
 )
@@ -43,10 +45,21 @@ func (s *Server) checkStreamFiles(cs *ast.CreateStreamStmt) error {
 			maps.Copy(props, m)
 		}
 	}
-	if err := file.CheckPaths(s.access, s.dataDir(), connector.KindSource, props); err != nil {
+	if err := checkFilePaths(s.access, s.dataDir(), connector.KindSource, props); err != nil {
 		return fmt.Errorf("%s %s: %w", strings.ToLower(cs.Kind.String()), cs.Name, err)
 	}
 	return nil
+}
+
+// checkFilePaths is file.CheckPaths with its answers: a path outside the
+// data folder is a 422 (guard.ErrOutside, docs/security.md), a property of
+// the wrong form a 400 like every source property (docs/limits.md).
+func checkFilePaths(g *access.Guard, dataDir string, k connector.Kind, props map[string]any) error {
+	err := file.CheckPaths(g, dataDir, k, props)
+	if errors.Is(err, file.ErrProps) {
+		return badRequest("%s", strings.TrimPrefix(err.Error(), file.ErrProps.Error()+": "))
+	}
+	return err
 }
 
 // restoreStreamSQL returns the stored statement of stream name when sql is
@@ -73,5 +86,5 @@ func (s *Server) checkConfKeyFiles(c, typ string, props map[string]any) error {
 	if c == "sinks" {
 		k = connector.KindSink
 	}
-	return file.CheckPaths(s.access, s.dataDir(), k, props)
+	return checkFilePaths(s.access, s.dataDir(), k, props)
 }

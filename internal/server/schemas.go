@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/rekuiper/rekuiper/internal/catalog"
+	access "github.com/rekuiper/rekuiper/internal/guard"
 	"github.com/rekuiper/rekuiper/internal/rule"
 	"github.com/rekuiper/rekuiper/internal/schema"
 	"github.com/rekuiper/rekuiper/internal/sql/ast"
@@ -196,21 +198,37 @@ func (s *Server) readSchemaFile(raw string) (string, error) {
 	if err != nil || u.Scheme != "file" {
 		return "", badRequest("file %q: only file:// URLs of files under data/uploads are read; upload the file first or send its text as content", raw)
 	}
-	dir := filepath.Join(s.opts.Config.Paths.Data, "uploads")
+	dir, g, err := s.uploadDir()
+	if err != nil {
+		return "", err
+	}
 	p := filepath.Clean(u.Path)
 	if rel, err := filepath.Rel(dir, p); err != nil || rel == "." || strings.HasPrefix(rel, "..") {
 		return "", badRequest("file %q is not under %s", raw, dir)
 	}
-	fi, err := os.Lstat(p)
+	// Opened through the uploads folder's guard: a symbolic link on the
+	// way (a folder of data/uploads linked to /etc) is refused, and what is
+	// checked below is the file read.
+	f, err := g.OpenFile("file", p, os.O_RDONLY, 0)
+	if errors.Is(err, access.ErrOutside) {
+		return "", badRequest("file %q: %v", raw, err)
+	} else if err != nil {
+		return "", badRequest("file %q: not a regular file", raw)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
 		return "", badRequest("file %q: not a regular file", raw)
 	}
 	if fi.Size() > maxSchemaFile {
 		return "", badRequest("file %q: larger than %d bytes", raw, maxSchemaFile)
 	}
-	b, err := os.ReadFile(p)
+	b, err := io.ReadAll(io.LimitReader(f, maxSchemaFile+1))
 	if err != nil {
 		return "", badRequest("file %q: %v", raw, err)
+	}
+	if len(b) > maxSchemaFile {
+		return "", badRequest("file %q: larger than %d bytes", raw, maxSchemaFile)
 	}
 	return string(b), nil
 }

@@ -110,11 +110,21 @@ func TestSchemaFromUploads(t *testing.T) {
 	if err := os.Symlink("/etc/passwd", filepath.Join(up, "link.proto")); err != nil {
 		t.Fatal(err)
 	}
+	// A folder of data/uploads linked to a folder elsewhere holding a
+	// valid schema file.
+	elsewhere := t.TempDir()
+	if err := os.WriteFile(filepath.Join(elsewhere, "w.proto"), []byte(demoProto), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(up, "dir")); err != nil {
+		t.Fatal(err)
+	}
 	s.run([]step{
 		{"create from an upload", "POST", "/schemas/protobuf", `{"name":"u","file":"file://` + filepath.Join(up, "u.proto") + `"}`, 201, ""},
 		{"content read", "GET", "/schemas/protobuf/u", "", 200, "message Reading"},
 		{"escape with ..", "POST", "/schemas/protobuf", `{"name":"v","file":"file://` + up + `/../sqliteKV.db"}`, 400, "is not under"},
-		{"symlink", "POST", "/schemas/protobuf", `{"name":"v","file":"file://` + filepath.Join(up, "link.proto") + `"}`, 400, "not a regular file"},
+		{"symlink", "POST", "/schemas/protobuf", `{"name":"v","file":"file://` + filepath.Join(up, "link.proto") + `"}`, 400, "outside the allowed folders"},
+		{"folder symlink", "POST", "/schemas/protobuf", `{"name":"w","file":"file://` + filepath.Join(up, "dir", "w.proto") + `"}`, 400, "outside the allowed folders"},
 		{"missing", "POST", "/schemas/protobuf", `{"name":"v","file":"file://` + filepath.Join(up, "none.proto") + `"}`, 400, "not a regular file"},
 	})
 }

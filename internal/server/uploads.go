@@ -39,12 +39,20 @@ func (s *Server) uploadRoutes() {
 	s.handle("DELETE "+uploadsPath+"/{name...}", s.deleteUpload)
 }
 
-// uploadDir is data/uploads, where uploaded files live.
-func (s *Server) uploadDir() (string, error) {
+// uploadDir is data/uploads, where uploaded files live, made absolute,
+// with the guard every upload path goes through: confined to that folder
+// whatever basic.allowExternalFileAccess says, so that a symbolic link
+// inside it (to a folder or a file elsewhere) lets no upload be written
+// or deleted outside it.
+func (s *Server) uploadDir() (string, *access.Guard, error) {
 	if s.opts.Config.Paths.Data == "" {
-		return "", errors.New("no data folder configured for uploads")
+		return "", nil, errors.New("no data folder configured for uploads")
 	}
-	return filepath.Join(s.opts.Config.Paths.Data, "uploads"), nil
+	dir, err := filepath.Abs(filepath.Join(s.opts.Config.Paths.Data, "uploads"))
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, access.In(dir), nil
 }
 
 // maxUploadPath bounds an upload name with its folders.
@@ -111,7 +119,9 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	defer st.discard()
-	if err := os.Rename(st.tmp, st.path); err != nil {
+	if err := st.guard.Rename("upload", st.tmp, "upload", st.path); errors.Is(err, access.ErrOutside) {
+		return err
+	} else if err != nil {
 		return fmt.Errorf("upload %s: rename to %s: %w", st.name, st.path, err)
 	}
 	if _, err := s.cat.PutUpload(r.Context(), catalog.Upload{
@@ -127,10 +137,11 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) error {
 type stagedUpload struct {
 	name, path, tmp, sha256 string
 	size                    int64
+	guard                   *access.Guard // the uploads folder's
 }
 
 // discard removes the temporary file (nothing once it was renamed).
-func (st *stagedUpload) discard() { os.Remove(st.tmp) } //nolint:errcheck // gone after the rename
+func (st *stagedUpload) discard() { st.guard.Remove("upload", st.tmp) } //nolint:errcheck // gone after the rename
 
 // stageUpload checks name and writes what rd holds (at most maxUpload
 // bytes) to a synced temporary file in the uploads folder; renaming it
@@ -140,25 +151,34 @@ func (s *Server) stageUpload(name string, rd io.Reader) (*stagedUpload, error) {
 	if err := validUploadName(name); err != nil {
 		return nil, err
 	}
-	dir, err := s.uploadDir()
+	dir, g, err := s.uploadDir()
 	if err != nil {
 		return nil, err
 	}
-	abs, err := filepath.Abs(filepath.Join(dir, filepath.FromSlash(name)))
-	if err != nil {
-		return nil, fmt.Errorf("upload %s: %w", name, err)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", dir, err)
+	}
+	abs := filepath.Join(dir, filepath.FromSlash(name))
+	// Refused before anything is made: a folder of the name that is a
+	// symbolic link out of data/uploads.
+	if err := g.Path("upload", abs); err != nil {
+		return nil, err
 	}
 	// The file's folders are made on the way; the temporary file goes
 	// next to the file, so the rename stays in one folder.
 	into := filepath.Dir(abs)
-	if err := os.MkdirAll(into, 0o755); err != nil {
+	if err := g.MkdirAll("upload", into, 0o755); errors.Is(err, access.ErrOutside) {
+		return nil, err
+	} else if err != nil {
 		return nil, fmt.Errorf("create %s: %w", into, err)
 	}
-	tmp, err := os.CreateTemp(into, ".upload-*")
-	if err != nil {
+	tmp, err := g.CreateTemp("upload", into, ".upload-*")
+	if errors.Is(err, access.ErrOutside) {
+		return nil, err
+	} else if err != nil {
 		return nil, fmt.Errorf("create temporary file: %w", err)
 	}
-	st := &stagedUpload{name: name, path: abs, tmp: tmp.Name()}
+	st := &stagedUpload{name: name, path: abs, tmp: tmp.Name(), guard: g}
 	sum := sha256.New()
 	if st.size, err = copyLimited(tmp, io.TeeReader(rd, sum), maxUpload); err == nil {
 		err = tmp.Sync()
@@ -275,11 +295,10 @@ func (s *Server) fetchFile(ctx context.Context, raw string, limit int64) ([]byte
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(s.dataDir(), p)
 		}
-		if err := s.access.Path("file", p); err != nil {
+		f, err := s.access.OpenFile("file", p, os.O_RDONLY, 0)
+		if errors.Is(err, access.ErrOutside) {
 			return nil, err
-		}
-		f, err := os.Open(p)
-		if err != nil {
+		} else if err != nil {
 			return nil, badRequest("read %s: %v", p, err)
 		}
 		rd = f
@@ -318,28 +337,39 @@ func (s *Server) fetchFile(ctx context.Context, raw string, limit int64) ([]byte
 	return data, nil
 }
 
+// deleteUpload removes an upload's row and file, and the folders the
+// upload made once empty. A path of the upload that leads out of
+// data/uploads through a symbolic link is refused (422) and nothing is
+// removed.
 func (s *Server) deleteUpload(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
 	if err := validUploadName(name); err != nil {
 		return err
 	}
-	u, err := s.cat.Upload(name)
+	if _, err := s.cat.Upload(name); err != nil {
+		return err
+	}
+	dir, g, err := s.uploadDir()
 	if err != nil {
+		return err
+	}
+	p := filepath.Join(dir, filepath.FromSlash(name))
+	if err := g.Path("upload", p); err != nil {
 		return err
 	}
 	if err := s.cat.DeleteUpload(r.Context(), name); err != nil {
 		return err
 	}
-	if err := os.Remove(u.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := g.Remove("upload", p); errors.Is(err, access.ErrOutside) {
+		return err
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("delete upload %s: %w", name, err)
 	}
 	// Folders the upload made go with it once empty (Remove refuses a
 	// folder that is not).
-	if dir, err := s.uploadDir(); err == nil {
-		for d := filepath.Dir(u.Path); strings.HasPrefix(d, dir+string(filepath.Separator)); d = filepath.Dir(d) {
-			if os.Remove(d) != nil {
-				break
-			}
+	for d := filepath.Dir(p); strings.HasPrefix(d, dir+string(filepath.Separator)); d = filepath.Dir(d) {
+		if g.Remove("upload", d) != nil {
+			break
 		}
 	}
 	return writeText(w, http.StatusOK, "ok")

@@ -4,6 +4,8 @@
 package file
 
 import (
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -29,10 +31,16 @@ func Register(r *connector.Registry) error {
 	return r.RegisterSink(Type, SinkSpec(), NewSink)
 }
 
+// ErrProps marks a property CheckPaths refuses for its form rather than
+// for where it points (test with errors.Is).
+var ErrProps = errors.New("invalid file property")
+
 // CheckPaths checks the paths a client set in props of a file source
 // (path, datasource, moveTo) or sink (path) against g, with the same
 // resolution the connector uses. REST calls it at create time; the
-// connector checks again when it is built and before each file it opens.
+// connector checks again when it is built and opens, moves and removes
+// every file through the guard. A path outside the allowed folders wraps
+// guard.ErrOutside; a datasource that is not one file name wraps ErrProps.
 func CheckPaths(g *guard.Guard, dataDir string, k connector.Kind, props map[string]any) error {
 	str := func(k, def string) string {
 		if v, ok := props[k].(string); ok && v != "" {
@@ -47,8 +55,18 @@ func CheckPaths(g *guard.Guard, dataDir string, k connector.Kind, props map[stri
 			return err
 		}
 		if ds := str("datasource", ""); ds != "" {
-			if err := g.Path("datasource", filepath.Join(dir, ds)); err != nil {
+			// Where it points first: an absolute DATASOURCE is checked as
+			// the path it names, a relative one inside path, so that one
+			// leading outside the data folder is refused as such.
+			p := ds
+			if !filepath.IsAbs(ds) {
+				p = filepath.Join(dir, ds)
+			}
+			if err := g.Path("datasource", p); err != nil {
 				return err
+			}
+			if strings.ContainsAny(ds, `/\`) || ds == "." || ds == ".." {
+				return fmt.Errorf("%w: datasource %q must be a file name inside path", ErrProps, ds)
 			}
 		}
 		if mv := str("moveTo", ""); mv != "" {

@@ -111,7 +111,7 @@ func NewSink(props map[string]any, deps connector.Deps) (api.Sink, error) {
 
 // Connect creates the file's folder.
 func (s *Sink) Connect(context.Context) error {
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
+	if err := s.guard.MkdirAll("path", filepath.Dir(s.path), 0o755); err != nil {
 		return s.link.Connect(fmt.Errorf("create folder of %s: %w", s.path, err))
 	}
 	return nil
@@ -191,9 +191,6 @@ func (s *Sink) fileName(now time.Time) string {
 func (s *Sink) openFile(msg *api.SinkMessage) error {
 	now := s.clk.Now()
 	name := s.fileName(now)
-	if err := s.guard.Path("path", name); err != nil {
-		return err
-	}
 	// Lines and CSV files are appended to, so a restarted rule continues the
 	// file; a JSON array file is rewritten whole, and so is a compressed or
 	// encrypted file (one stream from its start).
@@ -201,12 +198,16 @@ func (s *Sink) openFile(msg *api.SinkMessage) error {
 	if s.fileType == typeJSON || s.compress != "" || s.encrypt != "" {
 		mode = os.O_CREATE | os.O_WRONLY | os.O_TRUNC
 	}
-	f, err := os.OpenFile(name, mode, 0o644)
-	if err != nil {
+	f, err := s.guard.OpenFile("path", name, mode, 0o644)
+	if errors.Is(err, guard.ErrOutside) {
+		return err
+	} else if err != nil {
 		return fmt.Errorf("create %s: %w", name, err)
 	}
 	// An appended file continues on a new line, and gets no second header.
-	empty, lineOpen, err := appendState(f, mode&os.O_APPEND != 0)
+	empty, lineOpen, err := appendState(f, mode&os.O_APPEND != 0, func() (*os.File, error) {
+		return s.guard.OpenFile("path", name, os.O_RDONLY, 0)
+	})
 	if err != nil {
 		_ = f.Close()
 		return fmt.Errorf("read end of %s: %w", name, err)
@@ -232,8 +233,9 @@ func (s *Sink) openFile(msg *api.SinkMessage) error {
 }
 
 // appendState tells whether f, opened for appending or truncated, is
-// empty, and whether its last line lacks a line end.
-func appendState(f *os.File, appended bool) (empty, lineOpen bool, err error) {
+// empty, and whether its last line lacks a line end (read through reopen:
+// f is open for writing only).
+func appendState(f *os.File, appended bool, reopen func() (*os.File, error)) (empty, lineOpen bool, err error) {
 	if !appended {
 		return true, false, nil
 	}
@@ -244,7 +246,7 @@ func appendState(f *os.File, appended bool) (empty, lineOpen bool, err error) {
 	if st.Size() == 0 {
 		return true, false, nil
 	}
-	r, err := os.Open(f.Name())
+	r, err := reopen()
 	if err != nil {
 		return false, false, err
 	}

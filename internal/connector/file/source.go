@@ -10,10 +10,8 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -125,9 +123,6 @@ func NewSource(props map[string]any, deps connector.Deps) (api.Source, error) {
 	if connector.Get[bool](props, "parallel") {
 		return nil, errors.New("parallel: true is not supported; the files of a folder are read one after the other in name order (set parallel: false or remove it)")
 	}
-	if strings.ContainsAny(s.name, `/\`) || s.name == ".." {
-		return nil, fmt.Errorf("datasource %q must be a file name inside path", s.name)
-	}
 	d := connector.Get[string](props, "delimiter")
 	if utf8.RuneCountInString(d) != 1 {
 		return nil, fmt.Errorf("delimiter %q must be one character", d)
@@ -159,11 +154,11 @@ func (s *Source) Connect(context.Context) error {
 	if s.name != "" && !s.passed && s.rewind == nil {
 		target = filepath.Join(s.dir, s.name)
 	}
-	if _, err := os.Stat(target); err != nil {
+	if _, err := s.guard.Stat("path", target); err != nil {
 		return fmt.Errorf("open file source: %w", err)
 	}
 	if s.moveTo != "" {
-		if err := os.MkdirAll(s.moveTo, 0o755); err != nil {
+		if err := s.guard.MkdirAll("moveTo", s.moveTo, 0o755); err != nil {
 			return fmt.Errorf("create moveTo folder: %w", err)
 		}
 	}
@@ -248,14 +243,14 @@ func (s *Source) startPass(ctx context.Context) error {
 
 func (s *Source) list() ([]string, error) {
 	if s.name != "" {
-		if _, err := os.Stat(filepath.Join(s.dir, s.name)); errors.Is(err, fs.ErrNotExist) {
+		if _, err := s.guard.Stat("path", filepath.Join(s.dir, s.name)); errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		} else if err != nil {
 			return nil, fmt.Errorf("stat %s: %w", s.name, err)
 		}
 		return []string{s.name}, nil
 	}
-	entries, err := os.ReadDir(s.dir)
+	entries, err := s.guard.ReadDir("path", s.dir)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", s.dir, err)
 	}
@@ -270,13 +265,13 @@ func (s *Source) list() ([]string, error) {
 }
 
 func (s *Source) open(name string) error {
-	// A file of the folder may be a symlink to a file outside it.
-	if err := s.guard.Path("path", filepath.Join(s.dir, name)); err != nil {
-		return err
-	}
-	b, err := os.ReadFile(filepath.Join(s.dir, name))
+	// A file of the folder may be a symlink to a file outside it: the
+	// guard refuses it.
+	b, err := s.guard.ReadFile("path", filepath.Join(s.dir, name))
 	if errors.Is(err, fs.ErrNotExist) {
 		b = nil
+	} else if errors.Is(err, guard.ErrOutside) {
+		return err
 	} else if err != nil {
 		return fmt.Errorf("read %s: %w", name, err)
 	}
@@ -299,23 +294,17 @@ func (s *Source) open(name string) error {
 
 func (s *Source) afterRead(name string) error {
 	p := filepath.Join(s.dir, name)
-	if s.action != actionKeep {
-		if err := s.guard.Path("path", p); err != nil {
-			return err
-		}
-	}
-	if s.action == actionMove {
-		if err := s.guard.Path("moveTo", filepath.Join(s.moveTo, name)); err != nil {
-			return err
-		}
-	}
 	switch s.action {
 	case actionDelete:
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := s.guard.Remove("path", p); errors.Is(err, guard.ErrOutside) {
+			return err
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("delete %s after read: %w", name, err)
 		}
 	case actionMove:
-		if err := os.Rename(p, filepath.Join(s.moveTo, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := s.guard.Rename("path", p, "moveTo", filepath.Join(s.moveTo, name)); errors.Is(err, guard.ErrOutside) {
+			return err
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("move %s after read: %w", name, err)
 		}
 	}
