@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"sync"
+
+	"github.com/rekuiper/rekuiper/internal/rule"
 )
 
 // Catalog is the in-memory view of a Store. Reads come from memory and never
@@ -57,6 +59,7 @@ func (c *Catalog) fill(snap *Snapshot) {
 	c.confKeys = viewOf(snap.ConfKeys, ConfKey.clone, func(k ConfKey) string { return confKeyID(k.Category, k.Type, k.Key) })
 	c.schemas = viewOf(snap.Schemas, Schema.clone, func(s Schema) string { return schemaID(s.Type, s.Name) })
 	c.uploads = viewOf(snap.Uploads, Upload.clone, func(u Upload) string { return u.Name })
+	rule.RegisterSecretsIn(snap) // error texts mask the secrets it holds
 }
 
 // mutate runs write against the store and, only if it succeeded, apply
@@ -72,6 +75,7 @@ func mutate[T any](c *Catalog, write func() (T, error), apply func(T)) (T, error
 	c.mu.Lock()
 	apply(v)
 	c.mu.Unlock()
+	rule.RegisterSecretsIn(v)
 	return v, nil
 }
 

@@ -284,6 +284,7 @@ func (s Spec) Validate(props map[string]any) (map[string]any, error) {
 	for _, n := range EngineProps(s.Kind) {
 		engine[strings.ToLower(n)] = true
 	}
+	rule.RegisterSecretsIn(props) // error texts mask them, wherever they quote them
 	var problems []string
 	given := make(map[string]any, len(props))
 	var unknown []string
@@ -303,6 +304,9 @@ func (s Spec) Validate(props map[string]any) (map[string]any, error) {
 			continue
 		}
 		given[p.Name] = props[k]
+		if p.Secret {
+			rule.RegisterDeclaredSecret(p.Name, props[k])
+		}
 	}
 	if len(unknown) > 0 {
 		problems = append(problems, "unknown properties: "+strings.Join(unknown, ", "))

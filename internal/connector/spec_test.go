@@ -421,7 +421,7 @@ func TestDurationOutOfRange(t *testing.T) {
 // secret, a rest sink's url is not). Nested secrets and URL passwords are
 // masked by Spec.Mask too.
 func TestDeclaredSecretsMaskedEverywhere(t *testing.T) {
-	const name = "plantCredentialXyz" // not a name the built-in list knows
+	const name = "plantVaultXyz" // not a name the built-in list knows
 	if rule.IsSecretKey(name) {
 		t.Fatalf("%s is a built-in secret name; pick another", name)
 	}

@@ -105,6 +105,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (d *Daemon, err err
 		v := version.Get()
 		o.Version, o.Commit = v.Version, v.Commit
 	}
+	rule.RegisterConfigSecrets(cfg) // error texts and logs mask them
 	built := &Daemon{cfg: cfg, opts: o, logger: o.Logger, store: o.Store, closeLog: func() {}}
 	defer func() {
 		if err != nil {

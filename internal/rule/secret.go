@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode"
 
 	"github.com/rekuiper/rekuiper/internal/sql/scanner"
 	"github.com/rekuiper/rekuiper/internal/sql/token"
@@ -16,20 +17,30 @@ import (
 // MaskedValue replaces a secret property value in REST responses and logs.
 const MaskedValue = "******"
 
+// secretParts are the lower-cased parts that make a property, header or
+// parameter name secret wherever they occur in it (api_token, saslPassword,
+// X-Api-Key, aws_secret_access_key, db_pwd, credentialsJson).
+var secretParts = []string{"password", "passwd", "pwd", "passphrase", "secret", "token", "apikey", "api_key", "api-key",
+	"accesskey", "access_key", "access-key", "credential", "signature"}
+
+// secretNames are the lower-cased names that are secret as a whole: the
+// credential-carrying headers and the key properties.
+var secretNames = []string{"privatekey", "privatekeyraw", "private_key", "aeskey", "key_password",
+	"authorization", "proxy-authorization", "cookie", "set-cookie", "sig"}
+
 // IsSecretKey reports whether a property, header or parameter name holds a
-// secret: any name containing "password", "passwd", "secret", "token",
-// "apikey", "api_key", "api-key" or "signature", the credential-carrying
-// headers Authorization, Proxy-Authorization, Cookie and Set-Cookie, and
-// privateKey, privateKeyRaw, aesKey (case-insensitively). certificationRaw
-// and other certificates are public and not secret.
+// secret: any name containing "password", "passwd", "pwd", "passphrase",
+// "secret", "token", "apikey", "api_key", "api-key", "accessKey",
+// "access_key", "access-key", "credential" or "signature", the
+// credential-carrying headers Authorization, Proxy-Authorization, Cookie
+// and Set-Cookie, and privateKey, privateKeyRaw, aesKey (case-insensitively).
+// certificationRaw and other certificates are public and not secret.
 func IsSecretKey(k string) bool {
 	l := strings.ToLower(k)
-	switch l {
-	case "privatekey", "privatekeyraw", "private_key", "aeskey", "key_password",
-		"authorization", "proxy-authorization", "cookie", "set-cookie", "sig":
+	if slices.Contains(secretNames, l) {
 		return true
 	}
-	for _, s := range []string{"password", "passwd", "secret", "token", "apikey", "api_key", "api-key", "signature"} {
+	for _, s := range secretParts {
 		if strings.Contains(l, s) {
 			return true
 		}
@@ -109,45 +120,360 @@ func HasSecretsOf(typ string, props map[string]any) bool {
 }
 
 // secretWords is the pattern of secret names inside free text (URL query
-// parameters, DSNs, JSON and Go map echoes, header lines).
-const secretWords = `[\w.-]*(?:password|passwd|pwd|secret|token|apikey|api_key|api-key|signature|authorization|cookie|privatekey|aeskey)[\w.-]*|sig`
+// parameters, DSNs, JSON and Go map echoes, header lines): a name holding
+// one of secretParts or of the headers and keys of secretNames, or sig.
+var secretWords = `[\w.-]*(?:` + strings.Join(secretParts, "|") + `|authorization|cookie|privatekey|private_key|aeskey)[\w.-]*|sig`
 
 var (
 	// scheme://user:password@ — the password of a URL's userinfo, up to the
 	// last @ before the path or query (a password may hold an unescaped @).
-	userinfoRE = regexp.MustCompile(`(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#:@"']*:)([^\s/?#"']+)@`)
+	// Tried where a scheme starts (maskUserinfo).
+	userinfoRE = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^\s/?#:@"']*:)([^\s/?#"']+)@`)
 	// user:password@tcp(host) — MySQL DSNs, which have no scheme.
 	mysqlRE = regexp.MustCompile(`(^|[\s"'])([^\s:/@"']+:)([^\s/@"']+)@(tcp|unix)\(`)
-	// Cookie: a=b; c=d — a cookie header line is secret to its end.
-	cookieRE = regexp.MustCompile(`(?i)(^|[^\w.-])((?:set-)?cookie\s*:\s*)([^\r\n"]+)`)
-	// name=value, name: value, "name":"value", \"name\":\"value\" (JSON
-	// inside a JSON string) for secret names. The value is a quoted string
-	// (escapes and blanks included), a bracketed list (Go's print of
-	// http.Header, a JSON array), or a bare word with an optional
-	// authorization scheme.
-	pairRE = regexp.MustCompile(`(?i)(^|[^\w.-])((?:\\?")?(?:` + secretWords + `)(?:\\?")?\s*[:=]\s*)(` +
-		`\\"(?:[^"\\]|\\[^"])*\\"|"(?:[^"\\]|\\.)*"|'[^']*'|\[[^\]]*\]|` +
-		`(?:(?:Bearer|Basic|Digest|Token)\s+)?[^\s"&;,}\]]+)`)
+	// Cookie: a=b; c=d — a cookie header line (its value starts with a
+	// cookie's name=) is secret to its end.
+	cookieRE = regexp.MustCompile(`(?i)(^|[^\w.-])((?:set-)?cookie[ \t]*:[ \t]*)([^\s=;,"\[\]]+=[^\r\n"]*)`)
+	// pairRE, tried where a secret name starts (secretNamesIn): the name (sub
+	// 1), bare or quoted ("name", \"name\" in JSON inside a JSON string;
+	// pairKey checks the quotes), then = or : (sub 2), then a value (sub
+	// 3): a quoted string (escapes and blanks included), a bracketed list
+	// (Go's print of http.Header, a JSON array), or a bare word with an
+	// optional authorization scheme. pairSecret decides whether the value
+	// is a secret.
+	pairRE = regexp.MustCompile(`(?i)^((?:\\?")?(?:` + secretWords + `)(?:\\?")?)` +
+		`([ \t]*=[ \t]*|[ \t]*:[ \t]*)(` +
+		`\\"(?:[^"\\]|\\[^"])*\\"|"(?:[^"\\]|\\.)*"|'[^']*'|\[[^\[\]]*\]|` +
+		`(?:(?:Bearer|Basic|Digest|Token)[ \t]+)?[^\s"&;,}\]]+)`)
+	// authSchemeRE is a value that starts with an authorization scheme.
+	authSchemeRE = regexp.MustCompile(`(?i)^(?:Bearer|Basic|Digest|Token)[ \t]+\S`)
 )
 
 // MaskText returns s with every secret it can recognise replaced by
-// MaskedValue: URL userinfo passwords (tcp://user:pass@host,
-// postgres://u:pass@...), MySQL DSN passwords, cookie header lines, and
-// the values of secret names (see IsSecretKey) in query parameters, DSN
-// key=value pairs, header lines and JSON or Go map echoes, quoted or
-// listed. Rule SQL, error messages and log lines go through it. It is
-// idempotent: MaskText(MaskText(s)) == MaskText(s).
+// MaskedValue, without touching the words of a message:
+//   - every known secret value (RegisterSecretValue: what the
+//     configuration, the catalog and the connectors' properties hold under
+//     secret names), wherever it appears;
+//   - URL userinfo passwords (tcp://user:pass@host, postgres://u:pass@...)
+//     and MySQL DSN passwords (user:pass@tcp(host));
+//   - cookie header lines (Cookie: a=1; b=2);
+//   - the value after a secret name (see IsSecretKey) where the text is
+//     structured: name=value (query parameters, DSN pairs, log attributes),
+//     "name":value and name:value without a blank (JSON and Go map echoes,
+//     quoted or listed), name: followed by a quoted or bracketed value, and
+//     a credential header line (Authorization, Proxy-Authorization or a
+//     hyphenated name such as X-Api-Key) whose value has an authorization
+//     scheme (Authorization: Bearer x) or looks like a credential.
+//
+// A secret name followed by ": " and a plain word is prose ("missing token:
+// send the header Authorization: <jwt>", "token: token is expired") and is
+// kept, as are placeholders in angle brackets (<jwt>, <password>). Rule
+// SQL, error messages and log lines go through MaskText. It is idempotent:
+// MaskText(MaskText(s)) == MaskText(s).
 func MaskText(s string) string {
+	// Masking one secret can make another pattern match (a password masked
+	// in a pair ends a DSN's user:password@tcp): masked again until stable.
+	for range 4 {
+		m := maskTextOnce(s)
+		if m == s {
+			break
+		}
+		s = m
+	}
+	return s
+}
+
+func maskTextOnce(s string) string {
 	if !strings.ContainsAny(s, "@=:") {
+		return maskKnown(s)
+	}
+	// Each pattern is tried only where the text has what it needs: the
+	// regular expressions cost far more than these look-ups.
+	s = maskFound(s, userinfoPasswords(s), func(string) string { return MaskedValue })
+	if strings.Contains(s, "@tcp(") || strings.Contains(s, "@unix(") {
+		s = mysqlRE.ReplaceAllStringFunc(s, func(m string) string {
+			sub := mysqlRE.FindStringSubmatch(m)
+			if isPlaceholder(sub[3]) {
+				return m
+			}
+			return sub[1] + sub[2] + MaskedValue + "@" + sub[4] + "("
+		})
+	}
+	if lower := asciiLower(s); strings.Contains(lower, "cookie") {
+		s = cookieRE.ReplaceAllString(s, "${1}${2}"+MaskedValue)
+	}
+	return maskKnown(maskPairs(s))
+}
+
+// userinfoPasswords returns the passwords userinfoRE finds in the URLs of
+// s, in order (placeholders such as <password> left out).
+func userinfoPasswords(s string) []secretPair {
+	var found []secretPair
+	end := 0
+	for off := 0; ; {
+		i := strings.Index(s[off:], "://")
+		if i < 0 || !strings.Contains(s[i+off:], "@") {
+			return found
+		}
+		i += off
+		off = i + 3
+		// The scheme starts at its first letter after a word's end (\b).
+		a := i
+		for a > end && (isLetter(s[a-1]) || s[a-1] >= '0' && s[a-1] <= '9' || strings.IndexByte("+.-", s[a-1]) >= 0) {
+			a--
+		}
+		for a < i && !(isLetter(s[a]) && (a == 0 || !asciiWord(s[a-1]))) {
+			a++
+		}
+		sub := userinfoRE.FindStringSubmatchIndex(s[a:])
+		if a == i || sub == nil || isPlaceholder(s[a+sub[4]:a+sub[5]]) {
+			continue
+		}
+		found = append(found, secretPair{a + sub[4], a + sub[5], s[a+sub[4] : a+sub[5]]})
+		end = a + sub[1]
+		off = end
+	}
+}
+
+// maskFound returns s with the values found replaced by mask(value).
+func maskFound(s string, found []secretPair, mask func(string) string) string {
+	if len(found) == 0 {
 		return s
 	}
-	s = userinfoRE.ReplaceAllString(s, "${1}"+MaskedValue+"@")
-	s = mysqlRE.ReplaceAllString(s, "${1}${2}"+MaskedValue+"@${4}(")
-	s = cookieRE.ReplaceAllString(s, "${1}${2}"+MaskedValue)
-	return pairRE.ReplaceAllStringFunc(s, func(m string) string {
-		sub := pairRE.FindStringSubmatch(m)
-		return sub[1] + sub[2] + maskedLike(sub[3])
-	})
+	var b strings.Builder
+	last := 0
+	for _, p := range found {
+		b.WriteString(s[last:p.start])
+		b.WriteString(mask(p.val))
+		last = p.end
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+func asciiWord(b byte) bool { return b < 0x80 && wordByte(b) }
+
+func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
+
+// secretWordParts are the words one of which every match of secretWords
+// holds (sig is in signature).
+var secretWordParts = append(slices.Clone(secretParts), "authorization", "cookie", "privatekey", "private_key", "aeskey", "sig")
+
+// asciiLower is s with its ASCII letters in lower case, byte for byte (an
+// offset in it is one in s).
+func asciiLower(s string) string {
+	i := strings.IndexFunc(s, func(r rune) bool { return r >= 'A' && r <= 'Z' })
+	if i < 0 {
+		return s
+	}
+	b := []byte(s)
+	for j := i; j < len(b); j++ {
+		if c := b[j]; c >= 'A' && c <= 'Z' {
+			b[j] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+func nameByte(b byte) bool {
+	return b == '_' || b == '.' || b == '-' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+}
+
+// secretName is a name in a text holding a part of a secret name: s[start:end]
+// with its opening quote, if it has one (the closing one is after end).
+type secretName struct{ start, end int }
+
+// secretNamesIn returns, in order, where pairRE may match in s: each name (a
+// run of word characters, dots and hyphens) holding a part of a secret
+// name, from its opening quote if it has one.
+func secretNamesIn(s string) []secretName {
+	lower := asciiLower(s)
+	var at []int // where the parts occur
+	for _, w := range secretWordParts {
+		for off := 0; ; {
+			i := strings.Index(lower[off:], w)
+			if i < 0 {
+				break
+			}
+			at = append(at, off+i)
+			off += i + len(w)
+		}
+	}
+	slices.Sort(at)
+	var names []secretName
+	end := 0 // of the last name
+	for _, i := range at {
+		if i < end {
+			continue // in the last name
+		}
+		a := i
+		for a > end && nameByte(s[a-1]) {
+			a--
+		}
+		for end = i; end < len(s) && nameByte(s[end]); end++ {
+		}
+		if a > 0 && s[a-1] == '"' {
+			a--
+			if a > 0 && s[a-1] == '\\' {
+				a--
+			}
+		}
+		names = append(names, secretName{a, end})
+	}
+	return names
+}
+
+// prose reports whether the name n of s is not followed by a value
+// pairSecret could take for a secret: no = or : follows, or ": " and the
+// next word of a message (a plain word after a name that is not
+// valueKeyed). pairRE need not be tried there.
+func prose(s string, n secretName) bool {
+	j := n.end
+	if strings.HasPrefix(s[j:], `"`) {
+		j++
+	} else if strings.HasPrefix(s[j:], `\"`) {
+		j += 2
+	}
+	key := s[n.start:j]
+	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+		j++
+	}
+	switch {
+	case j == len(s):
+		return true
+	case s[j] == '=':
+		return false
+	case s[j] != ':':
+		return true
+	}
+	k := j + 1
+	for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
+		k++
+	}
+	if k == j+1 || k == len(s) || strings.IndexByte(`"'[\`, s[k]) >= 0 {
+		return false
+	}
+	return !valueKeyed(key)
+}
+
+// secretPair is a value found in a text: s[start:end] is val.
+type secretPair struct {
+	start, end int
+	val        string
+}
+
+// maxPairLen bounds a name and its value, so that each match costs at most
+// that much whatever the length of the text: a longer value is masked up
+// to there (or not at all when it is quoted), unless it is a known secret.
+const maxPairLen = 4096
+
+// secretPairs returns the values pairRE finds after secret names in s
+// that pairSecret says are secrets, in order and not overlapping. A value
+// that is not a secret is searched for names in turn (token: password=x).
+func secretPairs(s string) []secretPair {
+	var found []secretPair
+	end := 0
+	for _, n := range secretNamesIn(s) {
+		a := n.start
+		if a < end || prose(s, n) {
+			continue // inside a secret found, or a message's word
+		}
+		sub := pairRE.FindStringSubmatchIndex(s[a:min(len(s), a+maxPairLen)])
+		if sub == nil {
+			continue
+		}
+		key, sep, val := s[a+sub[2]:a+sub[3]], s[a+sub[4]:a+sub[5]], s[a+sub[6]:a+sub[7]]
+		if k, ok := pairKey(key); ok && pairSecret(k, sep, val) {
+			found = append(found, secretPair{a + sub[6], a + sub[7], val})
+			end = a + sub[7]
+		}
+	}
+	return found
+}
+
+// maskPairs masks the values secretPairs finds in s.
+func maskPairs(s string) string { return maskFound(s, secretPairs(s), maskedLike) }
+
+// pairKey returns the name pairRE found with its quotes when they match
+// ("name", \"name\"), without an opening quote that has no closing one
+// ("token:abc" printed by %q), and false for a closing quote that has no
+// opening one (the end of a quoted path: "/etc/passwd": ...).
+func pairKey(key string) (string, bool) {
+	q := ""
+	switch {
+	case strings.HasPrefix(key, `\"`):
+		q = `\"`
+	case strings.HasPrefix(key, `"`):
+		q = `"`
+	}
+	switch closed := len(key) > len(q) && strings.HasSuffix(key, `"`); {
+	case q == "" && closed:
+		return "", false
+	case q != "" && !closed:
+		return key[len(q):], true
+	case q == `\"` && !strings.HasSuffix(key, `\"`), q == `"` && strings.HasSuffix(key, `\"`):
+		return "", false
+	}
+	return key, true
+}
+
+// pairSecret reports whether val, found after the secret name key and the
+// separator sep, is a secret rather than the next word of a message.
+func pairSecret(key, sep, val string) bool {
+	if isPlaceholder(val) {
+		return false
+	}
+	if strings.Contains(sep, "=") || !strings.HasSuffix(sep, " ") && !strings.HasSuffix(sep, "\t") {
+		return true // name=value, "name":value, name:value
+	}
+	// "name": value and name: value
+	if quotedOrListed(val) {
+		return true
+	}
+	if valueKeyed(key) {
+		return authSchemeRE.MatchString(val) || credentialLike(val)
+	}
+	return false
+}
+
+// valueKeyed reports whether key ("name" or name, quotes included) is
+// followed by ": " and a bare value where that value may be its secret: a
+// JSON key (its value unquoted: a number), or a credential header
+// (Authorization, Proxy-Authorization, a hyphenated name as X-Api-Key).
+func valueKeyed(key string) bool {
+	name := strings.ToLower(strings.Trim(key, `\"`))
+	return strings.HasSuffix(key, `"`) || name == "authorization" || name == "proxy-authorization" || strings.Contains(name, "-")
+}
+
+// quotedOrListed reports whether v is quoted or bracketed.
+func quotedOrListed(v string) bool {
+	return len(v) >= 2 && (v[0] == '"' || v[0] == '\'' || v[0] == '[' || strings.HasPrefix(v, `\"`))
+}
+
+// isPlaceholder reports whether v is a placeholder such as <jwt> or
+// <password>, shown by messages that say what to send.
+func isPlaceholder(v string) bool {
+	return len(v) > 2 && v[0] == '<' && v[len(v)-1] == '>' && !strings.ContainsAny(v[1:len(v)-1], "<>")
+}
+
+// credentialLike reports whether the bare word v looks like a credential
+// rather than a word of a message: it holds a digit, a sign or an upper
+// case letter after its first, or is 20 bytes or longer. A trailing
+// full stop, comma or colon is punctuation.
+func credentialLike(v string) bool {
+	v = strings.TrimRight(v, ".:!?)")
+	if len(v) >= 20 {
+		return true
+	}
+	for i, r := range v {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z' && i == 0:
+		case r >= 0x80 && unicode.IsLetter(r) && !unicode.IsUpper(r):
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // maskedLike returns MaskedValue in the quoting or brackets of v, so that
@@ -243,9 +569,6 @@ func maskValue(v any, secret bool) any {
 // literals and comments masked (see MaskText); keywords, names and
 // operators are kept as written, so the result parses as sql does.
 func MaskSQL(sql string) string {
-	if !strings.ContainsAny(sql, "@=:") {
-		return sql
-	}
 	var b strings.Builder
 	sc := scanner.New(sql)
 	last := 0

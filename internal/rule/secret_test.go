@@ -34,7 +34,24 @@ func TestMaskText(t *testing.T) {
 		{`{\"secret\":\"two words\",\"a\":1}`, `{\"secret\":\"******\",\"a\":1}`},
 		{"Cookie: a=1; b=2", "Cookie: ******"},
 		{"Set-Cookie: sid=1; Path=/", "Set-Cookie: ******"},
+		{"X-Api-Key: k1x", "X-Api-Key: ******"},
+		{"Authorization: eyJhbGciOi.eyJzdWIi.sig", "Authorization: ******"},
+		{`{"token": 12345}`, `{"token": ******}`},
+		{"token: 'abc def' user=u", "token: '******' user=u"},
+		// The words of messages stay as written.
+		{"unauthorized: missing token: send the header Authorization: <jwt>", ""},
+		{"unauthorized: missing token: expected the header Authorization", ""},
+		{"unauthorized: invalid token: token has invalid claims: token is expired", ""},
+		{`import "/etc/passwd": file does not exist`, ""},
+		{"sign token: the issuer (public key file name) is required", ""},
+		{"invalid cookie: want name=value", ""},
+		{"want postgres://user:<password>@host:5432/db or user:<password>@tcp(host)/db", ""},
+		{"the secret: missing; the password: too short; the header Authorization: missing", ""},
+		{"token: password=pw1", "token: password=******"},
 	} {
+		if tc.want == "" {
+			tc.want = tc.in
+		}
 		if got := MaskText(tc.in); got != tc.want {
 			t.Errorf("MaskText(%q) = %q, want %q", tc.in, got, tc.want)
 		}
