@@ -33,14 +33,7 @@ const floodFiles = 400
 // refusal names its limit; when the flood ends the connections are given
 // back.
 func TestFloodsLeaveTheAPIUp(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs kuiperd")
-	}
-	prlimit, err := exec.LookPath("prlimit")
-	if err != nil {
-		t.Fatalf("prlimit (util-linux) is needed to lower the daemon's open-files limit: %v", err)
-	}
-	bin := buildDaemon(t)
+	prlimit, bin := floodTools(t)
 	base := newBase(t)
 	key := writeKey(t, base, "ops.pub")
 	token := mustSign(t, key, auth.SignOptions{Issuer: "ops.pub", Subject: "ops", Expires: time.Now().Add(time.Hour)})
@@ -111,14 +104,7 @@ func TestFloodsLeaveTheAPIUp(t *testing.T) {
 // API's TLS port than the daemon has descriptors, none of them starting
 // its handshake, and checks that /ping answers over TLS throughout.
 func TestTLSFloodLeavesThePingUp(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs kuiperd")
-	}
-	prlimit, err := exec.LookPath("prlimit")
-	if err != nil {
-		t.Fatalf("prlimit (util-linux) is needed to lower the daemon's open-files limit: %v", err)
-	}
-	bin := buildDaemon(t)
+	prlimit, bin := floodTools(t)
 	pair := certstest.Write(t, t.TempDir(), "rest", "flood")
 	url := startFlooded(t, prlimit, bin, newBase(t), "KUIPER__LIMITS__FILEDESCRIPTORRESERVE=100",
 		"KUIPER__BASIC__RESTTLS__CERTFILE="+pair.Certfile, "KUIPER__BASIC__RESTTLS__KEYFILE="+pair.Keyfile)
@@ -131,6 +117,20 @@ func TestTLSFloodLeavesThePingUp(t *testing.T) {
 			t.Fatalf("ping %d over TLS during the flood: %d %s", i, status, body)
 		}
 	}
+}
+
+// floodTools skips in -short mode, else returns the prlimit command
+// (util-linux) and a built kuiperd.
+func floodTools(t *testing.T) (prlimit, bin string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs kuiperd")
+	}
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Fatalf("prlimit (util-linux) is needed to lower the daemon's open-files limit: %v", err)
+	}
+	return prlimit, buildDaemon(t)
 }
 
 // startFlooded runs bin over base under an open-files limit of

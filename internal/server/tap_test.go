@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -37,21 +36,14 @@ func memoryRule(t *testing.T, d *servertest.Daemon) {
 // next event's data.
 func tapEvents(t *testing.T, url string) func() map[string]any {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
+	resp := openStream(t, url)
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("tap: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	sc := bufio.NewScanner(resp.Body)
 	return func() map[string]any {
 		// A missing event fails the test instead of hanging it.
-		timer := time.AfterFunc(10*time.Second, cancel)
+		timer := time.AfterFunc(10*time.Second, func() { resp.Body.Close() })
 		defer timer.Stop()
 		for sc.Scan() {
 			line, ok := strings.CutPrefix(sc.Text(), "data: ")
